@@ -1,0 +1,276 @@
+"""Bergen as a PettingZoo AEC environment.
+
+==================  ==============================================================
+Import              ``import bergen_env; env = bergen_env.env(num_players=2)``
+Actions             Discrete(58); Discrete(65) with two sets (``rules="double_set"``)
+Agents              ``player_0 ... player_{n-1}`` (seat i is ``player_i``)
+Observation shape   ``{"observation": (175,) float32, "action_mask": (A,) int8}``
+Observation values  counts, one-hots and flags; see ``bergen_env.observation``
+State shape         (253,) float32, every hand included (centralized critics)
+Rewards             ``reward="match"``: +1 / -1/(sides-1) at the end; ``"points"``: dense
+==================  ==============================================================
+
+Bergen is a point-scoring draw-domino game for 2-4 players or 2 partnerships (seats 0 & 2
+against 1 & 3): you score when your play leaves both ends of the line showing the same
+number. The rules are ``shared/RULES.md``; every option is a keyword argument.
+
+Arguments
+---------
+``num_players`` (2-4, default 2), ``partnerships`` (4 players only), ``rules`` (a preset name
+``"standard"``, ``"traditional"``, ``"double_set"`` or a :class:`bergen_env.Rules`), any rule
+option of RULES.md §3 as an override (``lead="highest"``, ``domino_points=5``, ...),
+``reward`` (``"match"`` or ``"points"``), ``max_hands`` (a match still running after this many
+hands is truncated, reward 0; default 2000), ``render_mode`` (``"ansi"`` or ``"human"``).
+
+Actions
+-------
+``2*t + e`` plays canonical tile ``t`` on end ``e`` (0 left, 1 right; on the empty line only
+end 0), ``56`` draws the first boneyard tile (the same player then acts again), ``57`` passes,
+``58 + n`` plays both ``[n|n]`` at once (two sets only). The first move of a hand is the forced
+lead of the lowest (or highest) double.
+
+Action mask
+-----------
+``observe(agent)["action_mask"]`` is 1 for the legal actions of the agent on turn and all
+zeros for every other agent; it is never all zeros for the agent on turn.
+
+Observation
+-----------
+One flat float32 vector from the observer's seat (own seat first, then the others in turn
+order, padded to 4 seats): own hand, line, unseen tiles, both ends and their double flags,
+whose turn, partner, hand sizes, the numbers each seat is known not to hold (exactly
+inferred from its passes), boneyard size and drawable count, each side's score relative to the
+target. Nothing from other hands or the boneyard order. Layout: ``bergen_env.observation``.
+
+Rewards
+-------
+``"match"`` (default): zero until the match ends; then every agent of the winning side gets
++1 and every agent of each other side -1/(sides-1). ``"points"``: after every step each agent
+gets its side's score change minus the mean change of the other sides (zero-sum, dense).
+``infos[agent]["scores"]`` holds every side's match score after every step.
+
+Version history
+---------------
+* v0: initial release.
+"""
+
+from __future__ import annotations
+
+import warnings
+from typing import Any
+
+import numpy as np
+from gymnasium import spaces
+from pettingzoo import AECEnv
+from pettingzoo.utils import wrappers
+
+from bergen_env.actions import action_str, check_action_id
+from bergen_env.engine import BergenState, PublicView
+from bergen_env.errors import IllegalActionError, InvalidOptionError
+from bergen_env.observation import OBS_SIZE, STATE_SIZE, Encoder, obs_bounds
+from bergen_env.render import render_text
+from bergen_env.rules import Rules, make_rules
+
+REWARD_MODES = ("match", "points")
+DEFAULT_MAX_HANDS = 2000
+
+
+def env(**kwargs: Any) -> AECEnv:
+    """The Bergen AEC env with PettingZoo's classic wrappers (illegal move ends the match)."""
+    aec = raw_env(**kwargs)
+    aec = wrappers.TerminateIllegalWrapper(aec, illegal_reward=-1)
+    aec = wrappers.AssertOutOfBoundsWrapper(aec)
+    aec = wrappers.OrderEnforcingWrapper(aec)
+    return aec
+
+
+class raw_env(AECEnv):
+    """The bare Bergen AEC env: an illegal action raises ``IllegalActionError``."""
+
+    metadata = {
+        "render_modes": ["human", "ansi"],
+        "name": "bergen_v0",
+        "is_parallelizable": False,
+        "render_fps": 1,
+    }
+
+    def __init__(
+        self,
+        num_players: int = 2,
+        partnerships: bool = False,
+        rules: str | Rules = "standard",
+        reward: str = "match",
+        max_hands: int | None = DEFAULT_MAX_HANDS,
+        render_mode: str | None = None,
+        **overrides: Any,
+    ) -> None:
+        super().__init__()
+        self.rules = make_rules(
+            rules, num_players=num_players, partnerships=partnerships, **overrides
+        )
+        if reward not in REWARD_MODES:
+            raise InvalidOptionError(
+                f"option 'reward' must be one of {REWARD_MODES}, got {reward!r}"
+            )
+        if max_hands is not None and (
+            isinstance(max_hands, bool)
+            or not isinstance(max_hands, (int, np.integer))
+            or max_hands < 1
+        ):
+            raise InvalidOptionError(
+                f"option 'max_hands' must be a positive int or None, got {max_hands!r}"
+            )
+        if render_mode is not None and render_mode not in self.metadata["render_modes"]:
+            raise InvalidOptionError(
+                f"option 'render_mode' must be one of {self.metadata['render_modes']} or None, "
+                f"got {render_mode!r}"
+            )
+        self.reward_mode = reward
+        self.max_hands = max_hands
+        self.render_mode = render_mode
+        n = self.rules.num_players
+        self.possible_agents = [f"player_{i}" for i in range(n)]
+        self.agents = self.possible_agents[:]
+        self.agent_name_mapping = {a: i for i, a in enumerate(self.possible_agents)}
+        num_actions = self.rules.num_actions
+        low, high = obs_bounds(self.rules)
+        obs_space = spaces.Dict(
+            {
+                "observation": spaces.Box(low=low, high=high, shape=(OBS_SIZE,), dtype=np.float32),
+                "action_mask": spaces.Box(low=0, high=1, shape=(num_actions,), dtype=np.int8),
+            }
+        )
+        self.observation_spaces = {a: obs_space for a in self.possible_agents}
+        self.action_spaces = {a: spaces.Discrete(num_actions) for a in self.possible_agents}
+        s_low, s_high = obs_bounds(self.rules, "state")
+        self.state_space = spaces.Box(low=s_low, high=s_high, shape=(STATE_SIZE,), dtype=np.float32)
+        self._encoder = Encoder(self.rules)
+        self._game: BergenState | None = None
+        self._rng: np.random.Generator | None = None
+
+    # ------------------------------------------------------------------ spaces
+
+    def observation_space(self, agent: str) -> spaces.Space:
+        return self.observation_spaces[agent]
+
+    def action_space(self, agent: str) -> spaces.Space:
+        return self.action_spaces[agent]
+
+    # ------------------------------------------------------------------ API
+
+    @property
+    def game(self) -> BergenState:
+        """The engine state of the current match (read it; do not mutate it)."""
+        if self._game is None:
+            raise RuntimeError("the environment has not been reset: call reset() first")
+        return self._game
+
+    def reset(self, seed: int | None = None, options: dict[str, Any] | None = None) -> None:
+        if seed is not None or self._rng is None:
+            self._rng = np.random.default_rng(seed)
+        deals = None
+        if options:
+            unknown = sorted(set(options) - {"deals"})
+            if unknown:  # a warning, not an error: PettingZoo's api_test passes a dummy option
+                warnings.warn(
+                    f"reset() ignores unknown option(s) {unknown}; known: ['deals']", stacklevel=2
+                )
+            deals = options.get("deals")
+        self._game = BergenState(self.rules, seed=self._rng, deals=deals)
+        self.agents = self.possible_agents[:]
+        self.rewards = dict.fromkeys(self.agents, 0.0)
+        self._cumulative_rewards = dict.fromkeys(self.agents, 0.0)
+        self.terminations = dict.fromkeys(self.agents, False)
+        self.truncations = dict.fromkeys(self.agents, False)
+        self.infos = {a: {} for a in self.agents}
+        self._update_infos()
+        self.agent_selection = self.agents[self._game.current_player]
+        if self.render_mode == "human":
+            self.render()
+
+    def step(self, action: Any) -> None:
+        game = self.game
+        agent = self.agent_selection
+        if self.terminations[agent] or self.truncations[agent]:
+            self._was_dead_step(action)
+            return
+        a = check_action_id(action, self.rules.num_actions)
+        if not game.is_legal(a):
+            legal = ", ".join(f"{x} ({action_str(x)})" for x in game.legal_actions())
+            raise IllegalActionError(
+                f"action {a} ({action_str(a)}) is illegal for {agent}; legal actions: {legal}"
+            )
+        self._cumulative_rewards[agent] = 0.0
+        before = game.scores[:] if self.reward_mode == "points" else None
+        game._apply(a)
+        rewards = self.rewards
+        if before is not None:
+            self._points_rewards(before)
+        else:
+            for x in self.agents:
+                rewards[x] = 0.0
+        if game.terminal:
+            if self.reward_mode == "match":
+                for x, r in zip(self.agents, game.returns()):
+                    rewards[x] = r
+            for x in self.agents:
+                self.terminations[x] = True
+        elif self.max_hands is not None and game.hand_number >= self.max_hands:
+            for x in self.agents:
+                self.truncations[x] = True
+        self._update_infos()
+        self.agent_selection = self.agents[game.current_player]
+        self._accumulate_rewards()
+        if self.render_mode == "human":
+            self.render()
+
+    def _points_rewards(self, before: list[int]) -> None:
+        game = self.game
+        delta = [now - old for now, old in zip(game.scores, before)]
+        total = sum(delta)
+        others = game.num_sides - 1
+        for seat, x in enumerate(self.agents):
+            d = delta[game.side_of[seat]]
+            self.rewards[x] = float(d - (total - d) / others)
+
+    def _update_infos(self) -> None:
+        game = self.game
+        scores = tuple(game.scores)
+        for x in self.agents:
+            info = self.infos[x]
+            info["scores"] = scores
+            info["hand"] = game.hand_number
+
+    def observe(self, agent: str) -> dict[str, np.ndarray]:
+        game = self.game
+        seat = self.agent_name_mapping[agent]
+        obs = self._encoder.observe(game, seat)
+        if seat == game.current_player and not (
+            self.terminations.get(agent) or self.truncations.get(agent)
+        ):
+            mask = game.legal_mask()
+        else:
+            mask = np.zeros(self.rules.num_actions, dtype=np.int8)
+        return {"observation": obs, "action_mask": mask}
+
+    def state(self) -> np.ndarray:
+        return self._encoder.state(self.game)
+
+    def public_view(self, agent: str) -> PublicView:
+        """The structured public view of ``agent``'s seat (for scripted agents and UIs)."""
+        return self.game.public_view(self.agent_name_mapping[agent])
+
+    def render(self) -> str | None:
+        if self.render_mode is None:
+            import gymnasium
+
+            gymnasium.logger.warn("render() called without a render_mode; pass render_mode='ansi'")
+            return None
+        text = render_text(self.game)
+        if self.render_mode == "human":
+            print(text)
+            return None
+        return text
+
+    def close(self) -> None:
+        pass

@@ -1,0 +1,114 @@
+"""The agent interface every policy implements, and the registry that builds agents from strings.
+
+An agent is told the rules and its seat when a match starts (``reset``) and is then asked for an
+action id each time its seat is on turn (``act``). It receives the flat observation and action
+mask (what a learned policy uses) and the seat's :class:`~bergen_env.engine.PublicView` (what a
+scripted player uses). Neither holds other hands or the boneyard order.
+
+Agents are named by strings so configs and command lines can name them:
+``"random"``, ``"heuristic"``, ``"search:samples=200"``, ``"search:samples=50,budget_ms=20"``.
+
+>>> spec = parse_agent_spec("search:samples=200,rollout=greedy")
+>>> spec
+('search', {'samples': 200, 'rollout': 'greedy'})
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from bergen_env.engine import PublicView
+from bergen_env.rules import Rules
+
+
+class Agent(ABC):
+    """A policy for one seat. Subclasses implement :meth:`act`; :meth:`reset` is optional."""
+
+    #: The string this agent was built from (set by :func:`make_agent`).
+    name: str = "agent"
+
+    def reset(self, rules: Rules, seat: int, rng: np.random.Generator) -> None:
+        """Called at the start of every match with the rules, the seat and a seeded RNG."""
+        self.rules = rules
+        self.seat = seat
+        self.rng = rng
+
+    @abstractmethod
+    def act(self, observation: np.ndarray, action_mask: np.ndarray, view: PublicView) -> int:
+        """The action id to play; must be legal (``action_mask[a] == 1``)."""
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.name!r})"
+
+
+AgentFactory = Callable[..., Agent]
+_REGISTRY: dict[str, AgentFactory] = {}
+
+
+def register_agent(kind: str, factory: AgentFactory, *, overwrite: bool = False) -> None:
+    """Make ``kind`` (the part of an agent string before ``:``) build agents with ``factory``.
+
+    ``factory`` gets the parsed keyword arguments of the string (``"search:samples=200"`` ->
+    ``samples=200``); a factory for path-like kinds (``"ppo:PATH"``) receives ``path=...``.
+    """
+    if kind in _REGISTRY and not overwrite:
+        raise ValueError(f"agent kind {kind!r} is already registered")
+    _REGISTRY[kind] = factory
+
+
+def registered_agents() -> list[str]:
+    """The agent kinds that :func:`make_agent` knows."""
+    return sorted(_REGISTRY)
+
+
+def _parse_value(text: str) -> Any:
+    for cast in (int, float):
+        try:
+            return cast(text)
+        except ValueError:
+            pass
+    if text.lower() in ("true", "false"):
+        return text.lower() == "true"
+    return text
+
+
+def parse_agent_spec(spec: str) -> tuple[str, dict[str, Any]]:
+    """Split ``"kind:key=value,key=value"`` (or ``"kind:PATH"``) into the kind and kwargs."""
+    if not isinstance(spec, str) or not spec.strip():
+        raise ValueError(f"an agent is named by a non-empty string, got {spec!r}")
+    kind, _, rest = spec.strip().partition(":")
+    kwargs: dict[str, Any] = {}
+    if rest:
+        if "=" not in rest:
+            kwargs["path"] = rest
+        else:
+            for item in rest.split(","):
+                key, eq, value = item.partition("=")
+                if not eq or not key.strip():
+                    raise ValueError(f"agent {spec!r}: expected key=value, got {item!r}")
+                kwargs[key.strip()] = _parse_value(value.strip())
+    return kind, kwargs
+
+
+def make_agent(spec: str) -> Agent:
+    """Build an agent from its string, e.g. ``make_agent("search:samples=200")``."""
+    kind, kwargs = parse_agent_spec(spec)
+    if kind not in _REGISTRY:
+        raise ValueError(
+            f"unknown agent {spec!r}: known kinds are {registered_agents()}"
+            + (
+                "; 'ppo' needs `import training.policies` (the train extra)"
+                if kind == "ppo"
+                else ""
+            )
+        )
+    try:
+        agent = _REGISTRY[kind](**kwargs)
+    except TypeError as exc:
+        raise ValueError(f"agent {spec!r}: bad parameters ({exc})") from None
+    agent.name = spec
+    return agent

@@ -1,0 +1,685 @@
+"""The Bergen rules engine: a mutable match state with the OpenSpiel/pgx shape.
+
+Pure Python and numpy only; no RL library. A :class:`BergenState` is a whole match (hands are
+dealt one after another until a side reaches the target). Its API:
+
+- ``current_player``, ``legal_actions()``, ``legal_mask(out)``, ``apply_action(a)``,
+- ``terminal``, ``winner`` (side), ``returns()``, ``scores``, ``clone()``,
+- ``public_view(seat)`` (what that seat may know) and ``from_view`` (a determinization).
+
+Hands are bitmasks over tile ids plus per-tile counts (two sets have two copies of each tile),
+so legality is a few integer ``&`` operations against precomputed tables.
+
+>>> from bergen_env.rules import Rules
+>>> s = BergenState(Rules.preset("standard"), seed=0)
+>>> s.legal_actions() == [2 * s.lead_tile]
+True
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from bergen_env.actions import (
+    DOUBLE_PLAY,
+    DRAW,
+    NUM_PLAY_ACTIONS,
+    PASS,
+    action_str,
+    check_action_id,
+)
+from bergen_env.errors import GameOverError, IllegalActionError, InvalidDealError
+from bergen_env.rules import Rules
+from bergen_env.tiles import (
+    CONTAINS,
+    DOUBLE_ID,
+    DOUBLES_MASK,
+    IS_DOUBLE,
+    MATCH_EITHER,
+    NUM_NUMBERS,
+    NUM_TILES,
+    OTHER_HALF,
+    PIPS,
+    TILES,
+    parse_tile,
+    tile_str,
+)
+
+#: A deal: ``(hands, boneyard)`` as lists of tile ids; a draw takes ``boneyard[0]``.
+Deal = tuple[list[list[int]], list[int]]
+
+
+@dataclass(frozen=True)
+class HandResult:
+    """How a hand ended and what it scored at its end (headers are not included)."""
+
+    hand: int
+    reason: str  # "domino" or "blocked"
+    winner: int | None  # winning side, None when a blocked hand tied
+    points: tuple[int, ...]  # per side: domino/blocked points and leftover penalties
+    seat: int | None = None  # the seat that went out (domino)
+    blocked_rule: str | None = None
+
+
+@dataclass(frozen=True)
+class PublicView:
+    """What one seat may know: its own hand and everything public. Never other hands."""
+
+    rules: Rules
+    seat: int
+    current_player: int
+    hand: tuple[int, ...]  # own tiles, ascending, repeated for two copies
+    hand_counts: tuple[int, ...]  # per tile id
+    line: tuple[tuple[int, int], ...]  # oriented tiles, left to right
+    line_counts: tuple[int, ...]  # per tile id
+    unseen_counts: tuple[int, ...]  # per tile id: not in own hand and not on the line
+    ends: tuple[int, int] | None  # (left, right) numbers, None before the first play
+    end_doubles: tuple[bool, bool]
+    hand_sizes: tuple[int, ...]  # per seat
+    boneyard_size: int
+    drawable: int  # boneyard tiles that may still be drawn (size minus reserve)
+    scores: tuple[int, ...]  # per side
+    voids: tuple[int, ...]  # per seat: 7-bit mask of numbers known not held
+    moves: tuple[tuple[int, int], ...]  # (seat, action) of this hand so far
+    hand_number: int
+    lead_tile: int | None  # the forced opening tile, if the hand's first move is due
+    legal_actions: tuple[int, ...]  # empty when it is not this seat's turn
+
+    @property
+    def side(self) -> int:
+        """The viewing seat's side."""
+        return self.rules.side_of[self.seat]
+
+
+class BergenState:
+    """A Bergen match in progress. Create with rules and a seed (or a numpy Generator)."""
+
+    __slots__ = (
+        "rules",
+        "num_players",
+        "num_sides",
+        "side_of",
+        "rng",
+        "_deals",
+        "_pool",
+        "hands",
+        "hand_bits",
+        "hand_len",
+        "boneyard",
+        "bone_pos",
+        "line",
+        "line_counts",
+        "line_len",
+        "end_num",
+        "end_dbl",
+        "voids",
+        "scores",
+        "hand_number",
+        "current_player",
+        "lead_tile",
+        "terminal",
+        "winner",
+        "moves",
+        "hand_results",
+        "_limit",
+    )
+
+    def __init__(
+        self,
+        rules: Rules,
+        seed: int | np.random.Generator | None = None,
+        deals: Sequence[Any] | None = None,
+    ) -> None:
+        if not isinstance(rules, Rules):
+            raise TypeError(f"rules must be a bergen_env.Rules, got {type(rules).__name__}")
+        self.rules = rules
+        self.num_players = rules.num_players
+        self.num_sides = rules.num_sides
+        self.side_of = rules.side_of
+        self.rng = seed if isinstance(seed, np.random.Generator) else np.random.default_rng(seed)
+        self._deals = [validate_deal(d, rules) for d in deals] if deals else []
+        self._deals.reverse()  # pop() from the end takes them in order
+        self._pool = np.repeat(np.arange(NUM_TILES), rules.sets)
+        #: boneyard index beyond which nobody may draw (the reserve stays).
+        self._limit = 0
+        self.scores = [0] * self.num_sides
+        self.hand_number = 0
+        self.terminal = False
+        self.winner: int | None = None
+        self.hand_results: list[HandResult] = []
+        self._start_hand()
+
+    # ------------------------------------------------------------------ dealing
+
+    def _start_hand(self) -> None:
+        """Deal the hand ``self.hand_number`` (redealing while no seat holds a double)."""
+        n = self.num_players
+        size = self.rules.hand_size
+        while True:
+            if self._deals:
+                hands, boneyard = self._deals.pop()
+            else:
+                order = self.rng.permutation(self._pool).tolist()
+                hands = [order[i * size : (i + 1) * size] for i in range(n)]
+                boneyard = order[n * size :]
+            counts = [[0] * NUM_TILES for _ in range(n)]
+            for seat, tiles in enumerate(hands):
+                row = counts[seat]
+                for t in tiles:
+                    row[t] += 1
+            leader, lead_tile = _find_lead(counts, self.rules.lead, self.hand_number % n)
+            if leader is not None:
+                break
+        self.hands = counts
+        self.hand_bits = [_bits_of(row) for row in counts]
+        self.hand_len = [size] * n
+        self.boneyard = list(boneyard)
+        self.bone_pos = 0
+        self._limit = len(self.boneyard) - self.rules.reserve
+        self.line: list[tuple[int, int]] = []
+        self.line_counts = [0] * NUM_TILES
+        self.line_len = 0
+        self.end_num = [0, 0]
+        self.end_dbl = [False, False]
+        self.voids = [0] * n
+        self.moves: list[tuple[int, int]] = []
+        self.current_player = leader
+        self.lead_tile: int | None = lead_tile
+
+    # ------------------------------------------------------------------ queries
+
+    @property
+    def drawable(self) -> int:
+        """Boneyard tiles that may still be drawn (its size minus the reserve, at least 0)."""
+        return max(0, self._limit - self.bone_pos)
+
+    @property
+    def boneyard_size(self) -> int:
+        """Tiles left in the boneyard (including the reserve)."""
+        return len(self.boneyard) - self.bone_pos
+
+    @property
+    def ends(self) -> tuple[int, int] | None:
+        """The (left, right) end numbers, None before the first play of the hand."""
+        return (self.end_num[0], self.end_num[1]) if self.line_len else None
+
+    def hand_tiles(self, seat: int) -> list[int]:
+        """Tile ids in ``seat``'s hand, ascending (repeated for two copies)."""
+        row = self.hands[seat]
+        return [t for t in range(NUM_TILES) for _ in range(row[t])]
+
+    def has_playable(self, seat: int) -> bool:
+        """Whether ``seat`` holds a tile that fits an open end (always True on the empty line)."""
+        if not self.line_len:
+            return True
+        return bool(self.hand_bits[seat] & MATCH_EITHER[self.end_num[0] * 7 + self.end_num[1]])
+
+    def legal_actions(self) -> list[int]:
+        """Legal action ids of the player on turn, ascending; empty when the match is over."""
+        if self.terminal:
+            return []
+        if self.lead_tile is not None:
+            return [2 * self.lead_tile]
+        p = self.current_player
+        bits = self.hand_bits[p]
+        e0, e1 = self.end_num
+        m0 = bits & CONTAINS[e0]
+        m1 = bits & CONTAINS[e1]
+        playable = m0 | m1
+        out: list[int] = []
+        m = playable
+        while m:
+            low = m & -m
+            t = low.bit_length() - 1
+            m ^= low
+            if m0 & low:
+                out.append(2 * t)
+            if m1 & low:
+                out.append(2 * t + 1)
+        can_draw = self.bone_pos < self._limit
+        if can_draw and (not playable or self.rules.voluntary_draw):
+            out.append(DRAW)
+        if not playable and not can_draw:
+            out.append(PASS)
+        if e0 == e1 and self.hands[p][DOUBLE_ID[e0]] >= 2 and self.rules.sets == 2:
+            out.append(DOUBLE_PLAY + e0)
+        return out
+
+    def legal_mask(self, out: np.ndarray | None = None) -> np.ndarray:
+        """The legal actions as a 0/1 ``int8`` mask of length ``rules.num_actions``."""
+        if out is None:
+            out = np.zeros(self.rules.num_actions, dtype=np.int8)
+        else:
+            out.fill(0)
+        for a in self.legal_actions():
+            out[a] = 1
+        return out
+
+    def is_legal(self, action: int) -> bool:
+        """Whether ``action`` is legal now (no exception for out-of-range ids)."""
+        if self.terminal or not 0 <= action < self.rules.num_actions:
+            return False
+        p = self.current_player
+        if self.lead_tile is not None:
+            return action == 2 * self.lead_tile
+        if action < NUM_PLAY_ACTIONS:
+            t = action >> 1
+            return bool(self.hand_bits[p] >> t & 1 and CONTAINS[self.end_num[action & 1]] >> t & 1)
+        playable = self.has_playable(p)
+        can_draw = self.bone_pos < self._limit
+        if action == DRAW:
+            return can_draw and (not playable or self.rules.voluntary_draw)
+        if action == PASS:
+            return not playable and not can_draw
+        n = action - DOUBLE_PLAY
+        e0, e1 = self.end_num
+        return e0 == e1 == n and self.hands[p][DOUBLE_ID[n]] >= 2
+
+    def returns(self) -> list[float]:
+        """Per seat: +1 for the winning side, -1/(sides-1) for the others; zeros before the end."""
+        if not self.terminal or self.winner is None:
+            return [0.0] * self.num_players
+        loss = -1.0 / (self.num_sides - 1)
+        return [1.0 if self.side_of[s] == self.winner else loss for s in range(self.num_players)]
+
+    # ------------------------------------------------------------------ acting
+
+    def apply_action(self, action: int) -> None:
+        """Apply a legal action of the player on turn; raise ``IllegalActionError`` otherwise."""
+        if self.terminal:
+            raise GameOverError(f"the match is over; action {action!r} cannot be applied")
+        a = check_action_id(action, self.rules.num_actions)
+        if not self.is_legal(a):
+            legal = ", ".join(f"{x} ({action_str(x)})" for x in self.legal_actions())
+            raise IllegalActionError(
+                f"action {a} ({action_str(a)}) is illegal for player_{self.current_player}; "
+                f"legal actions: {legal}"
+            )
+        self._apply(a)
+
+    def _apply(self, a: int) -> None:
+        """Apply an action already known to be legal (the hot path of search playouts)."""
+        p = self.current_player
+        self.moves.append((p, a))
+        if a < NUM_PLAY_ACTIONS:
+            self._play(p, a >> 1, a & 1)
+        elif a == DRAW:
+            t = self.boneyard[self.bone_pos]
+            self.bone_pos += 1
+            row = self.hands[p]
+            row[t] += 1
+            self.hand_bits[p] |= 1 << t
+            self.hand_len[p] += 1
+            self.voids[p] = 0  # the drawn tile is unknown: nothing is known any more
+            self._check_blocked()
+        elif a == PASS:
+            self.voids[p] |= (1 << self.end_num[0]) | (1 << self.end_num[1])
+            self.current_player = (p + 1) % self.num_players
+            self._check_blocked()
+        else:
+            self._double_play(p, a - DOUBLE_PLAY)
+
+    def _remove(self, p: int, t: int) -> None:
+        row = self.hands[p]
+        row[t] -= 1
+        if not row[t]:
+            self.hand_bits[p] &= ~(1 << t)
+        self.hand_len[p] -= 1
+        self.line_counts[t] += 1
+        self.line_len += 1
+
+    def _play(self, p: int, t: int, e: int) -> None:
+        self._remove(p, t)
+        dbl = IS_DOUBLE[t]
+        if self.lead_tile is not None:  # the opening double: both ends show its number
+            self.lead_tile = None
+            a, b = TILES[t]
+            self.end_num[0] = a
+            self.end_num[1] = b
+            self.end_dbl[0] = self.end_dbl[1] = dbl
+            self.line.append((a, b))
+            header = 2
+        else:
+            n = self.end_num[e]
+            other = OTHER_HALF[t * 7 + n]
+            self.end_num[e] = other
+            self.end_dbl[e] = dbl
+            if e:
+                self.line.append((n, other))
+            else:
+                self.line.insert(0, (other, n))
+            header = 0
+            if self.end_num[0] == self.end_num[1]:
+                header = (2, 3, 4)[self.end_dbl[0] + self.end_dbl[1]]
+        self._after_play(p, header)
+
+    def _double_play(self, p: int, n: int) -> None:
+        t = DOUBLE_ID[n]
+        self._remove(p, t)
+        self._remove(p, t)
+        self.end_dbl[0] = self.end_dbl[1] = True
+        self.line.insert(0, (n, n))
+        self.line.append((n, n))
+        self._after_play(p, 5)
+
+    def _after_play(self, p: int, header: int) -> None:
+        side = self.side_of[p]
+        if header:
+            if self.rules.end_caps:
+                need = self.rules.target - self.scores[side]
+                if need <= 2:
+                    header = 1
+                elif need == 3 and header > 2:
+                    header = 2
+            if self._score(side, header):
+                return
+        if not self.hand_len[p]:
+            self._end_hand("domino", side, seat=p)
+            return
+        self.current_player = (p + 1) % self.num_players
+        self._check_blocked()
+
+    def _score(self, side: int, points: int) -> bool:
+        """Add points; end the match (and return True) when the side reaches the target."""
+        self.scores[side] += points
+        if self.scores[side] >= self.rules.target:
+            self.terminal = True
+            self.winner = side
+            return True
+        return False
+
+    def _check_blocked(self) -> None:
+        if self.bone_pos < self._limit:
+            return
+        fits = MATCH_EITHER[self.end_num[0] * 7 + self.end_num[1]]
+        for bits in self.hand_bits:
+            if bits & fits:
+                return
+        self._end_hand("blocked", blocked_winner(self.rules.blocked_rule, self.side_tallies()))
+
+    def side_tallies(self) -> list[tuple[int, int, int]]:
+        """Per side: (doubles held, pips held, lowest double held or 7 if none)."""
+        tallies = [[0, 0, NUM_NUMBERS] for _ in range(self.num_sides)]
+        for seat, row in enumerate(self.hands):
+            tally = tallies[self.side_of[seat]]
+            bits = self.hand_bits[seat]
+            m = bits
+            while m:
+                low = m & -m
+                t = low.bit_length() - 1
+                m ^= low
+                c = row[t]
+                tally[1] += PIPS[t] * c
+                if low & DOUBLES_MASK:
+                    tally[0] += c
+                    tally[2] = min(tally[2], TILES[t][0])
+        return [(d, p, low) for d, p, low in tallies]
+
+    def _end_hand(self, reason: str, winner: int | None, seat: int | None = None) -> None:
+        points = [0] * self.num_sides
+        rules = self.rules
+        done = False
+        if winner is not None:
+            gain = rules.domino_points if reason == "domino" else rules.blocked_points
+            points[winner] = gain
+            done = self._score(winner, gain)
+        if not done and rules.leftover_penalty:
+            left = [0] * self.num_sides
+            for s, size in enumerate(self.hand_len):
+                left[self.side_of[s]] += size
+            for side in range(self.num_sides):
+                if side != winner and left[side]:
+                    loss = rules.leftover_penalty * left[side]
+                    points[side] -= loss
+                    self.scores[side] -= loss
+        self.hand_results.append(
+            HandResult(
+                hand=self.hand_number,
+                reason=reason,
+                winner=winner,
+                points=tuple(points),
+                seat=seat,
+                blocked_rule=rules.blocked_rule if reason == "blocked" else None,
+            )
+        )
+        if not self.terminal:
+            self.hand_number += 1
+            self._start_hand()
+
+    # ------------------------------------------------------------------ copies and views
+
+    def clone(self, rng: np.random.Generator | None = None) -> BergenState:
+        """An independent copy; its RNG is a copy of this one's unless ``rng`` is given."""
+        c = object.__new__(BergenState)
+        c.rules = self.rules
+        c.num_players = self.num_players
+        c.num_sides = self.num_sides
+        c.side_of = self.side_of
+        if rng is None:
+            rng = np.random.Generator(type(self.rng.bit_generator)())
+            rng.bit_generator.state = self.rng.bit_generator.state
+        c.rng = rng
+        c._deals = list(self._deals)
+        c._pool = self._pool
+        c._limit = self._limit
+        c.hands = [row[:] for row in self.hands]
+        c.hand_bits = self.hand_bits[:]
+        c.hand_len = self.hand_len[:]
+        c.boneyard = self.boneyard  # never mutated: draws advance bone_pos
+        c.bone_pos = self.bone_pos
+        c.line = self.line[:]
+        c.line_counts = self.line_counts[:]
+        c.line_len = self.line_len
+        c.end_num = self.end_num[:]
+        c.end_dbl = self.end_dbl[:]
+        c.voids = self.voids[:]
+        c.scores = self.scores[:]
+        c.hand_number = self.hand_number
+        c.current_player = self.current_player
+        c.lead_tile = self.lead_tile
+        c.terminal = self.terminal
+        c.winner = self.winner
+        c.moves = self.moves[:]
+        c.hand_results = self.hand_results[:]
+        return c
+
+    def __copy__(self) -> BergenState:
+        return self.clone()
+
+    def __deepcopy__(self, memo: dict) -> BergenState:
+        return self.clone()
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {k: getattr(self, k) for k in self.__slots__}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        for k, v in state.items():
+            object.__setattr__(self, k, v)
+
+    def public_view(self, seat: int) -> PublicView:
+        """What ``seat`` may know now (own hand, the line, public counts, scores, voids)."""
+        if not 0 <= seat < self.num_players:
+            raise ValueError(f"seat {seat} is out of range 0..{self.num_players - 1}")
+        counts = tuple(self.hands[seat])
+        sets = self.rules.sets
+        return PublicView(
+            rules=self.rules,
+            seat=seat,
+            current_player=self.current_player,
+            hand=tuple(self.hand_tiles(seat)),
+            hand_counts=counts,
+            line=tuple(self.line),
+            line_counts=tuple(self.line_counts),
+            unseen_counts=tuple(sets - counts[t] - self.line_counts[t] for t in range(NUM_TILES)),
+            ends=self.ends,
+            end_doubles=(self.end_dbl[0], self.end_dbl[1]),
+            hand_sizes=tuple(self.hand_len),
+            boneyard_size=self.boneyard_size,
+            drawable=self.drawable,
+            scores=tuple(self.scores),
+            voids=tuple(self.voids),
+            moves=tuple(self.moves),
+            hand_number=self.hand_number,
+            lead_tile=self.lead_tile,
+            legal_actions=tuple(self.legal_actions())
+            if seat == self.current_player and not self.terminal
+            else (),
+        )
+
+    @classmethod
+    def from_view(
+        cls,
+        view: PublicView,
+        hands: Sequence[Sequence[int]],
+        boneyard: Sequence[int],
+        rng: np.random.Generator,
+    ) -> BergenState:
+        """A state consistent with ``view`` in which the hidden tiles are as given.
+
+        ``hands[view.seat]`` must be the viewer's own hand; the other hands and the boneyard are
+        a guess (a *determinization*) for search. Later hands are dealt from ``rng``.
+        """
+        rules = view.rules
+        c = object.__new__(cls)
+        c.rules = rules
+        c.num_players = rules.num_players
+        c.num_sides = rules.num_sides
+        c.side_of = rules.side_of
+        c.rng = rng
+        c._deals = []
+        c._pool = np.repeat(np.arange(NUM_TILES), rules.sets)
+        c.hands = [[0] * NUM_TILES for _ in range(c.num_players)]
+        for seat, tiles in enumerate(hands):
+            for t in tiles:
+                c.hands[seat][t] += 1
+        c.hand_bits = [_bits_of(row) for row in c.hands]
+        c.hand_len = [len(h) for h in hands]
+        c.boneyard = list(boneyard)
+        c.bone_pos = 0
+        c._limit = len(c.boneyard) - rules.reserve
+        c.line = list(view.line)
+        c.line_counts = list(view.line_counts)
+        c.line_len = sum(view.line_counts)
+        c.end_num = list(view.ends) if view.ends is not None else [0, 0]
+        c.end_dbl = list(view.end_doubles)
+        c.voids = list(view.voids)
+        c.scores = list(view.scores)
+        c.hand_number = view.hand_number
+        c.current_player = view.current_player
+        c.lead_tile = view.lead_tile
+        c.terminal = False
+        c.winner = None
+        c.moves = list(view.moves)
+        c.hand_results = []
+        return c
+
+    def __repr__(self) -> str:
+        ends = self.ends
+        return (
+            f"BergenState({self.rules.name}, {self.num_players}p, hand {self.hand_number}, "
+            f"scores {self.scores}, ends {ends}, to move player_{self.current_player}"
+            f"{', over' if self.terminal else ''})"
+        )
+
+
+# ---------------------------------------------------------------------- pure helpers
+
+
+def _bits_of(row: list[int]) -> int:
+    bits = 0
+    for t, c in enumerate(row):
+        if c:
+            bits |= 1 << t
+    return bits
+
+
+def _find_lead(counts: list[list[int]], lead: str, first: int) -> tuple[int | None, int | None]:
+    """The seat that must lead and its double (RULES.md §4), or (None, None) for a redeal."""
+    n = len(counts)
+    numbers = range(NUM_NUMBERS) if lead == "lowest" else range(NUM_NUMBERS - 1, -1, -1)
+    for num in numbers:
+        t = DOUBLE_ID[num]
+        for k in range(n):
+            seat = (first + k) % n
+            if counts[seat][t]:
+                return seat, t
+    return None, None
+
+
+def blocked_winner(rule: str, tallies: Sequence[tuple[int, int, int]]) -> int | None:
+    """The side that wins a blocked hand under ``rule`` (RULES.md §7), None on a tie.
+
+    ``tallies[side] = (doubles, pips, lowest double or 7)``.
+
+    >>> blocked_winner("german", [(1, 10, 2), (0, 30, 7)])
+    1
+    >>> blocked_winner("pips", [(1, 10, 2), (0, 10, 7)]) is None
+    True
+    """
+    sides = range(len(tallies))
+
+    def best(candidates: Sequence[int], key: int, highest: bool = False) -> list[int]:
+        values = [tallies[s][key] for s in candidates]
+        target = max(values) if highest else min(values)
+        return [s for s in candidates if tallies[s][key] == target]
+
+    def single(candidates: list[int]) -> int | None:
+        return candidates[0] if len(candidates) == 1 else None
+
+    if rule == "pips":
+        return single(best(sides, 1))
+    if rule == "german":
+        return single(best(best(sides, 0), 1))
+    if rule == "american":
+        without = [s for s in sides if tallies[s][0] == 0]
+        if without:
+            return single(best(without, 1))
+        return single(best(sides, 2))
+    if rule == "most_doubles":
+        most = best(sides, 0, highest=True)
+        if tallies[most[0]][0] == 0:
+            return single(best(sides, 1))
+        return single(best(most, 2))
+    raise ValueError(f"unknown blocked_rule {rule!r}")
+
+
+def validate_deal(deal: Any, rules: Rules) -> Deal:
+    """Check a user deal against the rules; return it as tile ids. Raises ``InvalidDealError``."""
+    if not isinstance(deal, dict) or set(deal) != {"hands", "boneyard"}:
+        raise InvalidDealError(
+            f"a deal must be a dict with exactly the keys 'hands' and 'boneyard', got {deal!r}"
+        )
+    n = rules.num_players
+    raw_hands = deal["hands"]
+    if len(raw_hands) != n:
+        raise InvalidDealError(f"deal has {len(raw_hands)} hands, expected {n} (one per seat)")
+    try:
+        hands = [[parse_tile(t) for t in hand] for hand in raw_hands]
+        boneyard = [parse_tile(t) for t in deal["boneyard"]]
+    except ValueError as exc:
+        raise InvalidDealError(f"deal has a bad tile: {exc}") from None
+    for seat, hand in enumerate(hands):
+        if len(hand) != rules.hand_size:
+            raise InvalidDealError(
+                f"deal gives seat {seat} {len(hand)} tiles, expected hand_size={rules.hand_size}"
+            )
+    if len(boneyard) != rules.boneyard_size:
+        raise InvalidDealError(
+            f"deal's boneyard has {len(boneyard)} tiles, expected {rules.boneyard_size}"
+        )
+    seen = [0] * NUM_TILES
+    for t in [t for h in hands for t in h] + boneyard:
+        seen[t] += 1
+    wrong = [tile_str(t) for t in range(NUM_TILES) if seen[t] != rules.sets]
+    if wrong:
+        raise InvalidDealError(
+            f"deal is not a split of {rules.sets} set(s): each tile must appear {rules.sets} "
+            f"time(s); wrong counts for {', '.join(wrong)}"
+        )
+    if not any(IS_DOUBLE[t] for h in hands for t in h):
+        raise InvalidDealError("deal gives no seat a double: nobody can lead (RULES.md §4)")
+    return hands, boneyard

@@ -1,0 +1,207 @@
+"""Observation and global-state encoders: one flat ``float32`` array with named views.
+
+The layout is fixed (padded to 4 seats and 4 sides) so one network fits every player count.
+Everything is *relative to the observer*: relative seat ``k`` is seat ``(observer + k) % n``
+and relative side ``j`` is side ``(own side + j) % sides``. Slots of absent seats/sides are 0.
+
+Observation (``OBS_SIZE = 175``), what the observer may know and nothing else:
+
+==============  =====  ===================================================================
+view            size   meaning
+==============  =====  ===================================================================
+hand            28     own tile counts by canonical tile id (0..2 with two sets)
+line            28     tile counts on the line
+unseen          28     counts neither in own hand nor on the line (others' hands + boneyard)
+left_end        7      one-hot number of the left end (all 0 before the first play)
+right_end       7      one-hot number of the right end
+end_doubles     2      1 where an end is a double end (laid crosswise)
+line_empty      1      1 before the first play of the hand
+to_move         4      one-hot relative seat on turn
+seats           4      1 for relative seats that exist
+partner         4      1 for the partner's relative seat (partnerships)
+hand_sizes      4      tiles held, per relative seat
+voids           28     4 relative seats x 7 numbers: 1 = known not to hold that number
+boneyard        2      [tiles in the boneyard, tiles that may still be drawn]
+scores          4      score / target per relative side, clipped to [-2, 1]
+need            24     4 relative sides x one-hot of target - score in {1,2,3,4,5,>=6}
+==============  =====  ===================================================================
+
+The global state (``STATE_SIZE``), for centralized critics, uses absolute seats and sides and
+adds every hand and the boneyard's contents (not its order): views ``hands`` (4 x 28),
+``line``, ``boneyard_tiles``, ``left_end``, ``right_end``, ``end_doubles``, ``line_empty``,
+``to_move``, ``seats``, ``hand_sizes``, ``voids``, ``boneyard``, ``scores``, ``need``.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from bergen_env.engine import BergenState
+from bergen_env.rules import Rules
+from bergen_env.tiles import NUM_NUMBERS, NUM_TILES
+
+MAX_SEATS = 4
+NEED_BINS = 6
+
+OBS_LAYOUT: tuple[tuple[str, int], ...] = (
+    ("hand", NUM_TILES),
+    ("line", NUM_TILES),
+    ("unseen", NUM_TILES),
+    ("left_end", NUM_NUMBERS),
+    ("right_end", NUM_NUMBERS),
+    ("end_doubles", 2),
+    ("line_empty", 1),
+    ("to_move", MAX_SEATS),
+    ("seats", MAX_SEATS),
+    ("partner", MAX_SEATS),
+    ("hand_sizes", MAX_SEATS),
+    ("voids", MAX_SEATS * NUM_NUMBERS),
+    ("boneyard", 2),
+    ("scores", MAX_SEATS),
+    ("need", MAX_SEATS * NEED_BINS),
+)
+STATE_LAYOUT: tuple[tuple[str, int], ...] = (
+    ("hands", MAX_SEATS * NUM_TILES),
+    ("line", NUM_TILES),
+    ("boneyard_tiles", NUM_TILES),
+    ("left_end", NUM_NUMBERS),
+    ("right_end", NUM_NUMBERS),
+    ("end_doubles", 2),
+    ("line_empty", 1),
+    ("to_move", MAX_SEATS),
+    ("seats", MAX_SEATS),
+    ("hand_sizes", MAX_SEATS),
+    ("voids", MAX_SEATS * NUM_NUMBERS),
+    ("boneyard", 2),
+    ("scores", MAX_SEATS),
+    ("need", MAX_SEATS * NEED_BINS),
+)
+
+
+def _offsets(layout: tuple[tuple[str, int], ...]) -> dict[str, slice]:
+    out, start = {}, 0
+    for name, size in layout:
+        out[name] = slice(start, start + size)
+        start += size
+    return out
+
+
+OBS_SLICES = _offsets(OBS_LAYOUT)
+STATE_SLICES = _offsets(STATE_LAYOUT)
+OBS_SIZE = sum(size for _, size in OBS_LAYOUT)
+STATE_SIZE = sum(size for _, size in STATE_LAYOUT)
+_VOID_BITS = np.array([1 << n for n in range(NUM_NUMBERS)], dtype=np.int64)
+
+
+def obs_bounds(rules: Rules, layout: str = "obs") -> tuple[np.ndarray, np.ndarray]:
+    """Elementwise (low, high) of the observation or state under ``rules``."""
+    slices = OBS_SLICES if layout == "obs" else STATE_SLICES
+    size = OBS_SIZE if layout == "obs" else STATE_SIZE
+    low = np.zeros(size, dtype=np.float32)
+    high = np.ones(size, dtype=np.float32)
+    for name in ("hand", "hands", "line", "unseen", "boneyard_tiles"):
+        if name in slices:
+            high[slices[name]] = rules.sets
+    high[slices["hand_sizes"]] = rules.num_tiles
+    high[slices["boneyard"]] = rules.num_tiles
+    low[slices["scores"]] = -2.0
+    return low, high
+
+
+class Encoder:
+    """Fills observations (and the global state) of one rules set into preallocated buffers.
+
+    ``views(array)`` gives the named views of any array of this layout, e.g.
+    ``Encoder.views(obs)["hand"]``.
+    """
+
+    def __init__(self, rules: Rules) -> None:
+        self.rules = rules
+        self.n = rules.num_players
+        self.sides = rules.num_sides
+        self.buf = np.zeros(OBS_SIZE, dtype=np.float32)
+        self.v = {name: self.buf[s] for name, s in OBS_SLICES.items()}
+        self.state_buf = np.zeros(STATE_SIZE, dtype=np.float32)
+        self.sv = {name: self.state_buf[s] for name, s in STATE_SLICES.items()}
+        self._voids = self.v["voids"].reshape(MAX_SEATS, NUM_NUMBERS)
+        self._need = self.v["need"].reshape(MAX_SEATS, NEED_BINS)
+        self._s_voids = self.sv["voids"].reshape(MAX_SEATS, NUM_NUMBERS)
+        self._s_need = self.sv["need"].reshape(MAX_SEATS, NEED_BINS)
+        self._s_hands = self.sv["hands"].reshape(MAX_SEATS, NUM_TILES)
+        # constant parts: which relative seats exist and who is partner
+        self._seats = np.zeros(MAX_SEATS, dtype=np.float32)
+        self._seats[: self.n] = 1.0
+        self._partner = np.zeros(MAX_SEATS, dtype=np.float32)
+        if rules.partnerships:
+            self._partner[2] = 1.0
+
+    @staticmethod
+    def views(array: np.ndarray, layout: str = "obs") -> dict[str, np.ndarray]:
+        """Named views into an observation (``layout="obs"``) or state array."""
+        slices = OBS_SLICES if layout == "obs" else STATE_SLICES
+        return {name: array[..., s] for name, s in slices.items()}
+
+    def _common(self, v: dict[str, np.ndarray], s: BergenState) -> None:
+        """The views that do not depend on the observer."""
+        v["line"][:] = s.line_counts
+        if s.line_len:
+            v["left_end"][s.end_num[0]] = 1.0
+            v["right_end"][s.end_num[1]] = 1.0
+            v["end_doubles"][0] = s.end_dbl[0]
+            v["end_doubles"][1] = s.end_dbl[1]
+        else:
+            v["line_empty"][0] = 1.0
+        v["seats"][:] = self._seats
+        v["boneyard"][0] = s.boneyard_size
+        v["boneyard"][1] = s.drawable
+
+    def _scores(self, scores: np.ndarray, need: np.ndarray, s: BergenState, first: int) -> None:
+        target = self.rules.target
+        for j in range(self.sides):
+            score = s.scores[(first + j) % self.sides]
+            scores[j] = min(1.0, max(-2.0, score / target))
+            need[j, min(max(target - score, 1), NEED_BINS) - 1] = 1.0
+
+    def observe(self, s: BergenState, seat: int) -> np.ndarray:
+        """The observation of ``seat`` (a new array)."""
+        self.buf.fill(0.0)
+        v = self.v
+        self._common(v, s)
+        hand = s.hands[seat]
+        v["hand"][:] = hand
+        v["unseen"][:] = self.rules.sets
+        v["unseen"] -= v["hand"]
+        v["unseen"] -= v["line"]
+        n = self.n
+        v["to_move"][(s.current_player - seat) % n] = 1.0
+        v["partner"][:] = self._partner
+        for k in range(n):
+            other = (seat + k) % n
+            v["hand_sizes"][k] = s.hand_len[other]
+            if s.voids[other]:
+                self._voids[k] = (s.voids[other] & _VOID_BITS) != 0
+        self._scores(v["scores"], self._need, s, s.side_of[seat])
+        return self.buf.copy()
+
+    def state(self, s: BergenState) -> np.ndarray:
+        """The global state (a new array): every hand and the boneyard's contents included."""
+        self.state_buf.fill(0.0)
+        v = self.sv
+        self._common(v, s)
+        for seat in range(self.n):
+            self._s_hands[seat] = s.hands[seat]
+            v["hand_sizes"][seat] = s.hand_len[seat]
+            if s.voids[seat]:
+                self._s_voids[seat] = (s.voids[seat] & _VOID_BITS) != 0
+        bone = v["boneyard_tiles"]
+        for t in s.boneyard[s.bone_pos :]:
+            bone[t] += 1.0
+        v["to_move"][s.current_player] = 1.0
+        self._scores(v["scores"], self._s_need, s, 0)
+        return self.state_buf.copy()
+
+    def __getstate__(self) -> dict:
+        return {"rules": self.rules}  # views into buffers are rebuilt, not copied
+
+    def __setstate__(self, state: dict) -> None:
+        self.__init__(state["rules"])
