@@ -65,3 +65,16 @@ def _register() -> None:
 
 
 _register()
+
+
+def _register_gymnasium() -> None:
+    """Register the single-agent env (one learner against agents) with Gymnasium."""
+    import gymnasium
+
+    if "bergen_env/Bergen-v0" not in gymnasium.registry:
+        gymnasium.register(
+            "bergen_env/Bergen-v0", entry_point="bergen_env.single_agent:BergenSingleAgentEnv"
+        )
+
+
+_register_gymnasium()

@@ -6,7 +6,7 @@ Actions             Discrete(58); Discrete(65) with two sets (``rules="double_se
 Agents              ``player_0 ... player_{n-1}`` (seat i is ``player_i``)
 Observation shape   ``{"observation": (175,) float32, "action_mask": (A,) int8}``
 Observation values  counts, one-hots and flags; see ``bergen_env.observation``
-State shape         (253,) float32, every hand included (centralized critics)
+State shape         (255,) float32, every hand included (centralized critics)
 Rewards             ``reward="match"``: +1 / -1/(sides-1) at the end; ``"points"``: dense
 ==================  ==============================================================
 
@@ -16,9 +16,10 @@ number. The rules are ``shared/RULES.md``; every option is a keyword argument.
 
 Arguments
 ---------
-``num_players`` (2-4, default 2), ``partnerships`` (4 players only), ``rules`` (a preset name
-``"standard"``, ``"traditional"``, ``"double_set"`` or a :class:`bergen_env.Rules`), any rule
-option of RULES.md §3 as an override (``lead="highest"``, ``domino_points=5``, ...),
+``num_players`` (2-4, default 2 or the given ``Rules``'), ``partnerships`` (4 players only),
+``rules`` (a preset name ``"standard"``, ``"traditional"``, ``"double_set"`` or a
+:class:`bergen_env.Rules`), any rule option of RULES.md §3 as an override
+(``lead="highest"``, ``domino_points=5``, ...),
 ``reward`` (``"match"`` or ``"points"``), ``max_hands`` (a match still running after this many
 hands is truncated, reward 0; default 2000), ``render_mode`` (``"ansi"`` or ``"human"``).
 
@@ -39,8 +40,9 @@ Observation
 One flat float32 vector from the observer's seat (own seat first, then the others in turn
 order, padded to 4 seats): own hand, line, unseen tiles, both ends and their double flags,
 whose turn, partner, hand sizes, the numbers each seat is known not to hold (exactly
-inferred from its passes), boneyard size and drawable count, each side's score relative to the
-target. Nothing from other hands or the boneyard order. Layout: ``bergen_env.observation``.
+inferred from its passes and forced draws), boneyard size and drawable count, each side's
+score relative to the target. Nothing from other hands or the boneyard order.
+Layout: ``bergen_env.observation``.
 
 Rewards
 -------
@@ -66,7 +68,7 @@ from pettingzoo.utils import wrappers
 
 from bergen_env.actions import action_str, check_action_id
 from bergen_env.engine import BergenState, PublicView
-from bergen_env.errors import IllegalActionError, InvalidOptionError
+from bergen_env.errors import GameOverError, IllegalActionError, InvalidOptionError
 from bergen_env.observation import OBS_SIZE, STATE_SIZE, Encoder, obs_bounds
 from bergen_env.render import render_text
 from bergen_env.rules import Rules, make_rules
@@ -78,10 +80,84 @@ DEFAULT_MAX_HANDS = 2000
 def env(**kwargs: Any) -> AECEnv:
     """The Bergen AEC env with PettingZoo's classic wrappers (illegal move ends the match)."""
     aec = raw_env(**kwargs)
-    aec = wrappers.TerminateIllegalWrapper(aec, illegal_reward=-1)
-    aec = wrappers.AssertOutOfBoundsWrapper(aec)
-    aec = wrappers.OrderEnforcingWrapper(aec)
+    aec = TerminateIllegalWrapper(aec, illegal_reward=-1)
+    aec = AssertOutOfBoundsWrapper(aec)
+    aec = OrderEnforcingWrapper(aec)
     return aec
+
+
+class _UnwrappedAttribute:
+    """Reads one per-step attribute (``agent_selection``, ``terminations``, ...) of the
+    unwrapped env directly, for the wrappers that :func:`env` applies.
+
+    PettingZoo's wrappers forward these reads through ``__getattr__``: a failed lookup and a
+    Python call per layer, read dozens of times per step (half of a wrapped step's time). This
+    is a non-data descriptor, so an attribute set on the wrapper itself still shadows it, and
+    before ``reset`` it defers to ``OrderEnforcingWrapper.__getattr__``, which raises.
+    """
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self.name = name
+
+    def __get__(self, wrapper: Any, owner: type | None = None) -> Any:
+        if wrapper is None:
+            return self
+        return getattr(wrapper._raw_env, self.name)
+
+
+class _CheckedUnwrappedAttribute(_UnwrappedAttribute):
+    """For ``OrderEnforcingWrapper``: before ``reset`` its ``__getattr__`` raises instead."""
+
+    def __get__(self, wrapper: Any, owner: type | None = None) -> Any:
+        if wrapper is None:
+            return self
+        if not wrapper._has_reset:
+            raise AttributeError(self.name)  # the wrapper's __getattr__ raises the real error
+        return getattr(wrapper._raw_env, self.name)
+
+
+class _DirectReads:
+    """The per-step attributes of an AEC env, read from the unwrapped env (see above)."""
+
+    def __init__(self, env: AECEnv, *args: Any, **kwargs: Any) -> None:
+        super().__init__(env, *args, **kwargs)
+        self._raw_env = env.unwrapped
+
+    def action_space(self, agent: str) -> spaces.Space:
+        return self._raw_env.action_space(agent)  # no wrapper of env() changes the spaces
+
+    def observation_space(self, agent: str) -> spaces.Space:
+        return self._raw_env.observation_space(agent)
+
+    agent_selection = _UnwrappedAttribute()
+    agents = _UnwrappedAttribute()
+    rewards = _UnwrappedAttribute()
+    _cumulative_rewards = _UnwrappedAttribute()
+    terminations = _UnwrappedAttribute()
+    truncations = _UnwrappedAttribute()
+    infos = _UnwrappedAttribute()
+
+
+class TerminateIllegalWrapper(_DirectReads, wrappers.TerminateIllegalWrapper):
+    """PettingZoo's ``TerminateIllegalWrapper`` with direct attribute reads."""
+
+
+class AssertOutOfBoundsWrapper(_DirectReads, wrappers.AssertOutOfBoundsWrapper):
+    """PettingZoo's ``AssertOutOfBoundsWrapper`` with direct attribute reads."""
+
+
+class OrderEnforcingWrapper(_DirectReads, wrappers.OrderEnforcingWrapper):
+    """PettingZoo's ``OrderEnforcingWrapper`` with direct attribute reads (after ``reset``)."""
+
+    agent_selection = _CheckedUnwrappedAttribute()
+    agents = _CheckedUnwrappedAttribute()
+    rewards = _CheckedUnwrappedAttribute()
+    terminations = _CheckedUnwrappedAttribute()
+    truncations = _CheckedUnwrappedAttribute()
+    infos = _CheckedUnwrappedAttribute()
+
+    def __str__(self) -> str:
+        return str(self.env)  # as PettingZoo's class prints itself: the env's name
 
 
 class raw_env(AECEnv):
@@ -96,8 +172,8 @@ class raw_env(AECEnv):
 
     def __init__(
         self,
-        num_players: int = 2,
-        partnerships: bool = False,
+        num_players: int | None = None,
+        partnerships: bool | None = None,
         rules: str | Rules = "standard",
         reward: str = "match",
         max_hands: int | None = DEFAULT_MAX_HANDS,
@@ -105,9 +181,10 @@ class raw_env(AECEnv):
         **overrides: Any,
     ) -> None:
         super().__init__()
-        self.rules = make_rules(
-            rules, num_players=num_players, partnerships=partnerships, **overrides
-        )
+        # None: the given Rules' seating, or 2 players without partnerships for a preset
+        seating = {"num_players": num_players, "partnerships": partnerships}
+        seating = {k: v for k, v in seating.items() if v is not None}
+        self.rules = make_rules(rules, **seating, **overrides)
         if reward not in REWARD_MODES:
             raise InvalidOptionError(
                 f"option 'reward' must be one of {REWARD_MODES}, got {reward!r}"
@@ -132,7 +209,7 @@ class raw_env(AECEnv):
         self.possible_agents = [f"player_{i}" for i in range(n)]
         self.agents = self.possible_agents[:]
         self.agent_name_mapping = {a: i for i, a in enumerate(self.possible_agents)}
-        num_actions = self.rules.num_actions
+        num_actions = self._num_actions = self.rules.num_actions
         low, high = obs_bounds(self.rules)
         obs_space = spaces.Dict(
             {
@@ -190,15 +267,23 @@ class raw_env(AECEnv):
 
     def step(self, action: Any) -> None:
         game = self.game
+        if not self.agents:
+            raise GameOverError(
+                f"the match is over and every agent is done; action {action!r} cannot be "
+                "applied: call reset()"
+            )
         agent = self.agent_selection
         if self.terminations[agent] or self.truncations[agent]:
             self._was_dead_step(action)
             return
-        a = check_action_id(action, self.rules.num_actions)
+        try:
+            a = check_action_id(action, self._num_actions)
+        except IllegalActionError as exc:
+            raise IllegalActionError(f"{exc} for {agent}; legal actions: {self._legal()}") from None
         if not game.is_legal(a):
-            legal = ", ".join(f"{x} ({action_str(x)})" for x in game.legal_actions())
             raise IllegalActionError(
-                f"action {a} ({action_str(a)}) is illegal for {agent}; legal actions: {legal}"
+                f"action {a} ({action_str(a)}) is illegal for {agent}; "
+                f"legal actions: {self._legal()}"
             )
         self._cumulative_rewards[agent] = 0.0
         before = game.scores[:] if self.reward_mode == "points" else None
@@ -223,6 +308,10 @@ class raw_env(AECEnv):
         self._accumulate_rewards()
         if self.render_mode == "human":
             self.render()
+
+    def _legal(self) -> str:
+        """The legal actions of the agent on turn, for error messages."""
+        return ", ".join(f"{x} ({action_str(x)})" for x in self.game.legal_actions())
 
     def _points_rewards(self, before: list[int]) -> None:
         game = self.game
@@ -250,7 +339,7 @@ class raw_env(AECEnv):
         ):
             mask = game.legal_mask()
         else:
-            mask = np.zeros(self.rules.num_actions, dtype=np.int8)
+            mask = np.zeros(self._num_actions, dtype=np.int8)
         return {"observation": obs, "action_mask": mask}
 
     def state(self) -> np.ndarray:

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from operator import add, sub
 from typing import Any
 
 import numpy as np
@@ -45,9 +46,13 @@ from bergen_env.tiles import (
     OTHER_HALF,
     PIPS,
     TILES,
+    bits_to_tiles,
     parse_tile,
     tile_str,
 )
+
+#: ``_FULL_SET_COUNTS[sets]``: per tile id, the copies of each tile in play.
+_FULL_SET_COUNTS = {sets: (sets,) * NUM_TILES for sets in (1, 2)}
 
 #: A deal: ``(hands, boneyard)`` as lists of tile ids; a draw takes ``boneyard[0]``.
 Deal = tuple[list[list[int]], list[int]]
@@ -103,7 +108,8 @@ class BergenState:
         "num_players",
         "num_sides",
         "side_of",
-        "rng",
+        "_rng",
+        "_rng_state",
         "_deals",
         "_pool",
         "hands",
@@ -126,6 +132,11 @@ class BergenState:
         "moves",
         "hand_results",
         "_limit",
+        "_num_actions",
+        "_voluntary_draw",
+        "_two_sets",
+        "_run_draws",
+        "_run_voids",
     )
 
     def __init__(
@@ -140,6 +151,7 @@ class BergenState:
         self.num_players = rules.num_players
         self.num_sides = rules.num_sides
         self.side_of = rules.side_of
+        self._cache_rules()
         self.rng = seed if isinstance(seed, np.random.Generator) else np.random.default_rng(seed)
         self._deals = [validate_deal(d, rules) for d in deals] if deals else []
         self._deals.reverse()  # pop() from the end takes them in order
@@ -152,6 +164,28 @@ class BergenState:
         self.winner: int | None = None
         self.hand_results: list[HandResult] = []
         self._start_hand()
+
+    def _cache_rules(self) -> None:
+        """Copy the rule values read on every step (``Rules`` derives some per access)."""
+        self._num_actions = self.rules.num_actions
+        self._voluntary_draw = self.rules.voluntary_draw
+        self._two_sets = self.rules.double_play
+
+    @property
+    def rng(self) -> np.random.Generator:
+        """The RNG that deals the next hands. A clone copies it lazily, on first use."""
+        if self._rng is None:
+            kind, state = self._rng_state
+            bit_generator = kind()
+            bit_generator.state = state
+            self._rng = np.random.Generator(bit_generator)
+            self._rng_state = None
+        return self._rng
+
+    @rng.setter
+    def rng(self, rng: np.random.Generator) -> None:
+        self._rng = rng
+        self._rng_state = None
 
     # ------------------------------------------------------------------ dealing
 
@@ -186,6 +220,8 @@ class BergenState:
         self.end_num = [0, 0]
         self.end_dbl = [False, False]
         self.voids = [0] * n
+        self._run_draws = 0  # forced draws in a row by the player on turn
+        self._run_voids = 0  # that player's voids before those draws
         self.moves: list[tuple[int, int]] = []
         self.current_player = leader
         self.lead_tile: int | None = lead_tile
@@ -210,7 +246,7 @@ class BergenState:
     def hand_tiles(self, seat: int) -> list[int]:
         """Tile ids in ``seat``'s hand, ascending (repeated for two copies)."""
         row = self.hands[seat]
-        return [t for t in range(NUM_TILES) for _ in range(row[t])]
+        return [t for t in bits_to_tiles(self.hand_bits[seat]) for _ in range(row[t])]
 
     def has_playable(self, seat: int) -> bool:
         """Whether ``seat`` holds a tile that fits an open end (always True on the empty line)."""
@@ -241,27 +277,29 @@ class BergenState:
             if m1 & low:
                 out.append(2 * t + 1)
         can_draw = self.bone_pos < self._limit
-        if can_draw and (not playable or self.rules.voluntary_draw):
+        if can_draw and (not playable or self._voluntary_draw):
             out.append(DRAW)
         if not playable and not can_draw:
             out.append(PASS)
-        if e0 == e1 and self.hands[p][DOUBLE_ID[e0]] >= 2 and self.rules.sets == 2:
+        if self._two_sets and e0 == e1 and self.hands[p][DOUBLE_ID[e0]] >= 2:
             out.append(DOUBLE_PLAY + e0)
         return out
 
     def legal_mask(self, out: np.ndarray | None = None) -> np.ndarray:
         """The legal actions as a 0/1 ``int8`` mask of length ``rules.num_actions``."""
-        if out is None:
-            out = np.zeros(self.rules.num_actions, dtype=np.int8)
-        else:
-            out.fill(0)
+        if out is None:  # set bytes, then wrap them: cheaper than numpy item writes
+            mask = bytearray(self._num_actions)
+            for a in self.legal_actions():
+                mask[a] = 1
+            return np.frombuffer(mask, dtype=np.int8)
+        out.fill(0)
         for a in self.legal_actions():
             out[a] = 1
         return out
 
     def is_legal(self, action: int) -> bool:
         """Whether ``action`` is legal now (no exception for out-of-range ids)."""
-        if self.terminal or not 0 <= action < self.rules.num_actions:
+        if self.terminal or not 0 <= action < self._num_actions:
             return False
         p = self.current_player
         if self.lead_tile is not None:
@@ -272,7 +310,7 @@ class BergenState:
         playable = self.has_playable(p)
         can_draw = self.bone_pos < self._limit
         if action == DRAW:
-            return can_draw and (not playable or self.rules.voluntary_draw)
+            return can_draw and (not playable or self._voluntary_draw)
         if action == PASS:
             return not playable and not can_draw
         n = action - DOUBLE_PLAY
@@ -292,7 +330,7 @@ class BergenState:
         """Apply a legal action of the player on turn; raise ``IllegalActionError`` otherwise."""
         if self.terminal:
             raise GameOverError(f"the match is over; action {action!r} cannot be applied")
-        a = check_action_id(action, self.rules.num_actions)
+        a = check_action_id(action, self._num_actions)
         if not self.is_legal(a):
             legal = ", ".join(f"{x} ({action_str(x)})" for x in self.legal_actions())
             raise IllegalActionError(
@@ -306,6 +344,8 @@ class BergenState:
         p = self.current_player
         self.moves.append((p, a))
         if a < NUM_PLAY_ACTIONS:
+            if self._run_draws:
+                self._end_draw_run(p)
             self._play(p, a >> 1, a & 1)
         elif a == DRAW:
             t = self.boneyard[self.bone_pos]
@@ -314,14 +354,33 @@ class BergenState:
             row[t] += 1
             self.hand_bits[p] |= 1 << t
             self.hand_len[p] += 1
-            self.voids[p] = 0  # the drawn tile is unknown: nothing is known any more
+            if not self._voluntary_draw:  # a forced draw: no tile fitted either end
+                if not self._run_draws:
+                    self._run_voids = self.voids[p]
+                self._run_draws += 1
+            self.voids[p] = 0  # the drawn tile is unknown until the player acts again
             self._check_blocked()
         elif a == PASS:
+            self._run_draws = 0  # voids[p] is 0 after draws; the pass shows both ends are void
             self.voids[p] |= (1 << self.end_num[0]) | (1 << self.end_num[1])
             self.current_player = (p + 1) % self.num_players
             self._check_blocked()
         else:
+            if self._run_draws:
+                self._end_draw_run(p)
             self._double_play(p, a - DOUBLE_PLAY)
+
+    def _end_draw_run(self, p: int) -> None:
+        """Exact voids after forced draws followed by a play (``voluntary_draw`` off).
+
+        Before the run the hand held nothing fitting either end, and every drawn tile but the
+        last did not fit either (or the player would have played it), so the played tile is the
+        last one drawn. What is left holds neither end number; with a single draw it is exactly
+        the hand before the run, so the earlier voids still hold too.
+        """
+        ends = (1 << self.end_num[0]) | (1 << self.end_num[1])
+        self.voids[p] = ends | (self._run_voids if self._run_draws == 1 else 0)
+        self._run_draws = 0
 
     def _remove(self, p: int, t: int) -> None:
         row = self.hands[p]
@@ -459,10 +518,16 @@ class BergenState:
         c.num_players = self.num_players
         c.num_sides = self.num_sides
         c.side_of = self.side_of
-        if rng is None:
-            rng = np.random.Generator(type(self.rng.bit_generator)())
-            rng.bit_generator.state = self.rng.bit_generator.state
-        c.rng = rng
+        c._num_actions = self._num_actions
+        c._voluntary_draw = self._voluntary_draw
+        c._two_sets = self._two_sets
+        if rng is not None:
+            c.rng = rng
+        elif self._rng is None:  # this state's own copy is still pending: share its snapshot
+            c._rng, c._rng_state = None, self._rng_state
+        else:  # snapshot the state now; the Generator is built only if the clone deals
+            bit_generator = self._rng.bit_generator
+            c._rng, c._rng_state = None, (type(bit_generator), bit_generator.state)
         c._deals = list(self._deals)
         c._pool = self._pool
         c._limit = self._limit
@@ -477,6 +542,8 @@ class BergenState:
         c.end_num = self.end_num[:]
         c.end_dbl = self.end_dbl[:]
         c.voids = self.voids[:]
+        c._run_draws = self._run_draws
+        c._run_voids = self._run_voids
         c.scores = self.scores[:]
         c.hand_number = self.hand_number
         c.current_player = self.current_player
@@ -505,7 +572,8 @@ class BergenState:
         if not 0 <= seat < self.num_players:
             raise ValueError(f"seat {seat} is out of range 0..{self.num_players - 1}")
         counts = tuple(self.hands[seat])
-        sets = self.rules.sets
+        on_line = tuple(self.line_counts)
+        unseen = tuple(map(sub, _FULL_SET_COUNTS[self.rules.sets], map(add, counts, on_line)))
         return PublicView(
             rules=self.rules,
             seat=seat,
@@ -513,8 +581,8 @@ class BergenState:
             hand=tuple(self.hand_tiles(seat)),
             hand_counts=counts,
             line=tuple(self.line),
-            line_counts=tuple(self.line_counts),
-            unseen_counts=tuple(sets - counts[t] - self.line_counts[t] for t in range(NUM_TILES)),
+            line_counts=on_line,
+            unseen_counts=unseen,
             ends=self.ends,
             end_doubles=(self.end_dbl[0], self.end_dbl[1]),
             hand_sizes=tuple(self.hand_len),
@@ -549,6 +617,7 @@ class BergenState:
         c.num_players = rules.num_players
         c.num_sides = rules.num_sides
         c.side_of = rules.side_of
+        c._cache_rules()
         c.rng = rng
         c._deals = []
         c._pool = np.repeat(np.arange(NUM_TILES), rules.sets)
@@ -567,6 +636,16 @@ class BergenState:
         c.end_num = list(view.ends) if view.ends is not None else [0, 0]
         c.end_dbl = list(view.end_doubles)
         c.voids = list(view.voids)
+        # trailing forced draws of the player on turn; their earlier voids are not in the view,
+        # so a play after them restores only the end numbers (less informative, never wrong)
+        run = 0
+        if not rules.voluntary_draw:
+            for seat, action in reversed(view.moves):
+                if seat != view.current_player or action != DRAW:
+                    break
+                run += 1
+        c._run_draws = run
+        c._run_voids = 0
         c.scores = list(view.scores)
         c.hand_number = view.hand_number
         c.current_player = view.current_player

@@ -91,6 +91,17 @@ STATE_SLICES = _offsets(STATE_LAYOUT)
 OBS_SIZE = sum(size for _, size in OBS_LAYOUT)
 STATE_SIZE = sum(size for _, size in STATE_LAYOUT)
 _VOID_BITS = np.array([1 << n for n in range(NUM_NUMBERS)], dtype=np.int64)
+#: ``_VOID_ROWS[mask]``: the 7 flags of a 7-bit void mask, as bytes (one per number).
+_VOID_ROWS = tuple(
+    bytes((mask >> n) & 1 for n in range(NUM_NUMBERS)) for mask in range(1 << NUM_NUMBERS)
+)
+# Start offsets of the observation views, for the byte-level fill in Encoder.observe.
+_HAND, _LINE, _UNSEEN = (OBS_SLICES[k].start for k in ("hand", "line", "unseen"))
+_LEFT, _RIGHT, _DOUBLES = (OBS_SLICES[k].start for k in ("left_end", "right_end", "end_doubles"))
+_EMPTY, _TO_MOVE, _SIZES = (OBS_SLICES[k].start for k in ("line_empty", "to_move", "hand_sizes"))
+_VOIDS, _BONE, _SCORES, _NEED = (
+    OBS_SLICES[k].start for k in ("voids", "boneyard", "scores", "need")
+)
 
 
 def obs_bounds(rules: Rules, layout: str = "obs") -> tuple[np.ndarray, np.ndarray]:
@@ -134,6 +145,16 @@ class Encoder:
         self._partner = np.zeros(MAX_SEATS, dtype=np.float32)
         if rules.partnerships:
             self._partner[2] = 1.0
+        # observe() writes every integer-valued entry as one byte into ``_bytes`` (starting from
+        # the constant template), casts the bytes into ``buf`` in one call, then fills the few
+        # entries that are not small integers (unseen counts, scores).
+        template = np.zeros(OBS_SIZE, dtype=np.uint8)
+        Encoder.views(template)["seats"][:] = self._seats
+        Encoder.views(template)["partner"][:] = self._partner
+        self._template = template.tobytes()
+        self._bytes = bytearray(self._template)
+        self._bytes_array = np.frombuffer(self._bytes, dtype=np.uint8)
+        self._sets = np.full(NUM_TILES, rules.sets, dtype=np.float32)
 
     @staticmethod
     def views(array: np.ndarray, layout: str = "obs") -> dict[str, np.ndarray]:
@@ -163,25 +184,40 @@ class Encoder:
             need[j, min(max(target - score, 1), NEED_BINS) - 1] = 1.0
 
     def observe(self, s: BergenState, seat: int) -> np.ndarray:
-        """The observation of ``seat`` (a new array)."""
-        self.buf.fill(0.0)
-        v = self.v
-        self._common(v, s)
-        hand = s.hands[seat]
-        v["hand"][:] = hand
-        v["unseen"][:] = self.rules.sets
-        v["unseen"] -= v["hand"]
-        v["unseen"] -= v["line"]
+        """The observation of ``seat`` (a new array; ``buf`` keeps a copy)."""
+        b = self._bytes
+        b[:] = self._template
+        b[_HAND : _HAND + NUM_TILES] = s.hands[seat]
+        b[_LINE : _LINE + NUM_TILES] = s.line_counts
+        if s.line_len:
+            b[_LEFT + s.end_num[0]] = 1
+            b[_RIGHT + s.end_num[1]] = 1
+            b[_DOUBLES] = s.end_dbl[0]
+            b[_DOUBLES + 1] = s.end_dbl[1]
+        else:
+            b[_EMPTY] = 1
         n = self.n
-        v["to_move"][(s.current_player - seat) % n] = 1.0
-        v["partner"][:] = self._partner
+        b[_TO_MOVE + (s.current_player - seat) % n] = 1
+        hand_len, voids = s.hand_len, s.voids
         for k in range(n):
             other = (seat + k) % n
-            v["hand_sizes"][k] = s.hand_len[other]
-            if s.voids[other]:
-                self._voids[k] = (s.voids[other] & _VOID_BITS) != 0
-        self._scores(v["scores"], self._need, s, s.side_of[seat])
-        return self.buf.copy()
+            b[_SIZES + k] = hand_len[other]
+            start = _VOIDS + k * NUM_NUMBERS
+            b[start : start + NUM_NUMBERS] = _VOID_ROWS[voids[other]]
+        b[_BONE] = s.boneyard_size
+        b[_BONE + 1] = s.drawable
+        target, sides, first = self.rules.target, self.sides, s.side_of[seat]
+        for j in range(sides):
+            score = s.scores[(first + j) % sides]
+            b[_NEED + j * NEED_BINS + min(max(target - score, 1), NEED_BINS) - 1] = 1
+        buf = self.buf
+        np.copyto(buf, self._bytes_array)
+        v = self.v
+        np.subtract(self._sets, v["hand"], out=v["unseen"])
+        v["unseen"] -= v["line"]
+        for j in range(sides):
+            buf[_SCORES + j] = min(1.0, max(-2.0, s.scores[(first + j) % sides] / target))
+        return buf.copy()
 
     def state(self, s: BergenState) -> np.ndarray:
         """The global state (a new array): every hand and the boneyard's contents included."""

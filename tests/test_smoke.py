@@ -11,7 +11,7 @@ def test_random_match_ends(rules: str) -> None:
     env = bergen_env.env(rules=rules, num_players=3)
     rng = np.random.default_rng(0)
     env.reset(seed=0)
-    for agent in env.agent_iter():
+    for _agent in env.agent_iter():
         obs, _, term, trunc, _ = env.last()
         action = None if term or trunc else int(rng.choice(np.flatnonzero(obs["action_mask"])))
         env.step(action)

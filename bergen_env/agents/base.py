@@ -30,6 +30,12 @@ class Agent(ABC):
 
     #: The string this agent was built from (set by :func:`make_agent`).
     name: str = "agent"
+    #: Whether :meth:`act` reads the flat observation. Scripted agents that only use the view set
+    #: this False; the arena then passes ``observation=None`` and skips encoding it.
+    needs_observation: bool = True
+    #: Whether :meth:`act` reads the :class:`PublicView`. Learned policies that act from the
+    #: observation and mask alone set this False; the arena then passes ``view=None``.
+    needs_view: bool = True
 
     def reset(self, rules: Rules, seat: int, rng: np.random.Generator) -> None:
         """Called at the start of every match with the rules, the seat and a seeded RNG."""
@@ -108,7 +114,7 @@ def make_agent(spec: str) -> Agent:
         )
     try:
         agent = _REGISTRY[kind](**kwargs)
-    except TypeError as exc:
+    except (TypeError, ValueError) as exc:  # unknown keyword, or a value the agent rejects
         raise ValueError(f"agent {spec!r}: bad parameters ({exc})") from None
     agent.name = spec
     return agent

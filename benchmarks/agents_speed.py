@@ -1,0 +1,108 @@
+"""Decisions per second of each scripted agent on one core, and milliseconds per search decision.
+
+Positions come from real random matches of 2-player standard Bergen (every decision of those
+matches, including forced ones; the table also reports decisions with a real choice). Times are
+CPU time of this process (``time.process_time``), so other load on the machine matters less.
+
+    python benchmarks/agents_speed.py [--positions 300] [--seed 0] [--json PATH]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+import sys
+import time
+
+import numpy as np
+
+from bergen_env.agents import make_agent
+from bergen_env.engine import BergenState, PublicView
+from bergen_env.observation import Encoder
+from bergen_env.rules import Rules
+
+AGENTS = ("random", "greedy", "heuristic", "search")
+
+
+def collect_positions(
+    rules: Rules, count: int, seed: int
+) -> list[tuple[np.ndarray, np.ndarray, PublicView]]:
+    """``(observation, mask, view)`` at every decision of random matches until ``count``."""
+    rng = np.random.default_rng(seed)
+    encoder = Encoder(rules)
+    out = []
+    match = 0
+    while len(out) < count:
+        s = BergenState(rules, seed=seed + match)
+        match += 1
+        while not s.terminal and len(out) < count:
+            p = s.current_player
+            out.append((encoder.observe(s, p), s.legal_mask(), s.public_view(p)))
+            legal = s.legal_actions()
+            s._apply(legal[rng.integers(len(legal))])
+    return out
+
+
+def time_agent(spec: str, rules: Rules, positions: list, seed: int) -> dict[str, float]:
+    """CPU seconds for every position and for those with two or more legal actions."""
+    agent = make_agent(spec)
+    total = choice = 0.0
+    choices = 0
+    for i, (obs, mask, view) in enumerate(positions):
+        agent.reset(rules, view.seat, np.random.default_rng([seed, i]))
+        start = time.process_time()
+        agent.act(obs, mask, view)
+        elapsed = time.process_time() - start
+        total += elapsed
+        if len(view.legal_actions) > 1:
+            choice += elapsed
+            choices += 1
+    n = len(positions)
+    return {
+        "positions": n,
+        "decisions_per_s": n / total if total else float("inf"),
+        "ms_per_decision": 1000.0 * total / n,
+        "choice_positions": choices,
+        "ms_per_choice": 1000.0 * choice / choices if choices else 0.0,
+    }
+
+
+def main(argv: list[str] | None = None) -> dict:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--positions", type=int, default=300, help="decisions to time per agent")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--json", metavar="PATH", help="also write the results as JSON")
+    args = parser.parse_args(argv)
+    if args.positions < 1:
+        parser.error("--positions must be >= 1")
+    rules = Rules.preset("standard", num_players=2)
+    positions = collect_positions(rules, args.positions, args.seed)
+    results = {spec: time_agent(spec, rules, positions, args.seed) for spec in AGENTS}
+    print(f"2-player standard, {len(positions)} positions from random matches, CPU time, 1 core")
+    print(f"{'agent':<12}{'decisions/s':>14}{'ms/decision':>14}{'ms/choice':>12}")
+    for spec, r in results.items():
+        print(
+            f"{spec:<12}{r['decisions_per_s']:>14.1f}{r['ms_per_decision']:>14.3f}"
+            f"{r['ms_per_choice']:>12.3f}"
+        )
+    report = {
+        "config": {
+            "rules": rules.to_dict(),
+            "positions": len(positions),
+            "seed": args.seed,
+            "timer": "process_time",
+            "python": sys.version.split()[0],
+            "machine": platform.machine(),
+            "processor": platform.processor(),
+        },
+        "agents": results,
+    }
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(report, f, indent=2)
+    return report
+
+
+if __name__ == "__main__":
+    main()

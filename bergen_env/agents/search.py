@@ -1,0 +1,198 @@
+"""``search``: Perfect-Information Monte Carlo over determinizations of the hidden tiles.
+
+For each of ``samples`` determinizations (hidden tiles dealt consistently with the public view by
+:class:`~bergen_env.agents.sampling.HiddenTileSampler`, then
+:meth:`BergenState.from_view`), every legal action is applied to a clone of the same
+determinization (common random numbers) and played out to the end of the current hand (or of
+the match) with a fast policy written directly against the engine state. An outcome is worth
+the searcher's side's score minus the best other side's score; a won match is worth
+``+WIN_VALUE * target`` and a lost one ``-WIN_VALUE * target`` whatever the margin, so a win now is
+never ranked below a later, larger one. The action with the best mean wins (ties: the greedy order).
+
+Parameters: ``samples`` (default 200), ``budget_ms`` (stop sampling once this much time has
+passed; results then depend on the machine, so the default is None), ``rollout`` (``"greedy"``,
+see :func:`greedy_rollout`; ``"random"``: uniform legal moves).
+With ``budget_ms=None`` decisions are reproducible from the RNG given to ``reset``.
+"""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+
+from bergen_env.actions import DOUBLE_PLAY, DRAW, PASS
+from bergen_env.agents.base import Agent
+from bergen_env.agents.greedy import greedy_key
+from bergen_env.agents.sampling import HiddenTileSampler
+from bergen_env.engine import BergenState, PublicView
+from bergen_env.tiles import (
+    CONTAINS,
+    DOUBLE_ID,
+    IS_DOUBLE,
+    NUM_NUMBERS,
+    NUM_TILES,
+    OTHER_HALF,
+    PIPS,
+    TILE_ID,
+)
+
+ROLLOUTS = ("greedy", "random")
+#: The greedy rollout's preference among playable tiles: doubles, then pips, then id (descending).
+ROLLOUT_ORDER = tuple(
+    sorted(range(NUM_TILES), key=lambda t: (IS_DOUBLE[t], PIPS[t], t), reverse=True)
+)
+#: A match outcome is worth this many targets of points (beyond any point difference in play).
+WIN_VALUE = 10
+#: ``HEADER_TILE[e0 * 7 + e1]``: the tile that makes a header on ends ``e0``/``e1``.
+HEADER_TILE = tuple(TILE_ID[(e0, e1)] for e0 in range(NUM_NUMBERS) for e1 in range(NUM_NUMBERS))
+
+
+def greedy_rollout(s: BergenState, hand: int) -> None:
+    """Play ``s`` to the end of hand ``hand`` (or of the match) with the fast greedy policy.
+
+    A header tile is played when held (on the end that keeps a double end), else the first
+    playable tile in ``ROLLOUT_ORDER`` (doubles, then heavy tiles) whose new ends the next seat
+    cannot header (its hand is known in a determinization), else draw, else pass.
+    """
+    two_sets = s.rules.sets == 2
+    n = s.num_players
+    hands = s.hands
+    hand_bits = s.hand_bits
+    end_num = s.end_num
+    end_dbl = s.end_dbl
+    apply = s._apply
+    while True:
+        p = s.current_player
+        if s.lead_tile is not None:
+            a = 2 * s.lead_tile
+        else:
+            bits = hand_bits[p]
+            e0, e1 = end_num
+            m0 = bits & CONTAINS[e0]
+            playable = m0 | bits & CONTAINS[e1]
+            if playable:
+                h = HEADER_TILE[e0 * 7 + e1]
+                if two_sets and e0 == e1 and hands[p][DOUBLE_ID[e0]] >= 2:
+                    a = DOUBLE_PLAY + e0
+                elif bits >> h & 1:
+                    a = 2 * h + end_dbl[0]  # keep a double end: 3 points instead of 2
+                else:
+                    # Skip plays whose new ends the next seat can header; if all do, the first.
+                    nxt = hand_bits[(p + 1) % n]
+                    m1 = bits & CONTAINS[e1]
+                    a = -1
+                    first = -1
+                    for t in ROLLOUT_ORDER:
+                        if not playable >> t & 1:
+                            continue
+                        if m0 >> t & 1:
+                            if not nxt >> HEADER_TILE[OTHER_HALF[t * 7 + e0] * 7 + e1] & 1:
+                                a = 2 * t
+                                break
+                            if first < 0:
+                                first = 2 * t
+                        if m1 >> t & 1:
+                            if not nxt >> HEADER_TILE[e0 * 7 + OTHER_HALF[t * 7 + e1]] & 1:
+                                a = 2 * t + 1
+                                break
+                            if first < 0:
+                                first = 2 * t + 1
+                    if a < 0:
+                        a = first
+            elif s.bone_pos < s._limit:
+                a = DRAW
+            else:
+                a = PASS
+        apply(a)
+        if s.terminal or s.hand_number != hand:
+            return
+
+
+def random_rollout(s: BergenState, hand: int, rng: np.random.Generator) -> None:
+    """Play ``s`` to the end of hand ``hand`` (or of the match) with uniform legal moves."""
+    apply = s._apply
+    legal_actions = s.legal_actions
+    # A block of uniforms per playout: far cheaper than one Generator call per move.
+    uniforms = rng.random(64).tolist()
+    k = 0
+    while True:
+        legal = legal_actions()
+        if len(legal) == 1:
+            a = legal[0]
+        else:
+            if k == len(uniforms):
+                uniforms = rng.random(64).tolist()
+                k = 0
+            a = legal[int(uniforms[k] * len(legal))]
+            k += 1
+        apply(a)
+        if s.terminal or s.hand_number != hand:
+            return
+
+
+class SearchAgent(Agent):
+    """PIMC: sampled determinizations, one playout per legal action per sample."""
+
+    needs_observation = False  # decides from the public view alone
+
+    def __init__(
+        self,
+        samples: int = 200,
+        budget_ms: float | None = None,
+        rollout: str = "greedy",
+    ) -> None:
+        if isinstance(samples, bool) or not isinstance(samples, int) or samples < 1:
+            raise ValueError(f"parameter 'samples' must be an int >= 1, got {samples!r}")
+        if budget_ms is not None and (
+            isinstance(budget_ms, bool) or not isinstance(budget_ms, (int, float)) or budget_ms <= 0
+        ):
+            raise ValueError(f"parameter 'budget_ms' must be > 0, got {budget_ms!r}")
+        if rollout not in ROLLOUTS:
+            raise ValueError(f"parameter 'rollout' must be one of {ROLLOUTS}, got {rollout!r}")
+        self.samples = samples
+        self.budget_ms = budget_ms
+        self.rollout = rollout
+
+    def act(self, observation: np.ndarray, action_mask: np.ndarray, view: PublicView) -> int:
+        legal = view.legal_actions
+        if not legal:
+            raise ValueError(f"agent {self.name!r}: seat {view.seat} has no legal action")
+        if len(legal) == 1:
+            return legal[0]
+        values = self.action_values(view)
+        return max(legal, key=lambda a: (values[a], greedy_key(view, a)))
+
+    def action_values(self, view: PublicView) -> dict[int, float]:
+        """Mean playout value of each legal action over the samples drawn."""
+        rng = self.rng
+        deadline = None if self.budget_ms is None else time.perf_counter() + self.budget_ms / 1000.0
+        legal = view.legal_actions
+        side = view.side
+        win = WIN_VALUE * view.rules.target
+        others = [s for s in range(view.rules.num_sides) if s != side]
+        hand = view.hand_number
+        sampler = HiddenTileSampler(view)
+        greedy = self.rollout == "greedy"
+        totals = dict.fromkeys(legal, 0.0)
+        done = 0
+        for _ in range(self.samples):
+            hands, boneyard = sampler.sample(rng)
+            root = BergenState.from_view(view, hands, boneyard, rng)
+            for a in legal:
+                s = root.clone(rng=rng)
+                s._apply(a)
+                if not s.terminal and s.hand_number == hand:
+                    if greedy:
+                        greedy_rollout(s, hand)
+                    else:
+                        random_rollout(s, hand, rng)
+                scores = s.scores
+                if s.terminal:
+                    totals[a] += win if s.winner == side else -win
+                else:
+                    totals[a] += scores[side] - max(scores[o] for o in others)
+            done += 1
+            if deadline is not None and time.perf_counter() > deadline:
+                break
+        return {a: v / done for a, v in totals.items()}

@@ -1,0 +1,378 @@
+"""Bergen as a single-agent Gymnasium env: one learner seat, the other seats played by agents.
+
+==================  ==============================================================
+Import              ``gymnasium.make("bergen_env/Bergen-v0", opponents=["random"])``
+Class               ``bergen_env.single_agent.BergenSingleAgentEnv``
+Actions             Discrete(58); Discrete(65) with two sets (``rules="double_set"``)
+Observation         Box(175,) float32, the learner's view (``bergen_env.observation``)
+Action mask         ``env.action_masks()``: bool (A,), the learner's legal actions
+Rewards             ``"match"``: +1 / -1/(sides-1) at the end; ``"points"``, ``"shaped"``
+Episode             one whole match (truncated after ``max_hands`` hands)
+==================  ==============================================================
+
+The env drives the engine (:class:`~bergen_env.engine.BergenState`) directly: after the
+learner's action the opponents play until the learner has a decision again or the match is over,
+so a match that ends on an opponent's move ends the learner's episode with that result.
+
+Arguments
+---------
+``num_players``, ``partnerships``, ``rules`` and every rule option (as in the AEC env);
+``opponents``: one entry per other seat, in turn order after the learner (a single entry is used
+for every other seat). In partnerships the second entry is the learner's partner. An entry is an
+agent string for :func:`bergen_env.agents.make_agent` (one agent per seat), an
+:class:`~bergen_env.agents.Agent` instance, or a callable with no arguments returning an Agent,
+called at every ``reset`` (self-play pools, a frozen copy of the learner as partner).
+``learner_seat``: ``"random"`` (drawn each episode from the env's seeded RNG) or a seat number.
+``auto_forced``: play the learner's forced moves (exactly one legal action) automatically.
+``reward``: ``"match"`` (default) or ``"points"`` (the learner's side's score change minus the
+mean change of the other sides, summed over the learner's move and the opponents' replies; the
+first step's reward includes the changes before the learner's first decision, so an episode's
+rewards sum to the final score difference); ``"shaped"`` (the ``"points"`` reward divided by
+the target, plus the ``"match"`` reward when the match ends: a dense signal for training whose
+sum is the match result plus the final score difference over the target).
+``max_hands``: a match still running after this many hands is truncated (reward 0 in
+``"match"`` mode). ``illegal_action``: ``"raise"`` (default: an ``IllegalActionError`` naming
+the action and the legal ones) or ``"lose"`` (the episode ends as a lost match, reward -1, and
+``info["illegal_action"]`` holds the action; like PettingZoo's ``TerminateIllegalWrapper``).
+``render_mode``: ``"ansi"``.
+
+``action_space.sample()`` without a mask draws a legal action of the current position (its
+pickled form is a plain ``Discrete``). Gymnasium's ``check_env`` samples one action *before* a
+seeded reset and plays it after, so it needs ``illegal_action="lose"``.
+
+Opponents are asked ``act(observation, action_mask, view)``; an agent class can set
+``needs_observation = False`` and/or ``needs_view = False`` to receive ``None`` instead (the
+env then skips encoding that input, which is most of an opponent turn's cost). Their actions are
+checked with ``is_legal``; an illegal one raises ``IllegalActionError`` naming the agent.
+
+``reset(options={"deals": [...]})`` passes scripted deals to the engine (see
+:func:`bergen_env.engine.validate_deal`). ``info`` holds ``scores`` (per side), ``seat`` (the
+learner's), ``hand`` and, at the end, ``winner`` (side or None).
+
+Version history
+---------------
+* v0: initial release.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+from gymnasium import spaces
+
+from bergen_env.actions import action_str, check_action_id
+from bergen_env.agents.base import Agent, make_agent
+from bergen_env.engine import BergenState
+from bergen_env.errors import GameOverError, IllegalActionError, InvalidOptionError
+from bergen_env.observation import OBS_SIZE, Encoder, obs_bounds
+from bergen_env.render import render_text
+from bergen_env.rules import Rules, make_rules
+
+REWARD_MODES = ("match", "points", "shaped")
+ILLEGAL_ACTION_MODES = ("raise", "lose")
+#: Redeals allowed when a match ends before the learner's first decision (tiny targets).
+_MAX_RESET_TRIES = 1000
+
+OpponentSpec = str | Agent | Callable[[], Agent]
+
+
+class BergenSingleAgentEnv(gym.Env):
+    """One learner seat against agents in the other seats; see the module docstring."""
+
+    metadata = {"render_modes": ["ansi"], "render_fps": 1}
+
+    def __init__(
+        self,
+        num_players: int = 2,
+        partnerships: bool = False,
+        rules: str | Rules = "standard",
+        opponents: Sequence[OpponentSpec] = ("random",),
+        learner_seat: str | int = "random",
+        auto_forced: bool = True,
+        reward: str = "match",
+        max_hands: int | None = 2000,
+        illegal_action: str = "raise",
+        render_mode: str | None = None,
+        **overrides: Any,
+    ) -> None:
+        self.rules = make_rules(
+            rules, num_players=num_players, partnerships=partnerships, **overrides
+        )
+        n = self.rules.num_players
+        if reward not in REWARD_MODES:
+            raise InvalidOptionError(
+                f"option 'reward' must be one of {REWARD_MODES}, got {reward!r}"
+            )
+        if illegal_action not in ILLEGAL_ACTION_MODES:
+            raise InvalidOptionError(
+                f"option 'illegal_action' must be one of {ILLEGAL_ACTION_MODES}, "
+                f"got {illegal_action!r}"
+            )
+        if learner_seat != "random" and not (
+            isinstance(learner_seat, (int, np.integer))
+            and not isinstance(learner_seat, bool)
+            and 0 <= learner_seat < n
+        ):
+            raise InvalidOptionError(
+                f"option 'learner_seat' must be 'random' or a seat in 0..{n - 1}, "
+                f"got {learner_seat!r}"
+            )
+        if max_hands is not None and (
+            isinstance(max_hands, bool) or not isinstance(max_hands, (int, np.integer))
+        ):
+            raise InvalidOptionError(
+                f"option 'max_hands' must be an int or None, got {max_hands!r}"
+            )
+        if max_hands is not None and max_hands < 1:
+            raise InvalidOptionError(f"option 'max_hands' must be >= 1, got {max_hands!r}")
+        if render_mode is not None and render_mode not in self.metadata["render_modes"]:
+            raise InvalidOptionError(
+                f"option 'render_mode' must be 'ansi' or None, got {render_mode!r}"
+            )
+        if isinstance(opponents, (str, Agent)) or callable(opponents):
+            raise InvalidOptionError(
+                f"option 'opponents' must be a list (one entry per other seat), got {opponents!r}"
+            )
+        specs = list(opponents)
+        if len(specs) == 1:
+            specs = specs * (n - 1)
+        if len(specs) != n - 1:
+            raise InvalidOptionError(
+                f"option 'opponents' needs 1 or {n - 1} entries for {n} players, got {len(specs)}"
+            )
+        self._specs: list[OpponentSpec] = []
+        for spec in specs:
+            if isinstance(spec, str):
+                make_agent(spec)  # fail now on a bad name
+            elif not isinstance(spec, Agent) and not callable(spec):
+                raise InvalidOptionError(
+                    f"option 'opponents': {spec!r} is not an agent string, Agent or callable"
+                )
+            self._specs.append(spec)
+        # String specs become one agent per opponent slot, built once and reset every match.
+        self._fixed: list[Agent | None] = [
+            make_agent(s) if isinstance(s, str) else s if isinstance(s, Agent) else None
+            for s in self._specs
+        ]
+        self.opponents: list[Agent] = []
+        self.learner_seat_option = learner_seat
+        self.auto_forced = bool(auto_forced)
+        self.reward_mode = reward
+        self.illegal_action = illegal_action
+        self.max_hands = max_hands
+        self.render_mode = render_mode
+
+        num_actions = self.rules.num_actions
+        low, high = obs_bounds(self.rules)
+        self.observation_space = spaces.Box(low=low, high=high, shape=(OBS_SIZE,), dtype=np.float32)
+        self.action_space = LegalActionSpace(num_actions, self._sample_mask)
+        self._encoder = Encoder(self.rules)
+        self._mask = np.zeros(num_actions, dtype=np.int8)
+        self._opp_mask = np.zeros(num_actions, dtype=np.int8)
+        self.game: BergenState | None = None
+        self.seat = 0
+        self._agent_of_seat: list[Agent | None] = [None] * n
+        self._needs: list[tuple[bool, bool]] = [(True, True)] * n
+        self._side = 0
+        self._illegal = False
+
+    # ------------------------------------------------------------------ gymnasium API
+
+    def reset(
+        self, *, seed: int | None = None, options: dict[str, Any] | None = None
+    ) -> tuple[np.ndarray, dict[str, Any]]:
+        super().reset(seed=seed)
+        deals = None
+        if options:
+            unknown = sorted(set(options) - {"deals"})
+            if unknown:
+                raise InvalidOptionError(
+                    f"reset() got unknown option(s) {unknown}; known: ['deals']"
+                )
+            deals = options.get("deals")
+        rng = self.np_random
+        n = self.rules.num_players
+        self._illegal = False
+        for _ in range(_MAX_RESET_TRIES):
+            if self.learner_seat_option == "random":
+                self.seat = int(rng.integers(n))
+            else:
+                self.seat = int(self.learner_seat_option)
+            self._side = self.rules.side_of[self.seat]
+            self._seat_opponents(rng)
+            self.game = BergenState(self.rules, seed=rng, deals=deals)
+            self._advance()
+            if not self.game.terminal and not self._truncated():
+                break
+            if deals is not None:
+                raise InvalidOptionError(
+                    "reset(options={'deals': ...}): the scripted deals end the match before the "
+                    f"learner (player_{self.seat}) has a decision"
+                )
+        else:
+            raise RuntimeError(
+                f"every one of {_MAX_RESET_TRIES} matches ended before the learner's first "
+                f"decision; the rules {self.rules.describe()} leave the learner nothing to play"
+            )
+        # "points": score changes before the learner's first decision count in its first reward
+        self._last_scores = [0] * self.rules.num_sides
+        return self._observe(), self._make_info()
+
+    def step(self, action: Any) -> tuple[np.ndarray, float, bool, bool, dict[str, Any]]:
+        game = self.game
+        if game is None:
+            raise RuntimeError("call reset() before step()")
+        if game.terminal or self._truncated() or self._illegal:
+            raise GameOverError("the episode is over: call reset() before step()")
+        a = check_action_id(action, self.rules.num_actions)
+        if not game.is_legal(a):
+            if self.illegal_action == "lose":
+                return self._lose_illegal(a)
+            legal = ", ".join(f"{x} ({action_str(x)})" for x in game.legal_actions())
+            raise IllegalActionError(
+                f"action {a} ({action_str(a)}) is illegal for the learner (player_{self.seat}); "
+                f"legal actions: {legal}"
+            )
+        game._apply(a)
+        self._advance()
+        terminated = game.terminal
+        truncated = not terminated and self._truncated()
+        if self.reward_mode != "match":
+            reward = self._points_reward(self._last_scores)
+            self._last_scores = game.scores[:]
+            if self.reward_mode == "shaped":
+                reward /= self.rules.target
+                if terminated:
+                    reward += game.returns()[self.seat]
+        elif terminated:
+            reward = game.returns()[self.seat]
+        else:
+            reward = 0.0
+        return self._observe(), float(reward), terminated, truncated, self._make_info()
+
+    def action_masks(self) -> np.ndarray:
+        """The learner's legal actions as a bool array (all False once the episode is over)."""
+        game = self.game
+        if game is None or game.terminal or game.current_player != self.seat or self._illegal:
+            return np.zeros(self.rules.num_actions, dtype=bool)
+        return game.legal_mask(self._mask).astype(bool)
+
+    def render(self) -> str | None:
+        if self.render_mode is None:
+            gym.logger.warn("render() called without a render_mode; pass render_mode='ansi'")
+            return None
+        if self.game is None:
+            raise RuntimeError("call reset() before render()")
+        return render_text(self.game)
+
+    # ------------------------------------------------------------------ internals
+
+    def _sample_mask(self) -> np.ndarray | None:
+        """The int8 legal mask that ``action_space.sample()`` draws from (None: no game)."""
+        if self.game is None or self.game.terminal or self.game.current_player != self.seat:
+            return None
+        return self.game.legal_mask()
+
+    def _lose_illegal(self, a: int) -> tuple[np.ndarray, float, bool, bool, dict[str, Any]]:
+        """End the episode as a lost match after an illegal learner action."""
+        self._illegal = True
+        info = self._make_info()
+        info["illegal_action"] = a
+        return self._observe(), -1.0, True, False, info
+
+    def _seat_opponents(self, rng: np.random.Generator) -> None:
+        """Place the opponents in the seats after the learner and start their match."""
+        n = self.rules.num_players
+        self.opponents = []
+        agent_of_seat: list[Agent | None] = [None] * n
+        needs: list[tuple[bool, bool]] = [(False, False)] * n
+        for k, (spec, fixed) in enumerate(zip(self._specs, self._fixed)):
+            agent = fixed if fixed is not None else spec()  # type: ignore[operator]
+            if not isinstance(agent, Agent):
+                raise InvalidOptionError(
+                    f"option 'opponents': callable {spec!r} returned {agent!r}, not an Agent"
+                )
+            seat = (self.seat + 1 + k) % n
+            agent.reset(self.rules, seat, np.random.default_rng(int(rng.integers(2**63))))
+            agent_of_seat[seat] = agent
+            needs[seat] = (
+                bool(getattr(agent, "needs_observation", True)),
+                bool(getattr(agent, "needs_view", True)),
+            )
+            self.opponents.append(agent)
+        self._agent_of_seat = agent_of_seat
+        self._needs = needs
+
+    def _truncated(self) -> bool:
+        return self.max_hands is not None and self.game.hand_number >= self.max_hands
+
+    def _advance(self) -> None:
+        """Play opponents (and the learner's forced moves) until the learner must choose."""
+        game = self.game
+        learner = self.seat
+        agents = self._agent_of_seat
+        mask = self._opp_mask
+        encoder = self._encoder
+        max_hands = self.max_hands
+        while not game.terminal:
+            if max_hands is not None and game.hand_number >= max_hands:
+                return
+            p = game.current_player
+            if p == learner:
+                if not self.auto_forced:
+                    return
+                legal = game.legal_actions()
+                if len(legal) != 1:
+                    return
+                game._apply(legal[0])
+                continue
+            need_obs, need_view = self._needs[p]
+            game.legal_mask(mask)
+            a = agents[p].act(
+                encoder.observe(game, p) if need_obs else None,
+                mask,
+                game.public_view(p) if need_view else None,
+            )
+            if not game.is_legal(a):
+                legal = ", ".join(f"{x} ({action_str(x)})" for x in game.legal_actions())
+                raise IllegalActionError(
+                    f"opponent {agents[p]!r} in seat {p} chose illegal action {a!r}; "
+                    f"legal actions: {legal}"
+                )
+            game._apply(int(a))
+
+    def _observe(self) -> np.ndarray:
+        return self._encoder.observe(self.game, self.seat)
+
+    def _points_reward(self, before: list[int]) -> float:
+        scores = self.game.scores
+        own = scores[self._side] - before[self._side]
+        total = sum(scores) - sum(before)
+        others = self.rules.num_sides - 1
+        return own - (total - own) / others
+
+    def _make_info(self) -> dict[str, Any]:
+        game = self.game
+        info = {"scores": tuple(game.scores), "seat": self.seat, "hand": game.hand_number}
+        if game.terminal:
+            info["winner"] = game.winner
+        return info
+
+
+class LegalActionSpace(spaces.Discrete):
+    """``Discrete(n)`` whose ``sample()`` without a mask draws from the current legal actions."""
+
+    def __init__(self, n: int, mask_fn: Callable[[], np.ndarray | None]) -> None:
+        super().__init__(n)
+        self._mask_fn = mask_fn
+
+    def sample(self, mask: np.ndarray | None = None, probability: np.ndarray | None = None) -> Any:
+        if mask is None and probability is None:
+            mask = self._mask_fn()
+        return super().sample(mask=mask, probability=probability)
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (spaces.Discrete, (int(self.n),))  # the pickled space is a plain Discrete

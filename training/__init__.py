@@ -1,0 +1,1 @@
+"""Training, evaluation and play: the torch/SB3 layer on top of bergen_env."""

@@ -1,0 +1,261 @@
+"""Training configuration: one dataclass, loaded from YAML with a ``default:`` block.
+
+A config file holds one top-level key, ``default:``, whose keys are fields of
+:class:`TrainConfig` (rl-baselines3-zoo style); every field not given keeps its default here.
+An unknown key is an error naming the file and the key. Command-line overrides
+(``--set key=value``) are parsed as YAML values and checked the same way.
+
+Schedules: ``learning_rate`` and ``clip_range`` take a number or a string ``lin_<value>``
+(linear decay from ``value`` to 0 over training, as in the zoo).
+
+>>> cfg = TrainConfig(learning_rate="lin_3e-4")
+>>> schedule(cfg.learning_rate)(0.5)
+0.00015
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+
+class ConfigError(ValueError):
+    """A bad config file or override; the message names the file and the key."""
+
+
+@dataclass
+class TrainConfig:
+    """Everything a training run needs. Each field is one YAML key under ``default:``."""
+
+    # --- run
+    name: str = "run"
+    """Run name prefix of the run folder (defaults to the config file's stem)."""
+    seed: int = 0
+    """Seed of the envs, the network initialisation and the evaluations."""
+    total_timesteps: int = 200_000
+    """Learner decisions to train for (summed over all envs)."""
+    n_envs: int = 2
+    """Parallel envs (one process each with ``vec_env: subproc``)."""
+    vec_env: str = "subproc"
+    """``subproc`` (SubprocVecEnv, uses every core) or ``dummy`` (one process)."""
+    torch_threads: int = 1
+    """Torch threads of the learner process."""
+
+    # --- env
+    num_players: int = 2
+    """2, 3 or 4 seats."""
+    partnerships: bool = False
+    """Two sides of two partners (4 players only)."""
+    rules: str = "standard"
+    """Preset name: standard, traditional or double_set."""
+    rule_overrides: dict[str, Any] = field(default_factory=dict)
+    """Single rule options overriding the preset, e.g. ``{lead: highest}``."""
+    reward: str = "match"
+    """``match`` (+1/-1 at the end), ``points`` (dense score difference) or ``shaped`` (score
+    difference / target each step plus the match result at the end)."""
+    auto_forced: bool = True
+    """Play the learner's forced moves automatically."""
+    max_hands: int = 500
+    """A match still running after this many hands is truncated."""
+    opponents: list[str] = field(default_factory=lambda: ["random"])
+    """Scripted training opponents; each episode every opponent seat draws one uniformly."""
+
+    # --- self-play
+    selfplay_start: int = -1
+    """Timestep at which frozen snapshots of the learner start joining the pool (-1: never)."""
+    snapshot_every: int = 50_000
+    """Timesteps between snapshots added to the pool."""
+    pool_size: int = 5
+    """Most recent snapshots kept in the pool."""
+    selfplay_prob: float = 0.5
+    """Probability that an opponent seat plays a snapshot (once the pool is not empty)."""
+    partner: str = "pool"
+    """Partnerships: ``pool`` (the partner is drawn like an opponent) or ``learner`` (the most
+    recent snapshot of the learner, a scripted opponent until the first snapshot exists)."""
+
+    # --- PPO
+    learning_rate: float | str = 3e-4
+    """Adam step size: a number or ``lin_<value>``."""
+    n_steps: int = 1024
+    """Steps per env per rollout."""
+    batch_size: int = 256
+    """Minibatch size."""
+    n_epochs: int = 10
+    """Passes over each rollout."""
+    gamma: float = 0.995
+    """Discount (episodes are whole matches of ~20-100 learner decisions)."""
+    gae_lambda: float = 0.95
+    """GAE lambda."""
+    clip_range: float | str = 0.2
+    """PPO clip: a number or ``lin_<value>``."""
+    ent_coef: float = 0.01
+    """Entropy bonus."""
+    vf_coef: float = 0.5
+    """Value loss weight."""
+    max_grad_norm: float = 0.5
+    """Gradient clipping."""
+    net_arch: list[int] = field(default_factory=lambda: [256, 256])
+    """Hidden layers of the policy and value networks (separate networks)."""
+    activation: str = "relu"
+    """``relu`` or ``tanh``."""
+
+    # --- evaluation and checkpoints
+    eval_opponents: list[str] = field(default_factory=lambda: ["random", "greedy"])
+    """Scripted opponents of the periodic and final duplicate evaluations."""
+    eval_every: int = 50_000
+    """Timesteps between evaluations (0: only the final one)."""
+    eval_matches: int = 200
+    """Duplicate matches per opponent in each periodic evaluation."""
+    final_eval_matches: int = 400
+    """Duplicate matches per opponent in the final evaluation."""
+    eval_workers: int = 2
+    """Worker processes of the evaluation tournaments."""
+    checkpoint_every: int = 50_000
+    """Timesteps between checkpoints (kept, never deleted)."""
+
+    def __post_init__(self) -> None:
+        self.validate()
+
+    def validate(self, source: str = "<config>") -> None:
+        """Check value ranges; errors name ``source`` and the key."""
+
+        def bad(key: str, why: str) -> ConfigError:
+            return ConfigError(f"{source}: key {key!r} {why}, got {getattr(self, key)!r}")
+
+        for key in ("total_timesteps", "n_envs", "n_steps", "batch_size", "n_epochs", "pool_size"):
+            if not isinstance(getattr(self, key), int) or getattr(self, key) < 1:
+                raise bad(key, "must be a positive int")
+        if self.vec_env not in ("subproc", "dummy"):
+            raise bad("vec_env", "must be 'subproc' or 'dummy'")
+        if self.reward not in ("match", "points", "shaped"):
+            raise bad("reward", "must be 'match', 'points' or 'shaped'")
+        if self.activation not in ("relu", "tanh"):
+            raise bad("activation", "must be 'relu' or 'tanh'")
+        if self.partner not in ("pool", "learner"):
+            raise bad("partner", "must be 'pool' or 'learner'")
+        if not 0.0 <= float(self.selfplay_prob) <= 1.0:
+            raise bad("selfplay_prob", "must be in [0, 1]")
+        if not self.opponents or not all(isinstance(x, str) for x in self.opponents):
+            raise bad("opponents", "must be a non-empty list of agent strings")
+        if not all(isinstance(x, str) for x in self.eval_opponents):
+            raise bad("eval_opponents", "must be a list of agent strings")
+        if not isinstance(self.rule_overrides, dict):
+            raise bad("rule_overrides", "must be a mapping")
+        for key in ("learning_rate", "clip_range"):
+            try:
+                schedule(getattr(self, key))
+            except ValueError as exc:
+                raise bad(key, str(exc)) from None
+
+    def to_dict(self) -> dict[str, Any]:
+        """Every field as plain YAML-able values."""
+        return dataclasses.asdict(self)
+
+    def env_kwargs(self) -> dict[str, Any]:
+        """Keyword arguments of :class:`bergen_env.single_agent.BergenSingleAgentEnv`."""
+        return dict(
+            num_players=self.num_players,
+            partnerships=self.partnerships,
+            rules=self.rules,
+            auto_forced=self.auto_forced,
+            reward=self.reward,
+            max_hands=self.max_hands,
+            **self.rule_overrides,
+        )
+
+
+FIELDS = {f.name: f for f in dataclasses.fields(TrainConfig)}
+
+
+def schedule(value: float | str) -> Callable[[float], float]:
+    """A number or ``lin_<value>`` as a function of SB3's ``progress_remaining`` (1 -> 0)."""
+    if isinstance(value, bool):
+        raise ValueError("a schedule is a number or 'lin_<value>'")
+    if isinstance(value, (int, float)):
+        v = float(value)
+        return lambda _progress: v
+    if isinstance(value, str) and value.startswith("lin_"):
+        try:
+            v = float(value[4:])
+        except ValueError:
+            raise ValueError(f"bad schedule {value!r}: expected 'lin_<number>'") from None
+        return lambda progress: progress * v
+    raise ValueError(f"bad schedule {value!r}: expected a number or 'lin_<number>'")
+
+
+def _coerce(key: str, value: Any, source: str) -> Any:
+    """Check an override's type against the field's default (ints may become floats)."""
+    default = TrainConfig().__getattribute__(key) if key in FIELDS else None
+    if isinstance(default, bool) and not isinstance(value, bool):
+        raise ConfigError(f"{source}: key {key!r} must be true or false, got {value!r}")
+    if isinstance(default, float) and isinstance(value, int) and not isinstance(value, bool):
+        return float(value)
+    if isinstance(default, float) and isinstance(value, str) and not value.startswith("lin_"):
+        try:  # YAML 1.1 reads "3e-4" (no dot) as a string
+            return float(value)
+        except ValueError:
+            pass
+    return value
+
+
+def from_mapping(data: dict[str, Any], source: str) -> TrainConfig:
+    """Build a config from a mapping of field names; unknown keys are an error."""
+    unknown = sorted(set(data) - set(FIELDS))
+    if unknown:
+        raise ConfigError(f"{source}: unknown key(s) {unknown}; valid keys are {sorted(FIELDS)}")
+    values = {k: _coerce(k, v, source) for k, v in data.items()}
+    try:
+        cfg = TrainConfig.__new__(TrainConfig)
+        for name, f in FIELDS.items():
+            if name in values:
+                setattr(cfg, name, values[name])
+            elif f.default_factory is not dataclasses.MISSING:
+                setattr(cfg, name, f.default_factory())
+            else:
+                setattr(cfg, name, f.default)
+        cfg.validate(source)
+    except (TypeError, ValueError) as exc:
+        if isinstance(exc, ConfigError):
+            raise
+        raise ConfigError(f"{source}: {exc}") from None
+    return cfg
+
+
+def load_config(path: str | Path, overrides: list[str] | None = None) -> TrainConfig:
+    """Load ``path`` (YAML with a ``default:`` block) and apply ``key=value`` overrides."""
+    path = Path(path)
+    if not path.is_file():
+        raise ConfigError(f"config file {str(path)!r} does not exist")
+    try:
+        raw = yaml.safe_load(path.read_text())
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"{path}: not valid YAML ({exc})") from None
+    if not isinstance(raw, dict) or set(raw) != {"default"} or not isinstance(raw["default"], dict):
+        keys = sorted(raw) if isinstance(raw, dict) else raw
+        raise ConfigError(
+            f"{path}: expected one top-level key 'default:' (a mapping), got {keys!r}"
+        )
+    data = dict(raw["default"])
+    data.setdefault("name", path.stem)
+    for item in overrides or []:
+        key, eq, text = item.partition("=")
+        key = key.strip()
+        if not eq or not key:
+            raise ConfigError(f"--set {item!r}: expected key=value")
+        if key not in FIELDS:
+            raise ConfigError(
+                f"--set {item!r} (config {path}): unknown key {key!r}; valid keys are "
+                f"{sorted(FIELDS)}"
+            )
+        data[key] = yaml.safe_load(text)
+    return from_mapping(data, str(path))
+
+
+def save_config(cfg: TrainConfig, path: str | Path) -> None:
+    """Write the resolved config as a loadable YAML file."""
+    Path(path).write_text(yaml.safe_dump({"default": cfg.to_dict()}, sort_keys=False))

@@ -1,0 +1,239 @@
+"""Evaluate agents against each other: a duplicate tournament with intervals, table, JSON/CSV/PNG.
+
+    python -m training.evaluate --agents ppo:policies/standard_2p.zip heuristic --matches 2000
+    python -m training.evaluate --agents greedy random heuristic --players 3 --json out.json
+    python -m training.evaluate --agents heuristic random --players 4 --partnerships \\
+        --rules traditional --rule-override target=10 --workers 2 --plot winrates.png
+
+An agent is a scripted name (``random``, ``greedy``, ``heuristic``, ``search:samples=200``) or a
+trained policy ``ppo:PATH``. The format and the statistics are described in
+:mod:`bergen_env.arena`; the same ``--seed`` gives the same numbers whatever ``--workers`` is.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from bergen_env.agents import make_agent, parse_agent_spec, registered_agents
+from bergen_env.arena import TournamentResult, run_tournament, seat_lineups
+from bergen_env.errors import BergenError
+from bergen_env.rules import PRESETS, RULE_OPTIONS, Rules
+
+
+def register_policy_kinds(agents: list[str]) -> None:
+    """Import the policy loaders (``ppo``, ``rllib``) when an agent kind is not yet known.
+
+    Scripted-only runs skip it, so they (and their worker processes) never import torch.
+    """
+    known = set(registered_agents())
+    if all(parse_agent_spec(a)[0] in known for a in agents):
+        return
+    try:
+        import training.policies  # noqa: F401
+    except ModuleNotFoundError as exc:
+        if exc.name != "training.policies":
+            raise
+    try:  # registers "rllib" (Ray itself is imported only when an rllib agent is built)
+        import training.rllib_policies  # noqa: F401
+    except ModuleNotFoundError as exc:
+        if exc.name is None or exc.name.partition(".")[0] != "ray":
+            raise
+
+
+CSV_FIELDS = (
+    "name",
+    "matches",
+    "wins",
+    "unfinished",
+    "match_win_rate",
+    "ci95_lo",
+    "ci95_hi",
+    "mean_points_per_match",
+    "mean_points_per_hand",
+    "hand_win_rate",
+    "hands",
+    "hands_ended",
+    "hands_won",
+    "headers",
+    "header_points",
+    "blocked_won",
+    "mean_match_hands",
+    "rating",
+)
+
+
+class UsageError(Exception):
+    """Bad command-line input; the message is shown to the user."""
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(
+        prog="python -m training.evaluate",
+        description="Play a duplicate tournament between agents and report win rates with "
+        "95%% Wilson intervals, points, headers, head-to-head and ratings.",
+    )
+    p.add_argument(
+        "--agents",
+        nargs="+",
+        required=True,
+        metavar="AGENT",
+        help="agent strings: random, greedy, heuristic, search:samples=200, ppo:PATH",
+    )
+    p.add_argument("--players", type=int, default=2, help="seats: 2, 3 or 4 (default 2)")
+    p.add_argument("--partnerships", action="store_true", help="4 players in two teams")
+    p.add_argument("--rules", default="standard", help=f"rules preset: {', '.join(PRESETS)}")
+    p.add_argument(
+        "--rule-override",
+        nargs="+",
+        action="extend",
+        default=[],
+        metavar="KEY=VALUE",
+        help=f"override a rule option; options: {', '.join(RULE_OPTIONS)}",
+    )
+    p.add_argument("--matches", type=int, default=2000, help="matches (rounded up to groups)")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--workers", type=int, default=1, help="processes (default 1)")
+    p.add_argument("--no-duplicate", action="store_true", help="fresh deals for every match")
+    p.add_argument("--max-hands", type=int, default=2000, help="unfinished after this many hands")
+    p.add_argument("--json", type=Path, help="write the results as JSON")
+    p.add_argument("--csv", type=Path, help="write one row per agent as CSV")
+    p.add_argument("--plot", type=Path, help="write a PNG of win rates with 95%% intervals")
+    p.add_argument("--replays", type=Path, help="write every match as a JSON line")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    return p.parse_args(argv)
+
+
+def _parse_value(text: str) -> Any:
+    if text.lower() in ("true", "false"):
+        return text.lower() == "true"
+    try:
+        return int(text)
+    except ValueError:
+        return text
+
+
+def build_rules(args: argparse.Namespace) -> Rules:
+    """The rules from --rules, --players, --partnerships and --rule-override."""
+    overrides = {}
+    for item in args.rule_override:
+        key, eq, value = item.partition("=")
+        if not eq or not key:
+            raise UsageError(f"--rule-override expects key=value, got {item!r}")
+        overrides[key] = _parse_value(value)
+    try:
+        return Rules.preset(
+            args.rules,
+            num_players=args.players,
+            partnerships=args.partnerships,
+            **overrides,
+        )
+    except BergenError as exc:
+        raise UsageError(f"bad rules: {exc}") from None
+
+
+def check_agents(agents: list[str], rules: Rules) -> None:
+    """Build every agent once and reset it for these rules: unknown names, missing policy files
+    and policies trained for other rules fail here, before any match."""
+    for spec in agents:
+        try:
+            make_agent(spec).reset(rules, 0, np.random.default_rng(0))
+        except (ValueError, OSError, BergenError) as exc:
+            message = str(exc)
+            raise UsageError(message if spec in message else f"agent {spec!r}: {message}") from None
+
+
+def write_csv(result: TournamentResult, path: Path) -> None:
+    with open(path, "w", newline="", encoding="utf-8") as f:
+        writer = csv.DictWriter(f, fieldnames=CSV_FIELDS)
+        writer.writeheader()
+        for name, s in result.agents.items():
+            row = {k: v for k, v in s.to_dict().items() if k in CSV_FIELDS}
+            row["ci95_lo"], row["ci95_hi"] = s.ci95
+            row["rating"] = result.ratings[name]
+            writer.writerow(row)
+
+
+def write_plot(result: TournamentResult, path: Path) -> None:
+    """A bar chart of match-win rates with their 95% Wilson intervals."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    names = list(result.agents)
+    rates = np.array([result.agents[n].match_win_rate for n in names])
+    lo = np.array([result.agents[n].ci95[0] for n in names])
+    hi = np.array([result.agents[n].ci95[1] for n in names])
+    c = result.config
+    fig, ax = plt.subplots(figsize=(1.6 * len(names) + 2.5, 4.0))
+    ax.bar(names, rates, yerr=[rates - lo, hi - rates], capsize=6, color="tab:blue", alpha=0.8)
+    sides = 2 if c["partnerships"] else c["num_players"]
+    ax.axhline(1.0 / sides, color="grey", linestyle="--", linewidth=1, label="even share")
+    ax.set_ylim(0.0, 1.0)
+    ax.set_ylabel("match-win rate (95% Wilson CI)")
+    ax.set_title(
+        f"{c['rules']['name']}, {c['num_players']}p{' partnerships' if c['partnerships'] else ''}"
+        f", {c['matches']} matches, seed {c['seed']}"
+    )
+    ax.legend(loc="upper right")
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    try:
+        for flag in ("matches", "workers", "max_hands"):
+            if getattr(args, flag) < 1:
+                raise UsageError(f"--{flag.replace('_', '-')} must be >= 1")
+        if args.seed < 0:
+            raise UsageError("--seed must be >= 0")
+        rules = build_rules(args)
+        try:
+            register_policy_kinds(args.agents)
+        except ValueError as exc:  # an empty agent string
+            raise UsageError(str(exc)) from None
+        try:
+            seat_lineups(len(args.agents), rules)
+        except ValueError as exc:
+            raise UsageError(str(exc)) from None
+        check_agents(args.agents, rules)
+    except UsageError as exc:
+        print(f"evaluate: error: {exc}", file=sys.stderr)
+        return 2
+    result = run_tournament(
+        args.agents,
+        rules,
+        matches=args.matches,
+        seed=args.seed,
+        duplicate=not args.no_duplicate,
+        workers=args.workers,
+        progress=not args.no_progress,
+        replays=args.replays,
+        max_hands=args.max_hands,
+    )
+    print(result.table())
+    if args.json:
+        data = result.to_dict()
+        data["config"]["command"] = ["python", "-m", "training.evaluate", *(argv or sys.argv[1:])]
+        args.json.write_text(json.dumps(data, indent=1) + "\n", encoding="utf-8")
+        print(f"wrote {args.json}")
+    if args.csv:
+        write_csv(result, args.csv)
+        print(f"wrote {args.csv}")
+    if args.plot:
+        write_plot(result, args.plot)
+        print(f"wrote {args.plot}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

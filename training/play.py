@@ -1,0 +1,307 @@
+"""Play Bergen in the terminal against any agents, and optionally save the match as a replay.
+
+    python -m training.play --opponents heuristic
+    python -m training.play --opponents greedy ppo:runs/x/model.zip --players 3 --seed 7
+    python -m training.play --opponents random --players 4 --partnerships --seat 1 --replay m.jsonl
+
+You take one seat (``--seat``, default 0); the opponents fill the other seats in turn order (one
+name fills them all). On your turn you see the line and its ends, every hand size, the boneyard,
+the scores and your hand, and pick a legal move by its number. Input is read line by line, so a
+match can be played from a pipe; end of input stops the match with a message.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+from typing import TextIO
+
+import numpy as np
+
+from bergen_env.actions import DRAW, PASS, action_str
+from bergen_env.agents import Agent, make_agent
+from bergen_env.engine import BergenState, PublicView
+from bergen_env.errors import BergenError, IllegalActionError
+from bergen_env.observation import Encoder
+from bergen_env.render import hand_end_str, match_end_str, pairs_line_str, scores_str
+from bergen_env.replay import MatchRecorder, hands_at_end, write_jsonl
+from bergen_env.rules import PRESETS, Rules
+from bergen_env.tiles import tile_str
+
+try:  # registers "ppo:PATH" agents when the training extra is installed
+    import training.policies  # noqa: F401
+except ModuleNotFoundError as exc:
+    if exc.name != "training.policies":
+        raise
+
+
+class EndOfInput(Exception):
+    """The person's input stream ended before the match did."""
+
+
+class HumanAgent(Agent):
+    """A person at the keyboard: shows the position and reads a move number from a stream."""
+
+    name = "human"
+
+    def __init__(self, stdin: TextIO | None = None, stdout: TextIO | None = None) -> None:
+        self.stdin = stdin if stdin is not None else sys.stdin
+        self.stdout = stdout if stdout is not None else sys.stdout
+        isatty = getattr(self.stdin, "isatty", None)
+        #: Echo each input line (when it does not come from a terminal).
+        self.echo = not (isatty is not None and isatty())
+
+    def _say(self, text: str = "") -> None:
+        print(text, file=self.stdout, flush=True)
+
+    def act(self, observation: np.ndarray, action_mask: np.ndarray, view: PublicView) -> int:
+        legal = [int(a) for a in np.flatnonzero(action_mask)]
+        if not legal:
+            raise BergenError(f"player_{view.seat} has no legal move (is it their turn?)")
+        self._say(position_str(view))
+        for k, a in enumerate(legal, start=1):
+            self._say(f"  {k}) {action_str(a)}")
+        return legal[self._ask(len(legal)) - 1]
+
+    def _ask(self, count: int) -> int:
+        """Read a number in 1..count, asking again after bad input."""
+        while True:
+            print(f"your move (1-{count}): ", end="", file=self.stdout, flush=True)
+            line = self.stdin.readline()
+            if line and self.echo:  # piped input: show it, so the transcript reads naturally
+                print(line.rstrip("\n"), file=self.stdout, flush=True)
+            if not line:
+                self._say()
+                raise EndOfInput
+            text = line.strip()
+            if not text:
+                self._say(f"please type the number of a move, 1 to {count}")
+                continue
+            try:
+                choice = int(text)
+            except ValueError:
+                self._say(f"{text!r} is not a number: type the number of a move, 1 to {count}")
+                continue
+            if not 1 <= choice <= count:
+                self._say(f"{choice} is not a move number: choose 1 to {count}")
+                continue
+            return choice
+
+
+def position_str(view: PublicView) -> str:
+    """What the seat on turn sees: line, ends, hand sizes, boneyard, scores and own hand."""
+    rules = view.rules
+    if view.ends is None:
+        ends = "none (empty line)"
+    else:
+        ends = ", ".join(
+            f"{name} {num}" + (" (double)" if dbl else "")
+            for name, num, dbl in zip(("left", "right"), view.ends, view.end_doubles)
+        )
+    sizes = ", ".join(
+        ("you" if s == view.seat else f"player_{s}") + f" {n}"
+        for s, n in enumerate(view.hand_sizes)
+    )
+    return "\n".join(
+        [
+            f"--- hand {view.hand_number}, your turn (player_{view.seat}) ---",
+            f"line     : {pairs_line_str(view.line)}",
+            f"ends     : {ends}",
+            f"tiles    : {sizes}",
+            f"boneyard : {view.boneyard_size} tiles ({view.drawable} drawable)",
+            f"scores   : {scores_str(rules, view.scores)}",
+            f"your hand: {' '.join(tile_str(t) for t in view.hand)}",
+        ]
+    )
+
+
+def seat_opponents(specs: Sequence[str], num_players: int, seat: int) -> list[str | None]:
+    """Agent names per seat: ``None`` at the person's seat, the opponents in turn order."""
+    need = num_players - 1
+    if len(specs) == 1:
+        specs = list(specs) * need
+    if len(specs) != need:
+        raise ValueError(
+            f"--opponents: got {len(specs)} agents for {need} opponent seat(s) "
+            f"({num_players} players); give one name for all seats or exactly {need}"
+        )
+    names: list[str | None] = list(specs)
+    names.insert(seat, None)
+    return names
+
+
+def play_match(
+    rules: Rules,
+    agents: Sequence[Agent],
+    human_seat: int,
+    seed: int | None,
+    out: TextIO,
+) -> dict:
+    """Play one match, narrating it to ``out``; return its replay record.
+
+    If the person's input ends, the match stops and the (unfinished) record is returned.
+    """
+    n = rules.num_players
+    seqs = np.random.SeedSequence(seed).spawn(n + 1)
+    state = BergenState(rules, seed=np.random.default_rng(seqs[0]))
+    labels = ["you" if s == human_seat else f"player_{s} ({agents[s].name})" for s in range(n)]
+    recorder = MatchRecorder(state, [agents[s].name for s in range(n)], seed=seed)
+    encoder = Encoder(rules)
+    for s, agent in enumerate(agents):
+        agent.reset(rules, s, np.random.default_rng(seqs[s + 1]))
+
+    def say(text: str = "") -> None:
+        print(text, file=out, flush=True)
+
+    say(f"Bergen: {rules.describe()}")
+    say(f"seed {seed}; you are player_{human_seat}" + _partner_note(rules, human_seat))
+    say(_hand_header(state, labels, human_seat))
+    try:
+        while not state.terminal:
+            seat = state.current_player
+            action = int(
+                agents[seat].act(
+                    encoder.observe(state, seat), state.legal_mask(), state.public_view(seat)
+                )
+            )
+            before = state.scores[:]
+            drawn = state.boneyard[state.bone_pos] if action == DRAW else None
+            hand_number = state.hand_number
+            try:
+                state.apply_action(action)
+            except IllegalActionError as exc:
+                raise IllegalActionError(f"agent {agents[seat].name!r}: {exc}") from None
+            recorder.record(seat, action)
+            hand = recorder.hands[hand_number]
+            say(
+                _move_str(
+                    state, seat, action, before, hand["result"], labels[seat], drawn, human_seat
+                )
+            )
+            if hand["result"] is not None:
+                say(
+                    f"=== hand {hand_number} ends: "
+                    + hand_end_str(
+                        rules, hand["result"], hands_at_end(hand["deal"], hand["events"])
+                    )
+                )
+                if not state.terminal:
+                    say(f"scores: {scores_str(rules, state.scores)}")
+                    say(_hand_header(state, labels, human_seat))
+    except EndOfInput:
+        say(f"input ended: match abandoned in hand {state.hand_number}")
+        say(match_end_str(rules, state.scores, None))
+        return recorder.finish()
+    say(match_end_str(rules, state.scores, state.winner))
+    if rules.side_of[human_seat] == state.winner:
+        say("you win!")
+    else:
+        say("you lose.")
+    return recorder.finish()
+
+
+def _partner_note(rules: Rules, seat: int) -> str:
+    if not rules.partnerships:
+        return ""
+    partner = (seat + 2) % 4
+    return f", side {rules.side_of[seat]} with player_{partner}"
+
+
+def _hand_header(state: BergenState, labels: Sequence[str], human_seat: int) -> str:
+    leader = state.current_player
+    leads = "lead" if leader == human_seat else "leads"
+    return (
+        f"=== hand {state.hand_number}: {labels[leader]} {leads} with {tile_str(state.lead_tile)} "
+        f"(boneyard {state.boneyard_size}, {state.drawable} drawable) ==="
+    )
+
+
+def _move_str(
+    state: BergenState,
+    seat: int,
+    action: int,
+    before: list[int],
+    result: dict | None,
+    label: str,
+    drawn: int | None,
+    human_seat: int,
+) -> str:
+    if action == DRAW:
+        text = f"{label} draw{'s' if seat != human_seat else ''}"
+        return text + (f" {tile_str(drawn)}" if seat == human_seat and drawn is not None else "")
+    if action == PASS:
+        return f"{label} pass{'es' if seat != human_seat else ''}"
+    side = state.side_of[seat]
+    header = state.scores[side] - before[side]
+    if result is not None:
+        header -= result["points"][side]
+    text = f"{label} {'play' if seat == human_seat else 'plays'} {action_str(action)}"
+    if header:
+        text += f"  +{header} (header)"
+    return text
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="python -m training.play",
+        description="Play Bergen in the terminal against agents.",
+    )
+    p.add_argument(
+        "--opponents",
+        nargs="+",
+        required=True,
+        metavar="AGENT",
+        help="agents for the other seats in turn order (one name fills all), "
+        "e.g. heuristic, greedy, random, 'search:samples=200', ppo:PATH",
+    )
+    p.add_argument("--players", type=int, default=2, choices=(2, 3, 4), help="seats (default 2)")
+    p.add_argument("--partnerships", action="store_true", help="4 players in two partnerships")
+    p.add_argument("--rules", default="standard", choices=PRESETS, help="rules preset")
+    p.add_argument("--seed", type=int, default=None, help="match seed (default: random, printed)")
+    p.add_argument("--seat", type=int, default=0, help="your seat, 0..players-1 (default 0)")
+    p.add_argument(
+        "--replay",
+        default=None,
+        metavar="PATH",
+        help="append the match to this replay file (JSON lines)",
+    )
+    return p
+
+
+def main(
+    argv: Sequence[str] | None = None, stdin: TextIO | None = None, stdout: TextIO | None = None
+) -> int:
+    """Run the command line; ``stdin``/``stdout`` are injectable for tests."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    out = stdout if stdout is not None else sys.stdout
+    try:
+        rules = Rules.preset(args.rules, num_players=args.players, partnerships=args.partnerships)
+    except BergenError as exc:
+        parser.error(str(exc))
+    if not 0 <= args.seat < args.players:
+        parser.error(f"--seat {args.seat} is out of range 0..{args.players - 1}")
+    try:
+        specs = seat_opponents(args.opponents, args.players, args.seat)
+        agents: list[Agent] = [
+            HumanAgent(stdin, out) if spec is None else make_agent(spec) for spec in specs
+        ]
+    except ValueError as exc:
+        parser.error(str(exc))
+    seed = args.seed
+    if seed is None:
+        seed = int(np.random.SeedSequence().entropy % 2**31)
+    try:
+        record = play_match(rules, agents, args.seat, seed, out)
+    except KeyboardInterrupt:
+        print("\ninterrupted: match abandoned", file=out)
+        return 130
+    if args.replay:
+        write_jsonl(args.replay, [record], append=True)
+        print(f"replay appended to {args.replay}", file=out)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

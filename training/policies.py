@@ -1,0 +1,198 @@
+"""Trained policies as agents: load a MaskablePPO zip and play it in any Bergen env.
+
+Importing this module registers the agent kind ``"ppo"``, so ``make_agent("ppo:PATH")`` (and
+every tool that takes agent strings, e.g. the arena) can use a saved policy.
+
+A policy file is an sb3-contrib ``MaskablePPO`` zip plus one extra member, ``bergen_policy.json``,
+with the rules and observation/action sizes it was trained for (:func:`save_policy` writes it).
+The agent acts deterministically: the most probable legal action.
+
+Acting in the AEC env from user code::
+
+    import numpy as np
+    import bergen_env
+    from training.policies import load_policy
+
+    agent = load_policy("policies/standard_2p.zip")
+    env = bergen_env.env(num_players=2)
+    env.reset(seed=0)
+    agent.reset(env.unwrapped.rules, seat=0, rng=np.random.default_rng(0))
+    for name in env.agent_iter():
+        obs, reward, terminated, truncated, info = env.last()
+        if terminated or truncated:
+            action = None
+        elif name == "player_0":
+            action = agent.act(obs["observation"], obs["action_mask"], None)
+        else:
+            action = int(np.flatnonzero(obs["action_mask"])[0])
+        env.step(action)
+"""
+
+from __future__ import annotations
+
+import json
+import zipfile
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+from sb3_contrib import MaskablePPO
+
+from bergen_env.agents.base import Agent, register_agent, registered_agents
+from bergen_env.engine import PublicView
+from bergen_env.observation import OBS_SIZE
+from bergen_env.rules import Rules
+
+META_NAME = "bergen_policy.json"
+META_FORMAT = 1
+
+
+class PolicyFileError(ValueError):
+    """A policy file that is missing, unreadable, or does not fit the game; names the file."""
+
+
+def save_policy(model: MaskablePPO, path: str | Path, rules: Rules, **extra: Any) -> Path:
+    """Save ``model`` to ``path`` (a ``.zip``) with the Bergen metadata member."""
+    path = Path(path)
+    if path.suffix != ".zip":
+        path = path.with_suffix(".zip")
+    model.save(path)
+    meta = {
+        "format": META_FORMAT,
+        "obs_size": OBS_SIZE,
+        "num_actions": rules.num_actions,
+        "rules": rules.to_dict(),
+        **extra,
+    }
+    with zipfile.ZipFile(path, "a") as archive:
+        archive.writestr(META_NAME, json.dumps(meta, indent=1))
+    return path
+
+
+def read_metadata(path: str | Path) -> dict[str, Any]:
+    """The Bergen metadata of a policy file (errors name the file)."""
+    path = Path(path)
+    if not path.is_file():
+        raise PolicyFileError(f"policy file {str(path)!r} does not exist")
+    try:
+        with zipfile.ZipFile(path) as archive:
+            if META_NAME not in archive.namelist():
+                raise PolicyFileError(
+                    f"policy file {str(path)!r} has no {META_NAME} member: not saved by "
+                    f"training.policies.save_policy"
+                )
+            meta = json.loads(archive.read(META_NAME))
+    except (zipfile.BadZipFile, json.JSONDecodeError, OSError, KeyError) as exc:
+        raise PolicyFileError(f"policy file {str(path)!r} is corrupted ({exc})") from None
+    for key in ("obs_size", "num_actions", "rules"):
+        if key not in meta:
+            raise PolicyFileError(f"policy file {str(path)!r}: metadata lacks {key!r}")
+    return meta
+
+
+def load_model(path: str | Path) -> tuple[MaskablePPO, dict[str, Any]]:
+    """Load a policy file on CPU and check it against this package's observation size."""
+    meta = read_metadata(path)
+    try:
+        model = MaskablePPO.load(path, device="cpu")
+    except Exception as exc:  # SB3 raises many kinds on a damaged archive
+        raise PolicyFileError(f"policy file {str(path)!r} is corrupted ({exc})") from None
+    obs_shape = tuple(model.observation_space.shape or ())
+    if obs_shape != (OBS_SIZE,) or meta["obs_size"] != OBS_SIZE:
+        raise PolicyFileError(
+            f"policy file {str(path)!r} was trained on observations of shape {obs_shape} "
+            f"(metadata obs_size={meta['obs_size']}), but bergen_env observations have "
+            f"shape ({OBS_SIZE},)"
+        )
+    if int(model.action_space.n) != meta["num_actions"]:
+        raise PolicyFileError(
+            f"policy file {str(path)!r}: model has {model.action_space.n} actions but its "
+            f"metadata says {meta['num_actions']}"
+        )
+    return model, meta
+
+
+class PPOAgent(Agent):
+    """A saved MaskablePPO policy as an :class:`Agent` (deterministic, CPU).
+
+    ``PPOAgent(path)`` loads the file; ``PPOAgent.from_model(model, rules)`` wraps a model in
+    memory (used during training).
+    """
+
+    needs_view = False  # acts from the observation and the mask only
+
+    def __init__(self, path: str | Path | None = None) -> None:
+        if path is None:
+            raise PolicyFileError("PPOAgent needs the path of a policy file (ppo:PATH)")
+        model, meta = load_model(path)
+        self.path = str(path)
+        self._setup(model, meta["num_actions"], Rules.from_dict(meta["rules"]))
+
+    @classmethod
+    def from_model(cls, model: MaskablePPO, rules: Rules, path: str = "<memory>") -> PPOAgent:
+        """Wrap a model in memory (no file)."""
+        agent = cls.__new__(cls)
+        agent.path = path
+        agent._setup(model, int(model.action_space.n), rules)
+        return agent
+
+    def _setup(self, model: MaskablePPO, num_actions: int, rules: Rules) -> None:
+        self.model = model
+        self.policy = model.policy
+        self.policy.set_training_mode(False)
+        self.num_actions = num_actions
+        #: The rules the policy was trained for.
+        self.trained_rules = rules
+        self.name = f"ppo:{self.path}"
+
+    def __deepcopy__(self, memo: dict) -> PPOAgent:
+        """A second seat for the same policy: shares the (read-only) model."""
+        twin = PPOAgent.from_model(self.model, self.trained_rules, path=self.path)
+        twin.num_actions, twin.name = self.num_actions, self.name
+        return twin
+
+    def reset(self, rules: Rules, seat: int, rng: np.random.Generator) -> None:
+        if rules.num_actions != self.num_actions:
+            raise PolicyFileError(
+                f"policy file {self.path!r} has {self.num_actions} actions but the rules "
+                f"{rules.name!r} (sets={rules.sets}) have {rules.num_actions}"
+            )
+        super().reset(rules, seat, rng)
+
+    def act(self, observation: np.ndarray, action_mask: np.ndarray, view: PublicView | None) -> int:
+        if observation is None or np.shape(observation) != (OBS_SIZE,):
+            raise ValueError(
+                f"agent {self.name!r} needs a ({OBS_SIZE},) observation, got "
+                f"{None if observation is None else np.shape(observation)}"
+            )
+        if np.shape(action_mask) != (self.num_actions,):
+            raise PolicyFileError(
+                f"policy file {self.path!r} has {self.num_actions} actions but the action mask "
+                f"has shape {np.shape(action_mask)}"
+            )
+        legal = np.flatnonzero(action_mask)
+        if len(legal) == 1:
+            return int(legal[0])
+        if not len(legal):
+            raise ValueError(f"agent {self.name!r}: the action mask has no legal action")
+        with torch.no_grad():
+            obs = torch.as_tensor(observation, dtype=torch.float32).reshape(1, -1)
+            policy = self.policy
+            features = policy.extract_features(obs, policy.pi_features_extractor)
+            latent = policy.mlp_extractor.forward_actor(features)
+            logits = policy.action_net(latent)[0].numpy()
+        return int(legal[np.argmax(logits[legal])])
+
+
+def load_policy(path: str | Path) -> PPOAgent:
+    """Load a policy file as an agent: ``load_policy("policies/standard_2p.zip")``."""
+    return PPOAgent(path)
+
+
+def _factory(path: str | None = None) -> PPOAgent:
+    return PPOAgent(path)
+
+
+if "ppo" not in registered_agents():
+    register_agent("ppo", _factory)

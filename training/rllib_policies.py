@@ -1,0 +1,176 @@
+"""RLlib checkpoints as agents: ``make_agent("rllib:PATH[:POLICY]")``.
+
+Importing this module registers the agent kind ``"rllib"``, so every tool that takes agent
+strings (the arena, ``training.evaluate``) can play a policy trained by
+:mod:`training.train_rllib`. ``PATH`` is an algorithm checkpoint (``Algorithm.save_to_path``, e.g.
+``runs/rllib/<run>/checkpoints/final``) or a single RLModule checkpoint
+(``RLModule.save_to_path``); ``POLICY`` is the module id (``shared``, ``side_0``, ...), needed
+only when the checkpoint holds several and none is called ``shared``. The key=value form works
+too: ``rllib:path=PATH,policy=side_1``.
+
+The agent acts greedily: the most probable legal action of the RLModule's masked logits.
+
+Importing this module is cheap and works without Ray: Ray and torch are imported when the first
+``rllib`` agent is built (a clear error then names the missing ``[rllib]`` extra).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from bergen_env.agents.base import Agent, register_agent, registered_agents
+from bergen_env.engine import PublicView
+from bergen_env.rules import Rules
+
+#: The file every RLlib component checkpoint holds.
+_CTOR_FILE = "class_and_ctor_args.pkl"
+#: Where an algorithm checkpoint keeps its RLModules (RLlib's component names).
+_MODULES_DIR = Path("learner_group", "learner", "rl_module")
+
+
+class RLlibCheckpointError(ValueError):
+    """A checkpoint that is missing, not an RLlib checkpoint, or lacks the asked policy."""
+
+
+def _require_ray() -> None:
+    try:
+        import ray.rllib  # noqa: F401
+    except ModuleNotFoundError as exc:
+        if exc.name is None or exc.name.partition(".")[0] != "ray":
+            raise
+        raise RLlibCheckpointError(
+            "agent kind 'rllib' needs Ray RLlib, the [rllib] extra: pip install -e '.[rllib]'"
+        ) from None
+
+
+def module_dirs(path: str | Path) -> dict[str, Path]:
+    """The RLModule folders of a checkpoint by policy id (one unnamed entry ``""`` for a module
+    checkpoint)."""
+    path = Path(path)
+    if not path.exists():
+        raise RLlibCheckpointError(f"RLlib checkpoint {str(path)!r} does not exist")
+    if not path.is_dir():
+        raise RLlibCheckpointError(f"RLlib checkpoint {str(path)!r} is not a directory")
+    root = path / _MODULES_DIR
+    if root.is_dir():
+        return {
+            d.name: d for d in sorted(root.iterdir()) if d.is_dir() and (d / _CTOR_FILE).is_file()
+        }
+    if (path / _CTOR_FILE).is_file() and not any(
+        (d / _CTOR_FILE).is_file() for d in path.iterdir() if d.is_dir()
+    ):
+        return {"": path}
+    raise RLlibCheckpointError(
+        f"{str(path)!r} is not an RLlib algorithm checkpoint (no {_MODULES_DIR}) nor an "
+        "RLModule checkpoint"
+    )
+
+
+def load_module(path: str | Path, policy: str | None = None) -> tuple[Any, str]:
+    """The RLModule of ``policy`` in checkpoint ``path`` and its id (see the module docstring)."""
+    dirs = module_dirs(path)
+    if not dirs:
+        raise RLlibCheckpointError(f"RLlib checkpoint {str(path)!r} holds no RLModule")
+    if policy is None:
+        if len(dirs) == 1:
+            policy = next(iter(dirs))
+        elif "shared" in dirs:
+            policy = "shared"
+        else:
+            raise RLlibCheckpointError(
+                f"RLlib checkpoint {str(path)!r} holds policies {sorted(dirs)}: name one, "
+                f"e.g. rllib:{path}:{sorted(dirs)[0]}"
+            )
+    if policy not in dirs:
+        if list(dirs) == [""]:
+            raise RLlibCheckpointError(
+                f"{str(path)!r} is a single RLModule checkpoint; it has no policy {policy!r}"
+            )
+        raise RLlibCheckpointError(
+            f"RLlib checkpoint {str(path)!r} has no policy {policy!r}; it holds {sorted(dirs)}"
+        )
+    _require_ray()
+    from ray.rllib.core.rl_module.rl_module import RLModule
+
+    module = RLModule.from_checkpoint(dirs[policy])
+    module.eval()
+    return module, policy
+
+
+class RLlibAgent(Agent):
+    """A policy of an RLlib checkpoint as an :class:`Agent` (greedy, masked, CPU)."""
+
+    needs_view = False  # acts from the observation and the mask only
+
+    def __init__(self, path: str | Path | None = None, policy: str | None = None) -> None:
+        if path is None:
+            raise RLlibCheckpointError("RLlibAgent needs a checkpoint path (rllib:PATH[:POLICY])")
+        path = str(path)
+        if policy is None and not Path(path).exists() and ":" in path:
+            path, _, policy = path.rpartition(":")
+        self.path = path
+        self.module, self.policy = load_module(path, policy or None)
+        from ray.rllib.core.columns import Columns
+
+        from training.rllib_env import MASK_KEY, OBS_KEY
+
+        self._keys = (Columns.OBS, OBS_KEY, MASK_KEY, Columns.ACTION_DIST_INPUTS)
+        self.num_actions = int(self.module.action_space.n)
+        self.obs_shape = tuple(self.module.observation_space[OBS_KEY].shape)
+        self.name = f"rllib:{path}" + (f":{self.policy}" if self.policy else "")
+
+    def reset(self, rules: Rules, seat: int, rng: np.random.Generator) -> None:
+        if rules.num_actions != self.num_actions:
+            raise RLlibCheckpointError(
+                f"policy {self.policy!r} of {self.path!r} has {self.num_actions} actions but the "
+                f"rules {rules.name!r} (sets={rules.sets}) have {rules.num_actions}"
+            )
+        super().reset(rules, seat, rng)
+
+    def act(self, observation: np.ndarray, action_mask: np.ndarray, view: PublicView | None) -> int:
+        if observation is None or np.shape(observation) != self.obs_shape:
+            raise ValueError(
+                f"agent {self.name!r} needs a {self.obs_shape} observation, got "
+                f"{None if observation is None else np.shape(observation)}"
+            )
+        if np.shape(action_mask) != (self.num_actions,):
+            raise ValueError(
+                f"agent {self.name!r} has {self.num_actions} actions but the action mask has "
+                f"shape {np.shape(action_mask)}"
+            )
+        legal = np.flatnonzero(action_mask)
+        if len(legal) == 1:
+            return int(legal[0])
+        if not len(legal):
+            raise ValueError(f"agent {self.name!r}: the action mask has no legal action")
+        return int(legal[np.argmax(self.logits(observation, action_mask)[legal])])
+
+    def logits(self, observation: np.ndarray, action_mask: np.ndarray) -> np.ndarray:
+        """The module's masked action logits for one observation."""
+        import torch
+
+        obs_col, obs_key, mask_key, logits_col = self._keys
+        batch = {
+            obs_col: {
+                obs_key: torch.as_tensor(observation, dtype=torch.float32).reshape(1, -1),
+                mask_key: torch.as_tensor(action_mask, dtype=torch.float32).reshape(1, -1),
+            }
+        }
+        with torch.no_grad():
+            out = self.module.forward_inference(batch)
+        return out[logits_col][0].numpy()
+
+
+def _factory(path: str | None = None, policy: str | None = None, **kwargs: Any) -> RLlibAgent:
+    if kwargs:
+        raise RLlibCheckpointError(
+            f"agent 'rllib' takes path and policy, got unknown parameter(s) {sorted(kwargs)}"
+        )
+    return RLlibAgent(path, policy)
+
+
+if "rllib" not in registered_agents():
+    register_agent("rllib", _factory)

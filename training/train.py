@@ -1,0 +1,472 @@
+"""Train a Bergen policy with masked PPO (sb3-contrib) from a YAML config.
+
+    python -m training.train --config configs/quick.yaml [--set key=value ...] [--seed S]
+                             [--run-dir DIR]
+    python -m training.train --resume runs/quick__0__20260101-120000 [--set total_timesteps=N]
+
+One learner seat (drawn each match) plays whole matches against the config's opponents (scripted
+agents, plus frozen snapshots of itself with self-play on; see ``training.selfplay``). The run
+folder ``runs/<config>__<seed>__<time>/`` holds:
+
+==========================  ===========================================================
+``config.yaml``             the resolved config (loadable with ``--config``)
+``command.txt``             the command line that made the run (one line per invocation)
+``tb/``                     TensorBoard logs (``rollout/``, ``train/``, ``eval/``, ``time/``)
+``progress.csv``            every logged training metric per rollout
+``metrics.csv``             one row per evaluation and opponent: timesteps, win rate, 95% CI
+``checkpoints/``            ``ckpt_<steps>_steps.zip`` every ``checkpoint_every`` steps (kept)
+``snapshots/``              self-play snapshots (policy files)
+``best_model.zip``          the policy with the best mean evaluation win rate
+``final_model.zip``         the policy at the end of training
+``final_eval.json``         the final evaluation (``result.to_dict()`` per opponent)
+``learning_curve.png``      win rate against each evaluation opponent over training steps
+==========================  ===========================================================
+
+Evaluations are duplicate tournaments of the arena (``bergen_env.arena.run_tournament``): the
+policy (a just-saved policy file, ``ppo:PATH``) against each scripted opponent of
+``eval_opponents``. Policy files load anywhere with ``make_agent("ppo:PATH")`` after
+``import training.policies``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import re
+import shlex
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+import torch
+from sb3_contrib import MaskablePPO
+from stable_baselines3.common.callbacks import BaseCallback, CallbackList, CheckpointCallback
+from stable_baselines3.common.logger import CSVOutputFormat, Logger, TensorBoardOutputFormat
+from stable_baselines3.common.monitor import Monitor
+from stable_baselines3.common.utils import set_random_seed
+from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv, VecEnv
+
+import training.policies  # noqa: F401  (registers the "ppo" agent kind)
+from bergen_env.rules import Rules, make_rules
+from bergen_env.single_agent import BergenSingleAgentEnv
+from training.config import TrainConfig, load_config, save_config, schedule
+from training.policies import PPOAgent, save_policy
+from training.selfplay import build_opponents, snapshot_path
+
+CKPT_RE = re.compile(r"^ckpt_(\d+)_steps\.zip$")
+METRICS_FIELDS = ["timesteps", "elapsed_s", "opponent", "win_rate", "ci_low", "ci_high", "matches"]
+
+
+# ---------------------------------------------------------------------------- arguments
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(prog="python -m training.train", description=__doc__.split("\n")[0])
+    p.add_argument("--config", type=Path, help="YAML config with a 'default:' block")
+    p.add_argument(
+        "--set",
+        dest="overrides",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="override a config key (YAML value), repeatable",
+    )
+    p.add_argument("--seed", type=int, help="seed (overrides the config's)")
+    p.add_argument(
+        "--run-dir", type=Path, help="run folder (default runs/<config>__<seed>__<time>)"
+    )
+    p.add_argument(
+        "--resume",
+        type=Path,
+        metavar="RUN_DIR",
+        help="continue the run in RUN_DIR from its last checkpoint",
+    )
+    args = p.parse_args(argv)
+    if (args.config is None) == (args.resume is None):
+        p.error("give exactly one of --config or --resume")
+    if args.resume is not None and args.run_dir is not None:
+        p.error("--resume continues in RUN_DIR itself; --run-dir cannot be combined with it")
+    return args
+
+
+# ---------------------------------------------------------------------------- envs
+
+
+def make_env(cfg: TrainConfig, rank: int, snapshot_dir: Path | None) -> Callable[[], gym.Env]:
+    """A thunk building env ``rank`` (for SubprocVecEnv: built inside the worker process)."""
+
+    def thunk() -> gym.Env:
+        torch.set_num_threads(1)
+        env = BergenSingleAgentEnv(
+            opponents=build_opponents(cfg, rank, snapshot_dir),
+            learner_seat="random",
+            **cfg.env_kwargs(),
+        )
+        return Monitor(env)
+
+    return thunk
+
+
+def make_vec_env(cfg: TrainConfig, snapshot_dir: Path | None) -> VecEnv:
+    thunks = [make_env(cfg, rank, snapshot_dir) for rank in range(cfg.n_envs)]
+    if cfg.vec_env == "subproc" and cfg.n_envs > 1:
+        return SubprocVecEnv(thunks, start_method="fork")
+    return DummyVecEnv(thunks)
+
+
+def config_rules(cfg: TrainConfig) -> Rules:
+    return make_rules(
+        cfg.rules, num_players=cfg.num_players, partnerships=cfg.partnerships, **cfg.rule_overrides
+    )
+
+
+# ---------------------------------------------------------------------------- evaluation
+
+
+def evaluate(
+    model: MaskablePPO, policy_path: Path, cfg: TrainConfig, rules: Rules, matches: int, seed: int
+) -> dict[str, Any]:
+    """Duplicate tournaments of the policy against each ``eval_opponents`` entry.
+
+    With ``eval_workers > 1`` the workers load the just-saved policy file (``ppo:PATH``); with
+    one worker the model in memory plays (no process start-up, no reload).
+    """
+    from bergen_env.arena import run_tournament
+
+    if cfg.eval_workers > 1:
+        policy: Any = f"ppo:{policy_path}"
+        name = policy
+    else:
+        policy = PPOAgent.from_model(model, rules, path=str(policy_path))
+        name = policy.name
+    out: dict[str, Any] = {}
+    for opponent in cfg.eval_opponents:
+        # partnerships: policy & a copy of it against two opponents; else one policy seat
+        others = 1 if rules.partnerships else rules.num_players - 1
+        result = run_tournament(
+            agents=[policy] + [opponent] * others,
+            rules=rules,
+            matches=matches,
+            seed=seed,
+            duplicate=True,
+            workers=cfg.eval_workers,
+        )
+        stats = result.agents[name]
+        low, high = stats.ci95
+        out[opponent] = {
+            "win_rate": float(stats.match_win_rate),
+            "ci_low": float(low),
+            "ci_high": float(high),
+            "matches": matches,
+            "table": result.table(),
+            "result": result.to_dict(),
+        }
+    return out
+
+
+class EvalCallback(BaseCallback):
+    """Every ``eval_every`` timesteps: save the policy, evaluate it, log, keep the best."""
+
+    def __init__(self, cfg: TrainConfig, rules: Rules, run_dir: Path, start: float) -> None:
+        super().__init__()
+        self.cfg, self.rules, self.run_dir, self.start = cfg, rules, run_dir, start
+        self.metrics = run_dir / "metrics.csv"
+        self.best = -1.0
+        best_file = run_dir / "best.json"
+        if best_file.is_file():
+            self.best = json.loads(best_file.read_text())["mean_win_rate"]
+        self.next_at = 0
+
+    def _on_training_start(self) -> None:
+        every = self.cfg.eval_every
+        self.next_at = (self.num_timesteps // every + 1) * every if every > 0 else -1
+
+    def _on_step(self) -> bool:
+        at_end = self.num_timesteps >= self.cfg.total_timesteps  # the final evaluation follows
+        if self.next_at > 0 and self.num_timesteps >= self.next_at and not at_end:
+            self.next_at += self.cfg.eval_every
+            self.run_eval(self.cfg.eval_matches)
+        return True
+
+    def run_eval(self, matches: int) -> dict[str, Any]:
+        path = save_policy(self.model, self.run_dir / "eval_policy.zip", self.rules)
+        results = evaluate(self.model, path, self.cfg, self.rules, matches, seed=self.cfg.seed + 1)
+        elapsed = time.time() - self.start
+        new = not self.metrics.is_file()
+        with self.metrics.open("a", newline="") as fh:
+            writer = csv.DictWriter(fh, fieldnames=METRICS_FIELDS)
+            if new:
+                writer.writeheader()
+            for opponent, r in results.items():
+                writer.writerow(
+                    {
+                        "timesteps": self.num_timesteps,
+                        "elapsed_s": round(elapsed, 1),
+                        "opponent": opponent,
+                        "win_rate": r["win_rate"],
+                        "ci_low": r["ci_low"],
+                        "ci_high": r["ci_high"],
+                        "matches": matches,
+                    }
+                )
+                self.logger.record(f"eval/win_rate_{opponent}", r["win_rate"])
+        mean = float(np.mean([r["win_rate"] for r in results.values()])) if results else 0.0
+        self.logger.record("eval/mean_win_rate", mean)
+        if mean > self.best:
+            self.best = mean
+            save_policy(
+                self.model,
+                self.run_dir / "best_model.zip",
+                self.rules,
+                timesteps=self.num_timesteps,
+                mean_win_rate=mean,
+            )
+            (self.run_dir / "best.json").write_text(
+                json.dumps({"timesteps": self.num_timesteps, "mean_win_rate": mean})
+            )
+        return results
+
+
+class SnapshotCallback(BaseCallback):
+    """Self-play: save a frozen copy of the learner into the pool folder on schedule."""
+
+    def __init__(self, cfg: TrainConfig, rules: Rules, snapshot_dir: Path) -> None:
+        super().__init__()
+        self.cfg, self.rules, self.snapshot_dir = cfg, rules, snapshot_dir
+        self.next_at = 0
+
+    def _on_training_start(self) -> None:
+        start, every = self.cfg.selfplay_start, self.cfg.snapshot_every
+        self.next_at = max(start, (self.num_timesteps // every + 1) * every)
+
+    def _on_step(self) -> bool:
+        if self.num_timesteps >= self.next_at:
+            self.next_at = self.num_timesteps + self.cfg.snapshot_every
+            self.snapshot_dir.mkdir(exist_ok=True)
+            tmp = self.snapshot_dir / "incoming.zip"
+            save_policy(self.model, tmp, self.rules, timesteps=self.num_timesteps)
+            tmp.rename(snapshot_path(self.snapshot_dir, self.num_timesteps))  # atomic for pools
+        return True
+
+
+class ProgressCallback(BaseCallback):
+    """A tqdm progress bar over timesteps, showing env steps per second."""
+
+    def __init__(self, total: int, initial: int) -> None:
+        super().__init__()
+        self.total, self.initial = total, initial
+
+    def _on_training_start(self) -> None:
+        from tqdm import tqdm
+
+        self.bar = tqdm(
+            total=self.total, initial=self.initial, unit="step", dynamic_ncols=True, mininterval=1.0
+        )
+        self.t0, self.n0 = time.time(), self.num_timesteps
+
+    def _on_step(self) -> bool:
+        self.bar.update(self.num_timesteps - self.bar.n)
+        return True
+
+    def _on_rollout_end(self) -> None:
+        fps = (self.num_timesteps - self.n0) / max(time.time() - self.t0, 1e-9)
+        self.bar.set_postfix(steps_per_s=f"{fps:.0f}")
+
+    def _on_training_end(self) -> None:
+        self.bar.close()
+
+
+# ---------------------------------------------------------------------------- plots
+
+
+def plot_learning_curve(metrics: Path, out: Path) -> None:
+    """Win rate (with 95% CI) against each evaluation opponent over training steps."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    rows = list(csv.DictReader(metrics.open())) if metrics.is_file() else []
+    fig, ax = plt.subplots(figsize=(7, 4))
+    for opponent in dict.fromkeys(r["opponent"] for r in rows):
+        mine = [r for r in rows if r["opponent"] == opponent]
+        x = [int(r["timesteps"]) for r in mine]
+        ax.plot(x, [float(r["win_rate"]) for r in mine], marker="o", label=f"vs {opponent}")
+        ax.fill_between(
+            x, [float(r["ci_low"]) for r in mine], [float(r["ci_high"]) for r in mine], alpha=0.2
+        )
+    ax.axhline(0.5, color="grey", lw=0.8, ls="--")
+    ax.set(
+        xlabel="training steps (learner decisions)",
+        ylabel="match win rate (duplicate)",
+        ylim=(0, 1),
+        title=f"{out.parent.name}",
+    )
+    if rows:
+        ax.legend()
+    fig.tight_layout()
+    fig.savefig(out, dpi=100)
+    plt.close(fig)
+
+
+# ---------------------------------------------------------------------------- main
+
+
+def last_checkpoint(run_dir: Path) -> Path | None:
+    found = [
+        (int(m.group(1)), p)
+        for p in (run_dir / "checkpoints").glob("*.zip")
+        if (m := CKPT_RE.match(p.name))
+    ]
+    return max(found)[1] if found else None
+
+
+def build_model(cfg: TrainConfig, env: VecEnv, run_dir: Path) -> MaskablePPO:
+    activation = {"relu": torch.nn.ReLU, "tanh": torch.nn.Tanh}[cfg.activation]
+    return MaskablePPO(
+        "MlpPolicy",
+        env,
+        learning_rate=schedule(cfg.learning_rate),
+        n_steps=cfg.n_steps,
+        batch_size=cfg.batch_size,
+        n_epochs=cfg.n_epochs,
+        gamma=cfg.gamma,
+        gae_lambda=cfg.gae_lambda,
+        clip_range=schedule(cfg.clip_range),
+        ent_coef=cfg.ent_coef,
+        vf_coef=cfg.vf_coef,
+        max_grad_norm=cfg.max_grad_norm,
+        policy_kwargs=dict(
+            net_arch=dict(pi=cfg.net_arch, vf=cfg.net_arch), activation_fn=activation
+        ),
+        tensorboard_log=None,
+        seed=cfg.seed,
+        device="cpu",
+        verbose=0,
+    )
+
+
+def main(argv: list[str] | None = None) -> dict[str, Any]:
+    args = parse_args(argv)
+    overrides = list(args.overrides) + ([f"seed={args.seed}"] if args.seed is not None else [])
+
+    # --- config and run folder
+    if args.resume is not None:
+        run_dir = args.resume
+        cfg = load_config(run_dir / "config.yaml", overrides)
+        ckpt = last_checkpoint(run_dir)
+        if ckpt is None:
+            sys.exit(f"--resume {run_dir}: no checkpoint in {run_dir / 'checkpoints'}")
+    else:
+        cfg = load_config(args.config, overrides)
+        stamp = time.strftime("%Y%m%d-%H%M%S")
+        run_dir = args.run_dir or Path("runs") / f"{cfg.name}__{cfg.seed}__{stamp}"
+        run_dir.mkdir(parents=True, exist_ok=True)
+        ckpt = None
+    save_config(cfg, run_dir / "config.yaml")
+    with (run_dir / "command.txt").open("a") as fh:
+        fh.write(shlex.join([sys.executable, "-m", "training.train", *sys.argv[1:]]) + "\n")
+    rules = config_rules(cfg)
+
+    # --- seeding (SB3 seeds python, numpy and torch; envs get seed + rank)
+    set_random_seed(cfg.seed)
+    torch.set_num_threads(cfg.torch_threads)
+
+    # --- envs and model
+    selfplay = cfg.selfplay_start >= 0
+    snapshot_dir = run_dir / "snapshots" if selfplay else None
+    env = make_vec_env(cfg, snapshot_dir)
+    if ckpt is None:
+        model = build_model(cfg, env, run_dir)
+    else:
+        model = MaskablePPO.load(
+            ckpt,
+            env=env,
+            device="cpu",
+            custom_objects={
+                "learning_rate": schedule(cfg.learning_rate),
+                "lr_schedule": schedule(cfg.learning_rate),
+                "clip_range": schedule(cfg.clip_range),
+            },
+        )
+        print(f"resuming {run_dir} from {ckpt.name} at {model.num_timesteps} steps")
+    progress = "progress.csv" if ckpt is None else f"progress_from_{model.num_timesteps}.csv"
+    model.set_logger(
+        Logger(
+            str(run_dir),
+            [
+                CSVOutputFormat(str(run_dir / progress)),
+                TensorBoardOutputFormat(str(run_dir / "tb")),
+            ],
+        )
+    )
+
+    # --- callbacks: checkpoints, evaluation, self-play snapshots, progress bar
+    start = time.time()
+    evaluator = EvalCallback(cfg, rules, run_dir, start)
+    callbacks: list[BaseCallback] = [
+        CheckpointCallback(
+            max(cfg.checkpoint_every // cfg.n_envs, 1),
+            str(run_dir / "checkpoints"),
+            name_prefix="ckpt",
+        ),
+        evaluator,
+        ProgressCallback(cfg.total_timesteps, model.num_timesteps),
+    ]
+    if selfplay:
+        callbacks.append(SnapshotCallback(cfg, rules, snapshot_dir))
+
+    # --- train
+    done_before = model.num_timesteps
+    remaining = cfg.total_timesteps - done_before
+    t0 = time.time()
+    if remaining > 0:
+        model.learn(
+            total_timesteps=remaining,
+            callback=CallbackList(callbacks),
+            reset_num_timesteps=ckpt is None,
+            tb_log_name="tb",
+        )
+    train_s = time.time() - t0
+    steps_per_s = (model.num_timesteps - done_before) / max(train_s, 1e-9)
+    env.close()
+    # a last checkpoint so that --resume of a finished run (with a larger budget) continues here
+    model.save(run_dir / "checkpoints" / f"ckpt_{model.num_timesteps}_steps.zip")
+    save_policy(model, run_dir / "final_model.zip", rules, timesteps=model.num_timesteps)
+
+    # --- final evaluation
+    final = evaluator.run_eval(cfg.final_eval_matches)
+    model.logger.dump(model.num_timesteps)
+    (run_dir / "final_eval.json").write_text(
+        json.dumps(
+            {name: {k: v for k, v in r.items() if k != "table"} for name, r in final.items()},
+            indent=1,
+        )
+    )
+    plot_learning_curve(run_dir / "metrics.csv", run_dir / "learning_curve.png")
+    print(f"\nrun folder: {run_dir}")
+    print(
+        f"trained {model.num_timesteps - done_before} steps in {train_s:.0f} s "
+        f"({steps_per_s:.0f} env steps/s); total {model.num_timesteps}"
+    )
+    for opponent, r in final.items():
+        print(
+            f"\nfinal evaluation vs {opponent} ({r['matches']} duplicate matches): "
+            f"win rate {r['win_rate']:.3f} [{r['ci_low']:.3f}, {r['ci_high']:.3f}]"
+        )
+        print(r["table"])
+    return {
+        "run_dir": str(run_dir),
+        "timesteps": model.num_timesteps,
+        "final": final,
+        "steps_per_s": steps_per_s,
+    }
+
+
+if __name__ == "__main__":
+    main()
