@@ -27,10 +27,10 @@ lint: $(STAMP)
 	$(VENV)/bin/ruff check bergen_env training tests benchmarks
 
 bench: $(STAMP)
-	$(PY) -m benchmarks.run
+	$(PY) -m benchmarks.run --json benchmarks/results/bench.json
 
 soak: $(STAMP)
-	$(PY) -m benchmarks.soak
+	$(PY) -m benchmarks.soak --matches 100000 --workers 2
 
 clean:
 	rm -rf $(VENV) runs .pytest_cache

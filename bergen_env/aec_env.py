@@ -4,7 +4,7 @@
 Import              ``import bergen_env; env = bergen_env.env(num_players=2)``
 Actions             Discrete(58); Discrete(65) with two sets (``rules="double_set"``)
 Agents              ``player_0 ... player_{n-1}`` (seat i is ``player_i``)
-Observation shape   ``{"observation": (175,) float32, "action_mask": (A,) int8}``
+Observation shape   ``{"observation": (240,) float32, "action_mask": (A,) int8}``
 Observation values  counts, one-hots and flags; see ``bergen_env.observation``
 State shape         (255,) float32, every hand included (centralized critics)
 Rewards             ``reward="match"``: +1 / -1/(sides-1) at the end; ``"points"``: dense
@@ -288,16 +288,12 @@ class raw_env(AECEnv):
         self._cumulative_rewards[agent] = 0.0
         before = game.scores[:] if self.reward_mode == "points" else None
         game._apply(a)
-        rewards = self.rewards
         if before is not None:
             self._points_rewards(before)
-        else:
-            for x in self.agents:
-                rewards[x] = 0.0
         if game.terminal:
-            if self.reward_mode == "match":
+            if before is None:  # "match" pays only here, so its rewards were all 0 until now
                 for x, r in zip(self.agents, game.returns()):
-                    rewards[x] = r
+                    self.rewards[x] = r
             for x in self.agents:
                 self.terminations[x] = True
         elif self.max_hands is not None and game.hand_number >= self.max_hands:
@@ -305,7 +301,8 @@ class raw_env(AECEnv):
                 self.truncations[x] = True
         self._update_infos()
         self.agent_selection = self.agents[game.current_player]
-        self._accumulate_rewards()
+        if before is not None or game.terminal:
+            self._accumulate_rewards()
         if self.render_mode == "human":
             self.render()
 
@@ -333,12 +330,14 @@ class raw_env(AECEnv):
     def observe(self, agent: str) -> dict[str, np.ndarray]:
         game = self.game
         seat = self.agent_name_mapping[agent]
-        obs = self._encoder.observe(game, seat)
         if seat == game.current_player and not (
             self.terminations.get(agent) or self.truncations.get(agent)
         ):
-            mask = game.legal_mask()
+            legal = game.legal_actions()  # shared by the observation and the mask
+            obs = self._encoder.observe(game, seat, legal)
+            mask = game.legal_mask(legal=legal)
         else:
+            obs = self._encoder.observe(game, seat, ())
             mask = np.zeros(self._num_actions, dtype=np.int8)
         return {"observation": obs, "action_mask": mask}
 

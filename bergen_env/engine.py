@@ -285,15 +285,22 @@ class BergenState:
             out.append(DOUBLE_PLAY + e0)
         return out
 
-    def legal_mask(self, out: np.ndarray | None = None) -> np.ndarray:
-        """The legal actions as a 0/1 ``int8`` mask of length ``rules.num_actions``."""
+    def legal_mask(
+        self, out: np.ndarray | None = None, legal: Sequence[int] | None = None
+    ) -> np.ndarray:
+        """The legal actions as a 0/1 ``int8`` mask of length ``rules.num_actions``.
+
+        ``legal``: the result of :meth:`legal_actions` if the caller already has it.
+        """
+        if legal is None:
+            legal = self.legal_actions()
         if out is None:  # set bytes, then wrap them: cheaper than numpy item writes
             mask = bytearray(self._num_actions)
-            for a in self.legal_actions():
+            for a in legal:
                 mask[a] = 1
             return np.frombuffer(mask, dtype=np.int8)
         out.fill(0)
-        for a in self.legal_actions():
+        for a in legal:
             out[a] = 1
         return out
 
@@ -316,6 +323,41 @@ class BergenState:
         n = action - DOUBLE_PLAY
         e0, e1 = self.end_num
         return e0 == e1 == n and self.hands[p][DOUBLE_ID[n]] >= 2
+
+    def action_points(self, action: int) -> int:
+        """Points the player on turn scores by the legal ``action`` now, without applying it.
+
+        The header after end caps, plus ``domino_points`` if the play empties the hand (unless
+        the header alone already reaches the target); 0 for a draw or a pass.
+        """
+        if action in (DRAW, PASS):
+            return 0
+        p = self.current_player
+        used = 1
+        if action >= DOUBLE_PLAY:
+            header, used = 5, 2
+        elif self.lead_tile is not None:
+            header = 2
+        else:
+            t, e = action >> 1, action & 1
+            header = 0
+            if OTHER_HALF[t * 7 + self.end_num[e]] == self.end_num[1 - e]:
+                header = (2, 3, 4)[IS_DOUBLE[t] + self.end_dbl[1 - e]]
+        side = self.side_of[p]
+        header = self._capped(side, header)
+        if self.hand_len[p] == used and header < self.rules.target - self.scores[side]:
+            return header + self.rules.domino_points
+        return header
+
+    def _capped(self, side: int, header: int) -> int:
+        """A header's value after end caps (RULES.md §6) for ``side``."""
+        if header and self.rules.end_caps:
+            need = self.rules.target - self.scores[side]
+            if need <= 2:
+                return 1
+            if need == 3 and header > 2:
+                return 2
+        return header
 
     def returns(self) -> list[float]:
         """Per seat: +1 for the winning side, -1/(sides-1) for the others; zeros before the end."""
@@ -427,15 +469,8 @@ class BergenState:
 
     def _after_play(self, p: int, header: int) -> None:
         side = self.side_of[p]
-        if header:
-            if self.rules.end_caps:
-                need = self.rules.target - self.scores[side]
-                if need <= 2:
-                    header = 1
-                elif need == 3 and header > 2:
-                    header = 2
-            if self._score(side, header):
-                return
+        if header and self._score(side, self._capped(side, header)):
+            return
         if not self.hand_len[p]:
             self._end_hand("domino", side, seat=p)
             return

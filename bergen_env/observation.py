@@ -4,7 +4,7 @@ The layout is fixed (padded to 4 seats and 4 sides) so one network fits every pl
 Everything is *relative to the observer*: relative seat ``k`` is seat ``(observer + k) % n``
 and relative side ``j`` is side ``(own side + j) % sides``. Slots of absent seats/sides are 0.
 
-Observation (``OBS_SIZE = 175``), what the observer may know and nothing else:
+Observation (``OBS_SIZE = 240``), what the observer may know and nothing else:
 
 ==============  =====  ===================================================================
 view            size   meaning
@@ -24,6 +24,8 @@ voids           28     4 relative seats x 7 numbers: 1 = known not to hold that 
 boneyard        2      [tiles in the boneyard, tiles that may still be drawn]
 scores          4      score / target per relative side, clipped to [-2, 1]
 need            24     4 relative sides x one-hot of target - score in {1,2,3,4,5,>=6}
+play_points     65     by action id: points each legal action scores now (header after end
+                       caps, plus domino points if it goes out); 0 off turn, for draw/pass
 ==============  =====  ===================================================================
 
 The global state (``STATE_SIZE``), for centralized critics, uses absolute seats and sides and
@@ -34,8 +36,11 @@ adds every hand and the boneyard's contents (not its order): views ``hands`` (4 
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import numpy as np
 
+from bergen_env.actions import DRAW, NUM_ACTIONS_TWO_SETS, PASS
 from bergen_env.engine import BergenState
 from bergen_env.rules import Rules
 from bergen_env.tiles import NUM_NUMBERS, NUM_TILES
@@ -59,6 +64,7 @@ OBS_LAYOUT: tuple[tuple[str, int], ...] = (
     ("boneyard", 2),
     ("scores", MAX_SEATS),
     ("need", MAX_SEATS * NEED_BINS),
+    ("play_points", NUM_ACTIONS_TWO_SETS),
 )
 STATE_LAYOUT: tuple[tuple[str, int], ...] = (
     ("hands", MAX_SEATS * NUM_TILES),
@@ -99,8 +105,8 @@ _VOID_ROWS = tuple(
 _HAND, _LINE, _UNSEEN = (OBS_SLICES[k].start for k in ("hand", "line", "unseen"))
 _LEFT, _RIGHT, _DOUBLES = (OBS_SLICES[k].start for k in ("left_end", "right_end", "end_doubles"))
 _EMPTY, _TO_MOVE, _SIZES = (OBS_SLICES[k].start for k in ("line_empty", "to_move", "hand_sizes"))
-_VOIDS, _BONE, _SCORES, _NEED = (
-    OBS_SLICES[k].start for k in ("voids", "boneyard", "scores", "need")
+_VOIDS, _BONE, _SCORES, _NEED, _POINTS = (
+    OBS_SLICES[k].start for k in ("voids", "boneyard", "scores", "need", "play_points")
 )
 
 
@@ -116,6 +122,8 @@ def obs_bounds(rules: Rules, layout: str = "obs") -> tuple[np.ndarray, np.ndarra
     high[slices["hand_sizes"]] = rules.num_tiles
     high[slices["boneyard"]] = rules.num_tiles
     low[slices["scores"]] = -2.0
+    if "play_points" in slices:  # a double play's 5-point header plus going out
+        high[slices["play_points"]] = 5 + rules.domino_points
     return low, high
 
 
@@ -130,12 +138,8 @@ class Encoder:
         self.rules = rules
         self.n = rules.num_players
         self.sides = rules.num_sides
-        self.buf = np.zeros(OBS_SIZE, dtype=np.float32)
-        self.v = {name: self.buf[s] for name, s in OBS_SLICES.items()}
         self.state_buf = np.zeros(STATE_SIZE, dtype=np.float32)
         self.sv = {name: self.state_buf[s] for name, s in STATE_SLICES.items()}
-        self._voids = self.v["voids"].reshape(MAX_SEATS, NUM_NUMBERS)
-        self._need = self.v["need"].reshape(MAX_SEATS, NEED_BINS)
         self._s_voids = self.sv["voids"].reshape(MAX_SEATS, NUM_NUMBERS)
         self._s_need = self.sv["need"].reshape(MAX_SEATS, NEED_BINS)
         self._s_hands = self.sv["hands"].reshape(MAX_SEATS, NUM_TILES)
@@ -146,15 +150,15 @@ class Encoder:
         if rules.partnerships:
             self._partner[2] = 1.0
         # observe() writes every integer-valued entry as one byte into ``_bytes`` (starting from
-        # the constant template), casts the bytes into ``buf`` in one call, then fills the few
-        # entries that are not small integers (unseen counts, scores).
+        # the constant template), converts the bytes to a new float32 array in one call, then
+        # fills the few entries that are not small integers (the scores).
         template = np.zeros(OBS_SIZE, dtype=np.uint8)
         Encoder.views(template)["seats"][:] = self._seats
         Encoder.views(template)["partner"][:] = self._partner
         self._template = template.tobytes()
         self._bytes = bytearray(self._template)
         self._bytes_array = np.frombuffer(self._bytes, dtype=np.uint8)
-        self._sets = np.full(NUM_TILES, rules.sets, dtype=np.float32)
+        self._sets = np.full(NUM_TILES, rules.sets, dtype=np.uint8)
 
     @staticmethod
     def views(array: np.ndarray, layout: str = "obs") -> dict[str, np.ndarray]:
@@ -183,8 +187,12 @@ class Encoder:
             scores[j] = min(1.0, max(-2.0, score / target))
             need[j, min(max(target - score, 1), NEED_BINS) - 1] = 1.0
 
-    def observe(self, s: BergenState, seat: int) -> np.ndarray:
-        """The observation of ``seat`` (a new array; ``buf`` keeps a copy)."""
+    def observe(self, s: BergenState, seat: int, legal: Sequence[int] | None = None) -> np.ndarray:
+        """The observation of ``seat`` (a new array).
+
+        ``legal``: the legal actions behind ``play_points`` (default: ``s.legal_actions()`` when
+        ``seat`` is on turn, else none), for callers that also build the mask from them.
+        """
         b = self._bytes
         b[:] = self._template
         b[_HAND : _HAND + NUM_TILES] = s.hands[seat]
@@ -210,14 +218,19 @@ class Encoder:
         for j in range(sides):
             score = s.scores[(first + j) % sides]
             b[_NEED + j * NEED_BINS + min(max(target - score, 1), NEED_BINS) - 1] = 1
-        buf = self.buf
-        np.copyto(buf, self._bytes_array)
-        v = self.v
-        np.subtract(self._sets, v["hand"], out=v["unseen"])
-        v["unseen"] -= v["line"]
+        if legal is None:
+            legal = s.legal_actions() if seat == s.current_player else ()
+        for a in legal:
+            if a < DRAW or a > PASS:
+                b[_POINTS + a] = s.action_points(a)
+        ba = self._bytes_array  # unseen = sets - hand - line, still in bytes (never negative)
+        unseen = ba[_UNSEEN : _UNSEEN + NUM_TILES]
+        np.subtract(self._sets, ba[_HAND : _HAND + NUM_TILES], out=unseen)
+        unseen -= ba[_LINE : _LINE + NUM_TILES]
+        out = ba.astype(np.float32)  # the one float conversion, into a new array
         for j in range(sides):
-            buf[_SCORES + j] = min(1.0, max(-2.0, s.scores[(first + j) % sides] / target))
-        return buf.copy()
+            out[_SCORES + j] = min(1.0, max(-2.0, s.scores[(first + j) % sides] / target))
+        return out
 
     def state(self, s: BergenState) -> np.ndarray:
         """The global state (a new array): every hand and the boneyard's contents included."""

@@ -4,7 +4,7 @@
 Import              ``gymnasium.make("bergen_env/Bergen-v0", opponents=["random"])``
 Class               ``bergen_env.single_agent.BergenSingleAgentEnv``
 Actions             Discrete(58); Discrete(65) with two sets (``rules="double_set"``)
-Observation         Box(175,) float32, the learner's view (``bergen_env.observation``)
+Observation         Box(240,) float32, the learner's view (``bergen_env.observation``)
 Action mask         ``env.action_masks()``: bool (A,), the learner's legal actions
 Rewards             ``"match"``: +1 / -1/(sides-1) at the end; ``"points"``, ``"shaped"``
 Episode             one whole match (truncated after ``max_hands`` hands)

@@ -18,6 +18,7 @@ from bergen_env.arena import (
     seat_lineups,
 )
 from bergen_env.errors import IllegalActionError
+from bergen_env.observation import OBS_SIZE
 from bergen_env.ratings import bradley_terry, elo_ratings
 from bergen_env.replay import read_jsonl, resimulate
 from bergen_env.rules import Rules
@@ -37,7 +38,7 @@ class FirstLegal(Agent):
 
 class Illegal(Agent):
     def act(self, observation, action_mask, view):  # type: ignore[override]
-        assert observation.shape == (175,)
+        assert observation.shape == (OBS_SIZE,)
         return int(np.flatnonzero(action_mask == 0)[0])
 
 

@@ -316,3 +316,12 @@ def test_rllib_agent_acts_greedily_and_legally(selfplay_run: Path) -> None:
 def test_rllib_agent_errors(selfplay_run: Path, suffix: str, message: str) -> None:
     with pytest.raises(ValueError, match=message):
         make_agent(f"rllib:{selfplay_run / 'checkpoints' / 'final'}{suffix}")
+
+
+def test_relative_checkpoint_path_loads(
+    selfplay_run: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Ray reads checkpoints by URI; a path relative to the working directory must still load."""
+    monkeypatch.chdir(selfplay_run)
+    agent = make_agent("rllib:checkpoints/final")
+    agent.reset(Rules.preset("standard"), 0, np.random.default_rng(0))

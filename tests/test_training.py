@@ -157,7 +157,7 @@ def test_policy_with_other_sizes_is_rejected(run_dir: Path, tmp_path: Path) -> N
     path = save_policy(
         MaskablePPO("MlpPolicy", Small(), n_steps=8), tmp_path / "small", Rules.preset()
     )
-    with pytest.raises(PolicyFileError, match=r"small.zip.*shape \(10,\).*\(175,\)"):
+    with pytest.raises(PolicyFileError, match=r"small.zip.*shape \(10,\).*\(240,\)"):
         load_policy(path)
 
 

@@ -226,8 +226,14 @@ def from_mapping(data: dict[str, Any], source: str) -> TrainConfig:
     return cfg
 
 
-def load_config(path: str | Path, overrides: list[str] | None = None) -> TrainConfig:
-    """Load ``path`` (YAML with a ``default:`` block) and apply ``key=value`` overrides."""
+def read_config_block(
+    path: str | Path, overrides: list[str] | None, fields: set[str] | dict[str, Any]
+) -> dict[str, Any]:
+    """The ``default:`` block of the YAML file ``path`` with ``key=value`` overrides applied.
+
+    ``name`` defaults to the file's stem; an override of a key not in ``fields`` is an error
+    naming the file and the key (unknown keys in the file itself are the caller's to report).
+    """
     path = Path(path)
     if not path.is_file():
         raise ConfigError(f"config file {str(path)!r} does not exist")
@@ -247,13 +253,18 @@ def load_config(path: str | Path, overrides: list[str] | None = None) -> TrainCo
         key = key.strip()
         if not eq or not key:
             raise ConfigError(f"--set {item!r}: expected key=value")
-        if key not in FIELDS:
+        if key not in fields:
             raise ConfigError(
                 f"--set {item!r} (config {path}): unknown key {key!r}; valid keys are "
-                f"{sorted(FIELDS)}"
+                f"{sorted(fields)}"
             )
         data[key] = yaml.safe_load(text)
-    return from_mapping(data, str(path))
+    return data
+
+
+def load_config(path: str | Path, overrides: list[str] | None = None) -> TrainConfig:
+    """Load ``path`` (YAML with a ``default:`` block) and apply ``key=value`` overrides."""
+    return from_mapping(read_config_block(path, overrides, FIELDS), str(path))
 
 
 def save_config(cfg: TrainConfig, path: str | Path) -> None:

@@ -77,7 +77,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p = argparse.ArgumentParser(
         prog="python -m training.evaluate",
         description="Play a duplicate tournament between agents and report win rates with "
-        "95%% Wilson intervals, points, headers, head-to-head and ratings.",
+        "95% Wilson intervals, points, headers, head-to-head and ratings.",
     )
     p.add_argument(
         "--agents",

@@ -4,7 +4,7 @@
 Class               ``training.rllib_env.BergenMultiAgentEnv(config)``
 Registered as       ``"bergen_multi"`` (after :func:`register_bergen_env`)
 Agents              ``player_i`` for every learning seat i (scripted seats are not agents)
-Observation         ``Dict({"observations": Box(175,) float32, "action_mask": Box(A,) float32})``
+Observation         ``Dict({"observations": Box(240,) float32, "action_mask": Box(A,) float32})``
 Actions             Discrete(58); Discrete(65) with two sets (``rules="double_set"``)
 Rewards             those of the AEC env (``"match"`` or ``"points"``), summed per agent
 ==================  ==============================================================

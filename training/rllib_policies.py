@@ -49,7 +49,7 @@ def _require_ray() -> None:
 def module_dirs(path: str | Path) -> dict[str, Path]:
     """The RLModule folders of a checkpoint by policy id (one unnamed entry ``""`` for a module
     checkpoint)."""
-    path = Path(path)
+    path = Path(path).resolve()  # Ray reads checkpoints by URI: relative paths have no scheme
     if not path.exists():
         raise RLlibCheckpointError(f"RLlib checkpoint {str(path)!r} does not exist")
     if not path.is_dir():

@@ -40,7 +40,7 @@ from typing import Any
 import yaml
 
 from bergen_env.rules import Rules, make_rules
-from training.config import ConfigError
+from training.config import ConfigError, read_config_block
 
 POLICY_MODES = ("shared", "sides")
 
@@ -146,25 +146,7 @@ FIELDS = {f.name for f in dataclasses.fields(RLlibConfig)}
 
 def load_config(path: str | Path, overrides: list[str] | None = None) -> RLlibConfig:
     """Load ``path`` (YAML with a ``default:`` block) and apply ``key=value`` overrides."""
-    path = Path(path)
-    if not path.is_file():
-        raise ConfigError(f"config file {str(path)!r} does not exist")
-    try:
-        raw = yaml.safe_load(path.read_text())
-    except yaml.YAMLError as exc:
-        raise ConfigError(f"{path}: not valid YAML ({exc})") from None
-    if not isinstance(raw, dict) or set(raw) != {"default"} or not isinstance(raw["default"], dict):
-        keys = sorted(raw) if isinstance(raw, dict) else raw
-        raise ConfigError(
-            f"{path}: expected one top-level key 'default:' (a mapping), got {keys!r}"
-        )
-    data = dict(raw["default"])
-    data.setdefault("name", path.stem)
-    for item in overrides or []:
-        key, eq, text = item.partition("=")
-        if not eq or not key.strip():
-            raise ConfigError(f"--set {item!r}: expected key=value")
-        data[key.strip()] = yaml.safe_load(text)
+    data = read_config_block(path, overrides, FIELDS)
     unknown = sorted(set(data) - FIELDS)
     if unknown:
         raise ConfigError(f"{path}: unknown key(s) {unknown}; valid keys are {sorted(FIELDS)}")
