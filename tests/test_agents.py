@@ -17,6 +17,7 @@ from bergen_env.agents import (
     make_agent,
     registered_agents,
 )
+from bergen_env.agents.belief import BeliefModel
 from bergen_env.agents.sampling import HiddenTileSampler, excluded_tiles, inferred_voids
 from bergen_env.agents.scoring import play_outcome
 from bergen_env.engine import BergenState, PublicView
@@ -30,6 +31,7 @@ AGENT_SPECS = [
     "heuristic",
     "search:samples=4",
     "search:samples=3,rollout=random",
+    "search:samples=4,belief=1,candidates=3,temperature=0.2",
 ]
 SEATINGS = [(2, False), (3, False), (4, False), (4, True)]
 
@@ -83,6 +85,7 @@ def test_kinds_registered() -> None:
         ("search", SearchAgent),
         ("search:samples=8", SearchAgent),
         ("search:samples=50,budget_ms=20,rollout=random", SearchAgent),
+        ("search:belief=1,temperature=0.2,candidates=6", SearchAgent),
     ],
 )
 def test_make_agent(spec: str, cls: type) -> None:
@@ -96,6 +99,13 @@ def test_search_parameters() -> None:
     assert (agent.samples, agent.budget_ms, agent.rollout) == (8, 2.5, "random")
     default = make_agent("search")
     assert (default.samples, default.budget_ms, default.rollout) == (200, None, "greedy")
+    belief = make_agent("search:belief=1,temperature=0.2,candidates=6,samples=30")
+    assert (belief.belief, belief.temperature, belief.candidates, belief.samples) == (
+        1,
+        0.2,
+        6,
+        30,
+    )
 
 
 @pytest.mark.parametrize(
@@ -107,6 +117,11 @@ def test_search_parameters() -> None:
         ("search:samples=2.5", ["'search:samples=2.5'", "samples"]),
         ("search:budget_ms=-1", ["'search:budget_ms=-1'", "budget_ms"]),
         ("search:rollout=smart", ["'search:rollout=smart'", "rollout"]),
+        ("search:belief=2", ["'search:belief=2'", "belief"]),
+        ("search:belief=1,temperature=0", ["temperature"]),
+        ("search:belief=1,temperature=-0.5", ["temperature"]),
+        ("search:candidates=0", ["'search:candidates=0'", "candidates"]),
+        ("search:candidates=1.5", ["candidates"]),
         ("heuristic:threat=-1", ["'heuristic:threat=-1'", "threat"]),
         ("greedy:depth=2", ["'greedy:depth=2'", "depth"]),
         ("random:seed=1", ["'random:seed=1'", "seed"]),
@@ -415,3 +430,92 @@ def test_random_is_uniform() -> None:
     for _ in range(900):
         counts[_act(agent, s)] += 1
     assert all(250 <= c <= 350 for c in counts.values()), counts
+
+
+# ---------------------------------------------------------------------- belief over hidden tiles
+
+
+def _declined_header_view() -> tuple[PublicView, list[list[int]]]:
+    """Seat 1 held ``[0|2]`` on ends 0/2 (a triple header) and played ``[2|6]>right`` instead.
+
+    Returns seat 0's view and the true hands (seat 1 still holds ``[0|2]``).
+    """
+    hands = [
+        ["[0|0]", "[2|5]", "[3|4]", "[4|4]", "[1|3]", "[1|4]"],
+        ["[0|5]", "[0|2]", "[6|6]", "[3|6]", "[1|6]", "[2|6]"],
+    ]
+    used = {parse_tile(t) for h in hands for t in h}
+    bone = [t for t in range(NUM_TILES) if t not in used]
+    s = BergenState(Rules.preset("standard"), seed=0, deals=[{"hands": hands, "boneyard": bone}])
+    for text in ("[0|0]>left", "[0|5]>right", "[2|5]>right", "[2|6]>right"):
+        s.apply_action(parse_action(text))
+    assert s.current_player == 0
+    return s.public_view(0), [s.hand_tiles(0), s.hand_tiles(1)]
+
+
+@pytest.mark.parametrize("temperature", [0.1, 0.5, 2.0])
+def test_belief_doubts_a_declined_header(temperature: float) -> None:
+    """A deal where seat 1 skipped a header it held weighs less than one where it had none."""
+    view, hands = _declined_header_view()
+    held = hands[1]
+    assert parse_tile("[0|2]") in held
+    # The same hand with [3|3] (in the boneyard) instead of [0|2]: [2|6] was its only play.
+    other = [parse_tile("[3|3]") if t == parse_tile("[0|2]") else t for t in held]
+    model = BeliefModel(view, temperature)
+    assert [d.index for d in model.decisions] == [1, 3]
+    declined = model.log_weight([hands[0], held])
+    unable = model.log_weight([hands[0], other])
+    assert declined < unable - 1.0
+    assert unable <= 0.0
+
+
+@pytest.mark.parametrize(("players", "partnerships"), [(2, False), (3, False), (4, True)])
+def test_belief_rebuilds_past_hands_exactly(players: int, partnerships: bool) -> None:
+    """Every scored play is another seat's, and its rebuilt hand is the hand it really held."""
+    rules = _rules("standard", players, partnerships)
+    rng = np.random.default_rng(6)
+    scored = 0
+    for match in range(4):
+        s = BergenState(rules, seed=40 + match)
+        held: list[list[int]] = []  # the mover's true hand before each move of this hand
+        hand = s.hand_number
+        while not s.terminal:
+            if s.hand_number != hand:
+                held, hand = [], s.hand_number
+            view = s.public_view(s.current_player)
+            model = BeliefModel(view, 0.5)
+            truth = [s.hand_tiles(q) for q in range(players)]
+            for d in model.decisions:
+                seat, action = view.moves[d.index]
+                assert (seat, action) == (d.seat, d.action) and seat != view.seat and d.index > 0
+                rebuilt = list(d.played_since)
+                for t in truth[seat]:
+                    rebuilt[t] += 1
+                assert rebuilt == held[d.index]
+                assert sum(rebuilt) == d.view.hand_sizes[seat]
+                scored += 1
+            assert np.isfinite(model.log_weight(truth))
+            held.append(list(s.hands[s.current_player]))
+            legal = s.legal_actions()
+            s._apply(legal[rng.integers(len(legal))])
+    assert scored > 50
+
+
+def test_belief_resampling_is_reproducible_and_uses_the_view_only() -> None:
+    view, hands = _declined_header_view()
+    rules = Rules.preset("standard")
+    values = []
+    for _ in range(2):
+        agent = _ready("search:samples=20,belief=1,temperature=0.2", rules, 0, seed=3)
+        values.append(agent.action_values(view))
+    assert values[0] == values[1]
+    agent = _ready("search:samples=20,belief=1,temperature=0.2", rules, 0, seed=3)
+    deals = agent._weighted_deals(view, HiddenTileSampler(view))
+    assert len(deals) == 20
+    # Resampling moves mass to deals that explain seat 1's plays better than uniform ones.
+    model = BeliefModel(view, 0.2)
+    rng = np.random.default_rng(3)
+    plain = HiddenTileSampler(view)
+    prior = np.mean([model.log_weight(plain.sample(rng)[0]) for _ in range(400)])
+    posterior = np.mean([model.log_weight(hands) for hands, _ in deals])
+    assert posterior > prior

@@ -12,6 +12,10 @@ never ranked below a later, larger one. The action with the best mean wins (ties
 Parameters: ``samples`` (default 200), ``budget_ms`` (stop sampling once this much time has
 passed; results then depend on the machine, so the default is None), ``rollout`` (``"greedy"``,
 see :func:`greedy_rollout`; ``"random"``: uniform legal moves).
+``belief=1`` (default 0) weighs deals by how well they explain the other seats' plays of this
+hand (:class:`~bergen_env.agents.belief.BeliefModel`, a softmax with ``temperature``, default
+0.5, over the heuristic's scores): ``candidates * samples`` deals are drawn (``candidates``,
+default 4) and ``samples`` of them resampled in proportion to their likelihood.
 With ``budget_ms=None`` decisions are reproducible from the RNG given to ``reset``.
 """
 
@@ -23,6 +27,7 @@ import numpy as np
 
 from bergen_env.actions import DOUBLE_PLAY, DRAW, PASS
 from bergen_env.agents.base import Agent
+from bergen_env.agents.belief import BeliefModel
 from bergen_env.agents.greedy import greedy_key
 from bergen_env.agents.sampling import HiddenTileSampler
 from bergen_env.engine import BergenState, PublicView
@@ -141,6 +146,9 @@ class SearchAgent(Agent):
         samples: int = 200,
         budget_ms: float | None = None,
         rollout: str = "greedy",
+        belief: int = 0,
+        temperature: float = 0.5,
+        candidates: int = 4,
     ) -> None:
         if isinstance(samples, bool) or not isinstance(samples, int) or samples < 1:
             raise ValueError(f"parameter 'samples' must be an int >= 1, got {samples!r}")
@@ -150,7 +158,20 @@ class SearchAgent(Agent):
             raise ValueError(f"parameter 'budget_ms' must be > 0, got {budget_ms!r}")
         if rollout not in ROLLOUTS:
             raise ValueError(f"parameter 'rollout' must be one of {ROLLOUTS}, got {rollout!r}")
+        if belief not in (0, 1) or isinstance(belief, bool) or not isinstance(belief, int):
+            raise ValueError(f"parameter 'belief' must be 0 or 1, got {belief!r}")
+        if (
+            isinstance(temperature, bool)
+            or not isinstance(temperature, (int, float))
+            or not temperature > 0
+        ):
+            raise ValueError(f"parameter 'temperature' must be a number > 0, got {temperature!r}")
+        if isinstance(candidates, bool) or not isinstance(candidates, int) or candidates < 1:
+            raise ValueError(f"parameter 'candidates' must be an int >= 1, got {candidates!r}")
         self.samples = samples
+        self.belief = belief
+        self.temperature = float(temperature)
+        self.candidates = candidates
         self.budget_ms = budget_ms
         self.rollout = rollout
 
@@ -176,8 +197,9 @@ class SearchAgent(Agent):
         greedy = self.rollout == "greedy"
         totals = dict.fromkeys(legal, 0.0)
         done = 0
-        for _ in range(self.samples):
-            hands, boneyard = sampler.sample(rng)
+        deals = self._weighted_deals(view, sampler) if self.belief else None
+        for k in range(self.samples):
+            hands, boneyard = sampler.sample(rng) if deals is None else deals[k]
             root = BergenState.from_view(view, hands, boneyard, rng)
             for a in legal:
                 s = root.clone(rng=rng)
@@ -196,3 +218,27 @@ class SearchAgent(Agent):
             if deadline is not None and time.perf_counter() > deadline:
                 break
         return {a: v / done for a, v in totals.items()}
+
+    def _weighted_deals(
+        self, view: PublicView, sampler: HiddenTileSampler
+    ) -> list[tuple[list[list[int]], list[int]]]:
+        """``samples`` deals resampled from ``candidates * samples`` by belief weight.
+
+        Systematic resampling in proportion to :meth:`BeliefModel.log_weight`; uniform when no
+        other seat's play of this hand tells anything.
+        """
+        rng = self.rng
+        model = BeliefModel(view, self.temperature)
+        if not model.decisions:
+            return [sampler.sample(rng) for _ in range(self.samples)]
+        pool = [sampler.sample(rng) for _ in range(self.samples * self.candidates)]
+        logw = np.array([model.log_weight(hands) for hands, _ in pool])
+        top = logw.max()
+        if not np.isfinite(top):
+            return pool[: self.samples]
+        w = np.exp(logw - top)
+        cdf = np.cumsum(w / w.sum())
+        cdf[-1] = 1.0
+        points = (rng.random() + np.arange(self.samples)) / self.samples
+        picks = np.searchsorted(cdf, points, side="right")
+        return [pool[int(j)] for j in picks]
