@@ -308,7 +308,7 @@ class raw_env(AECEnv):
 
     def _legal(self) -> str:
         """The legal actions of the agent on turn, for error messages."""
-        return ", ".join(f"{x} ({action_str(x)})" for x in self.game.legal_actions())
+        return self.game.legal_actions_text()
 
     def _points_rewards(self, before: list[int]) -> None:
         game = self.game

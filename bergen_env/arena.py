@@ -279,7 +279,7 @@ def _illegal_message(name: str, seat: int, action: Any, state: BergenState) -> s
         text = f"{action} ({action_str(int(action))})"
     except Exception:
         text = repr(action)
-    legal = ", ".join(f"{x} ({action_str(x)})" for x in state.legal_actions())
+    legal = state.legal_actions_text()
     return (
         f"agent {name!r} (seat {seat}) chose the illegal action {text} in hand "
         f"{state.hand_number}; legal actions were: {legal}"

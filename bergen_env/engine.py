@@ -304,6 +304,10 @@ class BergenState:
             out[a] = 1
         return out
 
+    def legal_actions_text(self) -> str:
+        """The legal actions as ``id (move)`` text, for error messages: ``"56 (draw)"``."""
+        return ", ".join(f"{x} ({action_str(x)})" for x in self.legal_actions())
+
     def is_legal(self, action: int) -> bool:
         """Whether ``action`` is legal now (no exception for out-of-range ids)."""
         if self.terminal or not 0 <= action < self._num_actions:
@@ -374,7 +378,7 @@ class BergenState:
             raise GameOverError(f"the match is over; action {action!r} cannot be applied")
         a = check_action_id(action, self._num_actions)
         if not self.is_legal(a):
-            legal = ", ".join(f"{x} ({action_str(x)})" for x in self.legal_actions())
+            legal = self.legal_actions_text()
             raise IllegalActionError(
                 f"action {a} ({action_str(a)}) is illegal for player_{self.current_player}; "
                 f"legal actions: {legal}"

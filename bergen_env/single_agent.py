@@ -231,7 +231,7 @@ class BergenSingleAgentEnv(gym.Env):
         if not game.is_legal(a):
             if self.illegal_action == "lose":
                 return self._lose_illegal(a)
-            legal = ", ".join(f"{x} ({action_str(x)})" for x in game.legal_actions())
+            legal = game.legal_actions_text()
             raise IllegalActionError(
                 f"action {a} ({action_str(a)}) is illegal for the learner (player_{self.seat}); "
                 f"legal actions: {legal}"
@@ -337,7 +337,7 @@ class BergenSingleAgentEnv(gym.Env):
                 game.public_view(p) if need_view else None,
             )
             if not game.is_legal(a):
-                legal = ", ".join(f"{x} ({action_str(x)})" for x in game.legal_actions())
+                legal = game.legal_actions_text()
                 raise IllegalActionError(
                     f"opponent {agents[p]!r} in seat {p} chose illegal action {a!r}; "
                     f"legal actions: {legal}"
