@@ -54,6 +54,11 @@ from bergen_env.tiles import (
 #: ``_FULL_SET_COUNTS[sets]``: per tile id, the copies of each tile in play.
 _FULL_SET_COUNTS = {sets: (sets,) * NUM_TILES for sets in (1, 2)}
 
+#: ``TILE_POOLS[sets]``: every tile id once per set, the array a shuffle permutes (read-only).
+TILE_POOLS = {sets: np.repeat(np.arange(NUM_TILES), sets) for sets in (1, 2)}
+for _pool in TILE_POOLS.values():
+    _pool.flags.writeable = False
+
 #: A deal: ``(hands, boneyard)`` as lists of tile ids; a draw takes ``boneyard[0]``.
 Deal = tuple[list[list[int]], list[int]]
 
@@ -155,7 +160,7 @@ class BergenState:
         self.rng = seed if isinstance(seed, np.random.Generator) else np.random.default_rng(seed)
         self._deals = [validate_deal(d, rules) for d in deals] if deals else []
         self._deals.reverse()  # pop() from the end takes them in order
-        self._pool = np.repeat(np.arange(NUM_TILES), rules.sets)
+        self._pool = TILE_POOLS[rules.sets]
         #: boneyard index beyond which nobody may draw (the reserve stays).
         self._limit = 0
         self.scores = [0] * self.num_sides
@@ -659,7 +664,7 @@ class BergenState:
         c._cache_rules()
         c.rng = rng
         c._deals = []
-        c._pool = np.repeat(np.arange(NUM_TILES), rules.sets)
+        c._pool = TILE_POOLS[rules.sets]
         c.hands = [[0] * NUM_TILES for _ in range(c.num_players)]
         for seat, tiles in enumerate(hands):
             for t in tiles:
