@@ -25,6 +25,7 @@ test: $(STAMP)
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check bergen_env training tests benchmarks
+	$(VENV)/bin/ruff format --check bergen_env training tests benchmarks
 
 bench: $(STAMP)
 	$(PY) -m benchmarks.run --json benchmarks/results/bench.json

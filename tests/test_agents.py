@@ -31,6 +31,7 @@ AGENT_SPECS = [
     "heuristic",
     "search:samples=4",
     "search:samples=3,rollout=random",
+    "search:samples=3,rollout=greedy",
     "search:samples=4,belief=1,candidates=3,temperature=0.2",
 ]
 SEATINGS = [(2, False), (3, False), (4, False), (4, True)]
@@ -98,7 +99,7 @@ def test_search_parameters() -> None:
     agent = make_agent("search:samples=8,budget_ms=2.5,rollout=random")
     assert (agent.samples, agent.budget_ms, agent.rollout) == (8, 2.5, "random")
     default = make_agent("search")
-    assert (default.samples, default.budget_ms, default.rollout) == (200, None, "greedy")
+    assert (default.samples, default.budget_ms, default.rollout) == (200, None, "public")
     belief = make_agent("search:belief=1,temperature=0.2,candidates=6,samples=30")
     assert (belief.belief, belief.temperature, belief.candidates, belief.samples) == (
         1,
@@ -519,3 +520,41 @@ def test_belief_resampling_is_reproducible_and_uses_the_view_only() -> None:
     prior = np.mean([model.log_weight(plain.sample(rng)[0]) for _ in range(400)])
     posterior = np.mean([model.log_weight(hands) for hands, _ in deals])
     assert posterior > prior
+
+
+class _FirstMove(Exception):
+    pass
+
+
+class _StopAtFirstMove(BergenState):
+    __slots__ = ()
+
+    def _apply(self, a: int) -> None:
+        raise _FirstMove(a)
+
+
+def _first_rollout_move(s: BergenState, rollout: str) -> int:
+    """The first action the ``rollout`` policy of search takes from ``s`` (on a clone)."""
+    from bergen_env.agents.search import greedy_rollout
+
+    c = s.clone()
+    c.__class__ = _StopAtFirstMove
+    with pytest.raises(_FirstMove) as taken:
+        greedy_rollout(c, c.hand_number, clairvoyant=rollout == "greedy")
+    return taken.value.args[0]
+
+
+@pytest.mark.parametrize("preset", PRESETS)
+def test_public_rollout_ignores_hidden_tiles(preset: str) -> None:
+    """Re-dealing the tiles hidden from the player on turn never changes the public rollout's
+    move; the greedy (clairvoyant) rollout's move does change for some positions (it reads them)."""
+    rules = Rules.preset(preset)
+    rng = np.random.default_rng(5)
+    clairvoyant_changed = 0
+    for s in _positions(rules, seed=17, count=300, min_legal=2):
+        view = s.public_view(s.current_player)
+        sampler = HiddenTileSampler(view)
+        deals = [BergenState.from_view(view, *sampler.sample(rng), rng) for _ in range(6)]
+        assert len({_first_rollout_move(d, "public") for d in deals}) == 1
+        clairvoyant_changed += len({_first_rollout_move(d, "greedy") for d in deals}) > 1
+    assert clairvoyant_changed > 0

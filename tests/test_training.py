@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+import json
 import subprocess
 import sys
 import zipfile
@@ -33,6 +34,9 @@ TINY = [
     "final_eval_matches=4",
     "eval_workers=1",
     "checkpoint_every=256",
+    "imitation_decisions=300",
+    "imitation_epochs=2",
+    "imitation_workers=1",
 ]
 
 
@@ -71,7 +75,10 @@ def test_run_folder_holds_everything(run_dir: Path) -> None:
     assert "--config configs/quick.yaml" in (run_dir / "command.txt").read_text()
     rows = list(csv.DictReader((run_dir / "metrics.csv").open()))
     assert {r["opponent"] for r in rows} == {"random", "greedy"}
-    assert [int(r["timesteps"]) for r in rows if r["opponent"] == "random"] == [256, 512]
+    # the evaluation after the imitation warm start is the row at timestep 0
+    assert [int(r["timesteps"]) for r in rows if r["opponent"] == "random"] == [0, 256, 512]
+    warm = json.loads((run_dir / "imitation.json").read_text())
+    assert warm["decisions"] >= 300 and 0.0 <= warm["test_agreement"] <= 1.0
     ckpts = sorted(p.name for p in (run_dir / "checkpoints").glob("ckpt_*_steps.zip"))
     assert ckpts == ["ckpt_256_steps.zip", "ckpt_512_steps.zip"]
 
@@ -88,7 +95,7 @@ def test_resume_continues_the_step_count(run_dir: Path, tmp_path: Path) -> None:
     assert {"ckpt_256_steps.zip", "ckpt_512_steps.zip", "ckpt_1024_steps.zip"} <= ckpts
     rows = list(csv.DictReader((resumed / "metrics.csv").open()))
     steps = [int(r["timesteps"]) for r in rows if r["opponent"] == "random"]
-    assert steps == [256, 512, 768, 1024]
+    assert steps == [0, 256, 512, 768, 1024]  # no second warm start on resume
     assert read_metadata(resumed / "final_model.zip")["timesteps"] == 1024
     assert len((resumed / "command.txt").read_text().splitlines()) == 2
 
@@ -176,6 +183,23 @@ def test_unknown_config_key_names_file_and_key(tmp_path: Path) -> None:
     wrong.write_text("default:\n  n_envs: 0\n")
     with pytest.raises(ConfigError, match="wrong.yaml.*'n_envs'"):
         load_config(wrong)
+
+
+@pytest.mark.parametrize(
+    ("key", "value"),
+    [
+        ("imitation_teacher", "minimax"),
+        ("opponents", "[heuristic, gredy]"),
+        ("eval_opponents", "[x]"),
+    ],
+)
+def test_bad_agent_strings_fail_before_the_run_folder(tmp_path: Path, key: str, value: str) -> None:
+    from training.train import main
+
+    run = tmp_path / "never"
+    with pytest.raises(ConfigError, match=rf"quick.yaml: key '{key}': unknown agent"):
+        main(["--config", "configs/quick.yaml", "--set", f"{key}={value}", "--run-dir", str(run)])
+    assert not run.exists()
 
 
 @pytest.mark.parametrize("name", ["quick", "standard_2p", "standard_3p", "partners_4p"])

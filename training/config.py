@@ -78,6 +78,20 @@ class TrainConfig:
     """Partnerships: ``pool`` (the partner is drawn like an opponent) or ``learner`` (the most
     recent snapshot of the learner, a scripted opponent until the first snapshot exists)."""
 
+    # --- imitation warm start (training.imitation)
+    imitation_teacher: str | None = None
+    """Agent string the policy imitates before PPO starts (None: start from a random network)."""
+    imitation_decisions: int = 200_000
+    """Teacher decisions collected for the warm start."""
+    imitation_epochs: int = 5
+    """Passes over the teacher's decisions."""
+    imitation_lr: float = 1e-3
+    """Adam step size of the warm start."""
+    imitation_batch_size: int = 512
+    """Minibatch size of the warm start."""
+    imitation_workers: int = 2
+    """Processes collecting the teacher's decisions."""
+
     # --- PPO
     learning_rate: float | str = 3e-4
     """Adam step size: a number or ``lin_<value>``."""
@@ -95,6 +109,8 @@ class TrainConfig:
     """PPO clip: a number or ``lin_<value>``."""
     ent_coef: float = 0.01
     """Entropy bonus."""
+    target_kl: float | None = None
+    """Stop a rollout's epochs early once the approximate KL to the old policy exceeds this."""
     vf_coef: float = 0.5
     """Value loss weight."""
     max_grad_norm: float = 0.5
@@ -127,7 +143,18 @@ class TrainConfig:
         def bad(key: str, why: str) -> ConfigError:
             return ConfigError(f"{source}: key {key!r} {why}, got {getattr(self, key)!r}")
 
-        for key in ("total_timesteps", "n_envs", "n_steps", "batch_size", "n_epochs", "pool_size"):
+        for key in (
+            "total_timesteps",
+            "n_envs",
+            "n_steps",
+            "batch_size",
+            "n_epochs",
+            "pool_size",
+            "imitation_decisions",
+            "imitation_epochs",
+            "imitation_batch_size",
+            "imitation_workers",
+        ):
             if not isinstance(getattr(self, key), int) or getattr(self, key) < 1:
                 raise bad(key, "must be a positive int")
         if self.vec_env not in ("subproc", "dummy"):
@@ -144,6 +171,20 @@ class TrainConfig:
             raise bad("opponents", "must be a non-empty list of agent strings")
         if not all(isinstance(x, str) for x in self.eval_opponents):
             raise bad("eval_opponents", "must be a list of agent strings")
+        if self.target_kl is not None and (
+            isinstance(self.target_kl, bool)
+            or not isinstance(self.target_kl, (int, float))
+            or not self.target_kl > 0
+        ):
+            raise bad("target_kl", "must be a number > 0 or null")
+        if self.imitation_teacher is not None and not isinstance(self.imitation_teacher, str):
+            raise bad("imitation_teacher", "must be an agent string or null")
+        if (
+            isinstance(self.imitation_lr, bool)
+            or not isinstance(self.imitation_lr, (int, float))
+            or not self.imitation_lr > 0
+        ):
+            raise bad("imitation_lr", "must be a number > 0")
         if not isinstance(self.rule_overrides, dict):
             raise bad("rule_overrides", "must be a mapping")
         for key in ("learning_rate", "clip_range"):

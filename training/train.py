@@ -5,7 +5,9 @@
     python -m training.train --resume runs/quick__0__20260101-120000 [--set total_timesteps=N]
 
 One learner seat (drawn each match) plays whole matches against the config's opponents (scripted
-agents, plus frozen snapshots of itself with self-play on; see ``training.selfplay``). The run
+agents, plus frozen snapshots of itself with self-play on; see ``training.selfplay``). With
+``imitation_teacher`` set, a new run first fits the network to that agent's decisions
+(``training.imitation``) and evaluates it (the metrics row at timestep 0). The run
 folder ``runs/<config>__<seed>__<time>/`` holds:
 
 ==========================  ===========================================================
@@ -19,6 +21,7 @@ folder ``runs/<config>__<seed>__<time>/`` holds:
 ``best_model.zip``          the policy with the best mean evaluation win rate
 ``final_model.zip``         the policy at the end of training
 ``final_eval.json``         the final evaluation (``result.to_dict()`` per opponent)
+``imitation.json``          the imitation warm start's fit metrics (with ``imitation_teacher``)
 ``learning_curve.png``      win rate against each evaluation opponent over training steps
 ==========================  ===========================================================
 
@@ -52,9 +55,10 @@ from stable_baselines3.common.utils import set_random_seed
 from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv, VecEnv
 
 import training.policies  # noqa: F401  (registers the "ppo" agent kind)
+from bergen_env.agents.base import make_agent
 from bergen_env.rules import Rules, make_rules
 from bergen_env.single_agent import BergenSingleAgentEnv
-from training.config import TrainConfig, load_config, save_config, schedule
+from training.config import ConfigError, TrainConfig, load_config, save_config, schedule
 from training.policies import PPOAgent, save_policy
 from training.selfplay import build_opponents, snapshot_path
 
@@ -339,6 +343,7 @@ def build_model(cfg: TrainConfig, env: VecEnv, run_dir: Path) -> MaskablePPO:
         gae_lambda=cfg.gae_lambda,
         clip_range=schedule(cfg.clip_range),
         ent_coef=cfg.ent_coef,
+        target_kl=cfg.target_kl,
         vf_coef=cfg.vf_coef,
         max_grad_norm=cfg.max_grad_norm,
         policy_kwargs=dict(
@@ -351,6 +356,52 @@ def build_model(cfg: TrainConfig, env: VecEnv, run_dir: Path) -> MaskablePPO:
     )
 
 
+def warm_start(
+    model: MaskablePPO, cfg: TrainConfig, evaluator: EvalCallback, run_dir: Path
+) -> None:
+    """Fit the policy to ``imitation_teacher`` (``training.imitation``), then evaluate it.
+
+    The fit's metrics go to the logger under ``imitation/`` and to ``imitation.json``; the
+    evaluation is the metrics row at timestep 0.
+    """
+    from training.imitation import imitation_warm_start
+
+    t0 = time.time()
+    print(f"imitation warm start: {cfg.imitation_decisions} decisions of {cfg.imitation_teacher!r}")
+
+    def log(epoch: int, metrics: dict[str, float]) -> None:
+        for key, value in metrics.items():
+            model.logger.record(f"imitation/{key}", value)
+        model.logger.dump(epoch)
+        print(
+            f"  epoch {epoch + 1}/{cfg.imitation_epochs}: "
+            + ", ".join(f"{k} {v:.4f}" for k, v in metrics.items())
+        )
+
+    metrics = imitation_warm_start(model, cfg, log)
+    metrics["seconds"] = round(time.time() - t0, 1)
+    (run_dir / "imitation.json").write_text(json.dumps(metrics, indent=1))
+    evaluator.init_callback(model)
+    results = evaluator.run_eval(cfg.eval_matches)
+    print(
+        f"imitation warm start done in {metrics['seconds']:.0f} s; win rate "
+        + ", ".join(f"vs {o} {r['win_rate']:.3f}" for o, r in results.items())
+    )
+
+
+def check_agents(cfg: TrainConfig, source: str) -> None:
+    """Build every agent string of the config once, so a bad one fails before any work."""
+    named = [("opponents", x) for x in cfg.opponents]
+    named += [("eval_opponents", x) for x in cfg.eval_opponents]
+    if cfg.imitation_teacher is not None:
+        named.append(("imitation_teacher", cfg.imitation_teacher))
+    for key, spec in named:
+        try:
+            make_agent(spec)
+        except ValueError as exc:
+            raise ConfigError(f"{source}: key {key!r}: {exc}") from None
+
+
 def main(argv: list[str] | None = None) -> dict[str, Any]:
     args = parse_args(argv)
     overrides = list(args.overrides) + ([f"seed={args.seed}"] if args.seed is not None else [])
@@ -359,11 +410,13 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     if args.resume is not None:
         run_dir = args.resume
         cfg = load_config(run_dir / "config.yaml", overrides)
+        check_agents(cfg, str(run_dir / "config.yaml"))
         ckpt = last_checkpoint(run_dir)
         if ckpt is None:
             sys.exit(f"--resume {run_dir}: no checkpoint in {run_dir / 'checkpoints'}")
     else:
         cfg = load_config(args.config, overrides)
+        check_agents(cfg, str(args.config))
         stamp = time.strftime("%Y%m%d-%H%M%S")
         run_dir = args.run_dir or Path("runs") / f"{cfg.name}__{cfg.seed}__{stamp}"
         run_dir.mkdir(parents=True, exist_ok=True)
@@ -420,6 +473,10 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     ]
     if selfplay:
         callbacks.append(SnapshotCallback(cfg, rules, snapshot_dir))
+
+    # --- imitation warm start (new runs only; a resumed run's checkpoint already holds it)
+    if ckpt is None and cfg.imitation_teacher is not None:
+        warm_start(model, cfg, evaluator, run_dir)
 
     # --- train
     done_before = model.num_timesteps

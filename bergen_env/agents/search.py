@@ -10,8 +10,10 @@ the searcher's side's score minus the best other side's score; a won match is wo
 never ranked below a later, larger one. The action with the best mean wins (ties: the greedy order).
 
 Parameters: ``samples`` (default 200), ``budget_ms`` (stop sampling once this much time has
-passed; results then depend on the machine, so the default is None), ``rollout`` (``"greedy"``,
-see :func:`greedy_rollout`; ``"random"``: uniform legal moves).
+passed; results then depend on the machine, so the default is None), ``rollout`` (default
+``"public"``: the fast policy of :func:`greedy_rollout` with every player deciding from what its
+own seat may know; ``"greedy"``: the same policy reading the determinization's hidden hands;
+``"random"``: uniform legal moves).
 ``belief=1`` (default 0) weighs deals by how well they explain the other seats' plays of this
 hand (:class:`~bergen_env.agents.belief.BeliefModel`, a softmax with ``temperature``, default
 0.5, over the heuristic's scores): ``candidates * samples`` deals are drawn (``candidates``,
@@ -22,6 +24,8 @@ With ``budget_ms=None`` decisions are reproducible from the RNG given to ``reset
 from __future__ import annotations
 
 import time
+from functools import reduce
+from operator import or_
 
 import numpy as np
 
@@ -42,31 +46,47 @@ from bergen_env.tiles import (
     TILE_ID,
 )
 
-ROLLOUTS = ("greedy", "random")
+ROLLOUTS = ("greedy", "public", "random")
 #: The greedy rollout's preference among playable tiles: doubles, then pips, then id (descending).
 ROLLOUT_ORDER = tuple(
     sorted(range(NUM_TILES), key=lambda t: (IS_DOUBLE[t], PIPS[t], t), reverse=True)
 )
 #: A match outcome is worth this many targets of points (beyond any point difference in play).
 WIN_VALUE = 10
+ALL_TILES = (1 << NUM_TILES) - 1
+#: ``VOID_TILES[v]``: the tiles holding a number of the 7-bit void mask ``v``.
+VOID_TILES = tuple(
+    reduce(or_, (CONTAINS[x] for x in range(NUM_NUMBERS) if v >> x & 1), 0)
+    for v in range(1 << NUM_NUMBERS)
+)
 #: ``HEADER_TILE[e0 * 7 + e1]``: the tile that makes a header on ends ``e0``/``e1``.
 HEADER_TILE = tuple(TILE_ID[(e0, e1)] for e0 in range(NUM_NUMBERS) for e1 in range(NUM_NUMBERS))
 
 
-def greedy_rollout(s: BergenState, hand: int) -> None:
+def greedy_rollout(s: BergenState, hand: int, clairvoyant: bool = True) -> None:
     """Play ``s`` to the end of hand ``hand`` (or of the match) with the fast greedy policy.
 
     A header tile is played when held (on the end that keeps a double end), else the first
     playable tile in ``ROLLOUT_ORDER`` (doubles, then heavy tiles) whose new ends the next seat
-    cannot header (its hand is known in a determinization), else draw, else pass.
+    cannot header, else draw, else pass. Whether the next seat can header: with ``clairvoyant``
+    its hand in the determinization says; otherwise only what the player on turn may know
+    does (the header tile may be hidden: neither in its own hand nor on the line, and the next
+    seat is not known void in its numbers), so the other hands are never read.
     """
     two_sets = s.rules.sets == 2
     n = s.num_players
     hands = s.hands
     hand_bits = s.hand_bits
+    line_counts = s.line_counts
+    voids = s.voids
     end_num = s.end_num
     end_dbl = s.end_dbl
     apply = s._apply
+    on_line = 0
+    if not clairvoyant:
+        for t in range(NUM_TILES):
+            if line_counts[t]:
+                on_line |= 1 << t
     while True:
         p = s.current_player
         if s.lead_tile is not None:
@@ -84,7 +104,18 @@ def greedy_rollout(s: BergenState, hand: int) -> None:
                     a = 2 * h + end_dbl[0]  # keep a double end: 3 points instead of 2
                 else:
                     # Skip plays whose new ends the next seat can header; if all do, the first.
-                    nxt = hand_bits[(p + 1) % n]
+                    q = (p + 1) % n
+                    if clairvoyant:
+                        threats = hand_bits[q]
+                    elif not two_sets:
+                        threats = ALL_TILES & ~(bits | on_line) & ~VOID_TILES[voids[q]]
+                    else:
+                        held = hands[p]
+                        threats = 0
+                        for t in range(NUM_TILES):
+                            if held[t] + line_counts[t] < 2:
+                                threats |= 1 << t
+                        threats &= ~VOID_TILES[voids[q]]
                     m1 = bits & CONTAINS[e1]
                     a = -1
                     first = -1
@@ -92,13 +123,13 @@ def greedy_rollout(s: BergenState, hand: int) -> None:
                         if not playable >> t & 1:
                             continue
                         if m0 >> t & 1:
-                            if not nxt >> HEADER_TILE[OTHER_HALF[t * 7 + e0] * 7 + e1] & 1:
+                            if not threats >> HEADER_TILE[OTHER_HALF[t * 7 + e0] * 7 + e1] & 1:
                                 a = 2 * t
                                 break
                             if first < 0:
                                 first = 2 * t
                         if m1 >> t & 1:
-                            if not nxt >> HEADER_TILE[e0 * 7 + OTHER_HALF[t * 7 + e1]] & 1:
+                            if not threats >> HEADER_TILE[e0 * 7 + OTHER_HALF[t * 7 + e1]] & 1:
                                 a = 2 * t + 1
                                 break
                             if first < 0:
@@ -110,6 +141,8 @@ def greedy_rollout(s: BergenState, hand: int) -> None:
             else:
                 a = PASS
         apply(a)
+        if a < DRAW:
+            on_line |= 1 << (a >> 1)
         if s.terminal or s.hand_number != hand:
             return
 
@@ -145,7 +178,7 @@ class SearchAgent(Agent):
         self,
         samples: int = 200,
         budget_ms: float | None = None,
-        rollout: str = "greedy",
+        rollout: str = "public",
         belief: int = 0,
         temperature: float = 0.5,
         candidates: int = 4,
@@ -189,35 +222,45 @@ class SearchAgent(Agent):
         rng = self.rng
         deadline = None if self.budget_ms is None else time.perf_counter() + self.budget_ms / 1000.0
         legal = view.legal_actions
-        side = view.side
-        win = WIN_VALUE * view.rules.target
-        others = [s for s in range(view.rules.num_sides) if s != side]
-        hand = view.hand_number
         sampler = HiddenTileSampler(view)
-        greedy = self.rollout == "greedy"
-        totals = dict.fromkeys(legal, 0.0)
+        totals = [0.0] * len(legal)
         done = 0
         deals = self._weighted_deals(view, sampler) if self.belief else None
         for k in range(self.samples):
             hands, boneyard = sampler.sample(rng) if deals is None else deals[k]
             root = BergenState.from_view(view, hands, boneyard, rng)
-            for a in legal:
-                s = root.clone(rng=rng)
-                s._apply(a)
-                if not s.terminal and s.hand_number == hand:
-                    if greedy:
-                        greedy_rollout(s, hand)
-                    else:
-                        random_rollout(s, hand, rng)
-                scores = s.scores
-                if s.terminal:
-                    totals[a] += win if s.winner == side else -win
-                else:
-                    totals[a] += scores[side] - max(scores[o] for o in others)
+            for i, value in enumerate(self.playout_values(root, legal)):
+                totals[i] += value
             done += 1
             if deadline is not None and time.perf_counter() > deadline:
                 break
-        return {a: v / done for a, v in totals.items()}
+        return {a: v / done for a, v in zip(legal, totals)}
+
+    def playout_values(self, root: BergenState, legal: list[int]) -> list[float]:
+        """One playout of each action of ``legal`` from ``root`` (a full state: a determinization,
+        or the true state in a diagnostic): the value of each for the player on turn."""
+        rng = self.rng
+        rules = root.rules
+        side = rules.side_of[root.current_player]
+        win = WIN_VALUE * rules.target
+        others = [x for x in range(rules.num_sides) if x != side]
+        hand = root.hand_number
+        rollout = self.rollout
+        out = []
+        for a in legal:
+            s = root.clone(rng=rng)
+            s._apply(a)
+            if not s.terminal and s.hand_number == hand:
+                if rollout == "random":
+                    random_rollout(s, hand, rng)
+                else:
+                    greedy_rollout(s, hand, clairvoyant=rollout == "greedy")
+            if s.terminal:
+                out.append(win if s.winner == side else -win)
+            else:
+                scores = s.scores
+                out.append(scores[side] - max(scores[o] for o in others))
+        return out
 
     def _weighted_deals(
         self, view: PublicView, sampler: HiddenTileSampler
