@@ -11,8 +11,9 @@ learner's seat (same env, opponents and reward as training), then fits the netwo
 
 Both heads are fitted together (``vf_coef`` weighs the value loss) for ``imitation_epochs``
 passes with Adam (``imitation_lr``); 5% of the matches are held out to report the agreement with
-the teacher. Collection runs in ``imitation_workers`` processes; each worker's env, opponents and
-teacher are seeded from the run's seed, so the data and the fitted network are reproducible.
+the teacher. Collection runs in ``imitation_workers`` processes, in jobs whose env, opponents and
+teacher are seeded from the run's seed and the job's index, so the data (whatever the worker
+count) and the fitted network are reproducible.
 """
 
 from __future__ import annotations
