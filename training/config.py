@@ -15,6 +15,7 @@ Schedules: ``learning_rate`` and ``clip_range`` take a number or a string ``lin_
 
 from __future__ import annotations
 
+import argparse
 import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -265,6 +266,19 @@ def from_mapping(data: dict[str, Any], source: str) -> TrainConfig:
             raise
         raise ConfigError(f"{source}: {exc}") from None
     return cfg
+
+
+def add_override_argument(parser: argparse.ArgumentParser) -> None:
+    """Add the repeatable ``--set KEY=VALUE`` option whose values :func:`read_config_block`
+    applies (``args.overrides``)."""
+    parser.add_argument(
+        "--set",
+        dest="overrides",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="override a config key (YAML value), repeatable",
+    )
 
 
 def read_config_block(

@@ -39,7 +39,12 @@ import numpy as np
 import torch
 from sb3_contrib import MaskablePPO
 
-from bergen_env.agents.base import Agent, register_agent, registered_agents
+from bergen_env.agents.base import (
+    Agent,
+    checked_legal_actions,
+    register_agent,
+    registered_agents,
+)
 from bergen_env.engine import PublicView
 from bergen_env.observation import OBS_SIZE
 from bergen_env.rules import Rules
@@ -161,21 +166,19 @@ class PPOAgent(Agent):
         super().reset(rules, seat, rng)
 
     def act(self, observation: np.ndarray, action_mask: np.ndarray, view: PublicView | None) -> int:
-        if observation is None or np.shape(observation) != (OBS_SIZE,):
-            raise ValueError(
-                f"agent {self.name!r} needs a ({OBS_SIZE},) observation, got "
-                f"{None if observation is None else np.shape(observation)}"
-            )
-        if np.shape(action_mask) != (self.num_actions,):
-            raise PolicyFileError(
+        legal = checked_legal_actions(
+            self.name,
+            observation,
+            (OBS_SIZE,),
+            action_mask,
+            self.num_actions,
+            lambda shape: PolicyFileError(
                 f"policy file {self.path!r} has {self.num_actions} actions but the action mask "
-                f"has shape {np.shape(action_mask)}"
-            )
-        legal = np.flatnonzero(action_mask)
+                f"has shape {shape}"
+            ),
+        )
         if len(legal) == 1:
             return int(legal[0])
-        if not len(legal):
-            raise ValueError(f"agent {self.name!r}: the action mask has no legal action")
         with torch.no_grad():
             obs = torch.as_tensor(observation, dtype=torch.float32).reshape(1, -1)
             policy = self.policy

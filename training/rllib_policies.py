@@ -21,7 +21,7 @@ from typing import Any
 
 import numpy as np
 
-from bergen_env.agents.base import Agent, register_agent, registered_agents
+from bergen_env.agents.base import Agent, checked_legal_actions, register_agent, registered_agents
 from bergen_env.engine import PublicView
 from bergen_env.rules import Rules
 
@@ -131,21 +131,19 @@ class RLlibAgent(Agent):
         super().reset(rules, seat, rng)
 
     def act(self, observation: np.ndarray, action_mask: np.ndarray, view: PublicView | None) -> int:
-        if observation is None or np.shape(observation) != self.obs_shape:
-            raise ValueError(
-                f"agent {self.name!r} needs a {self.obs_shape} observation, got "
-                f"{None if observation is None else np.shape(observation)}"
-            )
-        if np.shape(action_mask) != (self.num_actions,):
-            raise ValueError(
+        legal = checked_legal_actions(
+            self.name,
+            observation,
+            self.obs_shape,
+            action_mask,
+            self.num_actions,
+            lambda shape: ValueError(
                 f"agent {self.name!r} has {self.num_actions} actions but the action mask has "
-                f"shape {np.shape(action_mask)}"
-            )
-        legal = np.flatnonzero(action_mask)
+                f"shape {shape}"
+            ),
+        )
         if len(legal) == 1:
             return int(legal[0])
-        if not len(legal):
-            raise ValueError(f"agent {self.name!r}: the action mask has no legal action")
         return int(legal[np.argmax(self.logits(observation, action_mask)[legal])])
 
     def logits(self, observation: np.ndarray, action_mask: np.ndarray) -> np.ndarray:

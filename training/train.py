@@ -58,7 +58,14 @@ import training.policies  # noqa: F401  (registers the "ppo" agent kind)
 from bergen_env.agents.base import make_agent
 from bergen_env.rules import Rules, make_rules
 from bergen_env.single_agent import BergenSingleAgentEnv
-from training.config import ConfigError, TrainConfig, load_config, save_config, schedule
+from training.config import (
+    ConfigError,
+    TrainConfig,
+    add_override_argument,
+    load_config,
+    save_config,
+    schedule,
+)
 from training.policies import PPOAgent, save_policy
 from training.selfplay import build_opponents, snapshot_path
 
@@ -72,14 +79,7 @@ METRICS_FIELDS = ["timesteps", "elapsed_s", "opponent", "win_rate", "ci_low", "c
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p = argparse.ArgumentParser(prog="python -m training.train", description=__doc__.split("\n")[0])
     p.add_argument("--config", type=Path, help="YAML config with a 'default:' block")
-    p.add_argument(
-        "--set",
-        dest="overrides",
-        action="append",
-        default=[],
-        metavar="KEY=VALUE",
-        help="override a config key (YAML value), repeatable",
-    )
+    add_override_argument(p)
     p.add_argument("--seed", type=int, help="seed (overrides the config's)")
     p.add_argument(
         "--run-dir", type=Path, help="run folder (default runs/<config>__<seed>__<time>)"

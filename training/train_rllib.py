@@ -40,7 +40,7 @@ from typing import Any
 import yaml
 
 from bergen_env.rules import Rules, make_rules
-from training.config import ConfigError, read_config_block
+from training.config import ConfigError, add_override_argument, read_config_block
 
 POLICY_MODES = ("shared", "sides")
 
@@ -269,14 +269,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         "--address", default=None, help="Ray cluster address (HOST:6379 or 'auto'); local if unset"
     )
     parser.add_argument("--run-dir", default=None, help="run folder (default runs/rllib/...)")
-    parser.add_argument(
-        "--set",
-        dest="overrides",
-        action="append",
-        default=[],
-        metavar="KEY=VALUE",
-        help="override a config key (YAML value), repeatable",
-    )
+    add_override_argument(parser)
     return parser.parse_args(argv)
 
 

@@ -51,6 +51,33 @@ class Agent(ABC):
         return f"{type(self).__name__}({self.name!r})"
 
 
+def checked_legal_actions(
+    name: str,
+    observation: np.ndarray | None,
+    obs_shape: tuple[int, ...],
+    action_mask: np.ndarray,
+    num_actions: int,
+    mask_error: Callable[[tuple[int, ...]], Exception],
+) -> np.ndarray:
+    """The legal action ids of ``action_mask`` for an agent that acts from the observation.
+
+    Raises ValueError naming agent ``name`` for an observation that is missing or not of
+    ``obs_shape`` and for a mask with no legal action; ``mask_error(shape)`` for a mask whose
+    shape is not ``(num_actions,)``.
+    """
+    if observation is None or np.shape(observation) != obs_shape:
+        raise ValueError(
+            f"agent {name!r} needs a {obs_shape} observation, got "
+            f"{None if observation is None else np.shape(observation)}"
+        )
+    if np.shape(action_mask) != (num_actions,):
+        raise mask_error(np.shape(action_mask))
+    legal = np.flatnonzero(action_mask)
+    if not len(legal):
+        raise ValueError(f"agent {name!r}: the action mask has no legal action")
+    return legal
+
+
 AgentFactory = Callable[..., Agent]
 _REGISTRY: dict[str, AgentFactory] = {}
 
