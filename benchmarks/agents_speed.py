@@ -73,17 +73,21 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--positions", type=int, default=300, help="decisions to time per agent")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--json", metavar="PATH", help="also write the results as JSON")
+    parser.add_argument(
+        "--agents", nargs="+", default=list(AGENTS), metavar="SPEC", help="agent strings to time"
+    )
     args = parser.parse_args(argv)
     if args.positions < 1:
         parser.error("--positions must be >= 1")
     rules = Rules.preset("standard", num_players=2)
     positions = collect_positions(rules, args.positions, args.seed)
-    results = {spec: time_agent(spec, rules, positions, args.seed) for spec in AGENTS}
+    results = {spec: time_agent(spec, rules, positions, args.seed) for spec in args.agents}
     print(f"2-player standard, {len(positions)} positions from random matches, CPU time, 1 core")
-    print(f"{'agent':<12}{'decisions/s':>14}{'ms/decision':>14}{'ms/choice':>12}")
+    width = max(12, *(len(spec) + 2 for spec in results))
+    print(f"{'agent':<{width}}{'decisions/s':>14}{'ms/decision':>14}{'ms/choice':>12}")
     for spec, r in results.items():
         print(
-            f"{spec:<12}{r['decisions_per_s']:>14.1f}{r['ms_per_decision']:>14.3f}"
+            f"{spec:<{width}}{r['decisions_per_s']:>14.1f}{r['ms_per_decision']:>14.3f}"
             f"{r['ms_per_choice']:>12.3f}"
         )
     report = {

@@ -4,16 +4,20 @@ For each of ``samples`` determinizations (hidden tiles dealt consistently with t
 :class:`~bergen_env.agents.sampling.HiddenTileSampler`, then
 :meth:`BergenState.from_view`), every legal action is applied to a clone of the same
 determinization (common random numbers) and played out to the end of the current hand (or of
-the match) with a fast policy written directly against the engine state. An outcome is worth
-the searcher's side's score minus the best other side's score; a won match is worth
-``+WIN_VALUE * target`` and a lost one ``-WIN_VALUE * target`` whatever the margin, so a win now is
-never ranked below a later, larger one. The action with the best mean wins (ties: the greedy order).
+the match) with a fast policy written directly against the engine state. A won match is worth
+``+WIN_VALUE * target`` and a lost one ``-WIN_VALUE * target``; a hand that ends with the match
+still on is worth, with ``value="win"``, ``WIN_VALUE * target * (2p - 1)`` where ``p`` is the
+chance to win the match from the new scores (:func:`~bergen_env.agents.match_value.win_table`,
+two sides only), and with ``value="margin"`` the searcher's side's score minus the best other
+side's score. ``value="auto"`` (the default) is ``"win"`` for two sides and ``"margin"`` for more.
+The action with the best mean wins (ties: the greedy order).
 
 Parameters: ``samples`` (default 200), ``budget_ms`` (stop sampling once this much time has
 passed; results then depend on the machine, so the default is None), ``rollout`` (default
 ``"public"``: the fast policy of :func:`greedy_rollout` with every player deciding from what its
 own seat may know; ``"greedy"``: the same policy reading the determinization's hidden hands;
 ``"random"``: uniform legal moves).
+``value``: see above.
 ``belief=1`` (default 0) weighs deals by how well they explain the other seats' plays of this
 hand (:class:`~bergen_env.agents.belief.BeliefModel`, a softmax with ``temperature``, default
 0.5, over the heuristic's scores): ``candidates * samples`` deals are drawn (``candidates``,
@@ -33,8 +37,10 @@ from bergen_env.actions import DOUBLE_PLAY, DRAW, PASS
 from bergen_env.agents.base import Agent
 from bergen_env.agents.belief import BeliefModel
 from bergen_env.agents.greedy import greedy_key
+from bergen_env.agents.match_value import WinTable, win_table
 from bergen_env.agents.sampling import HiddenTileSampler
 from bergen_env.engine import BergenState, PublicView
+from bergen_env.rules import Rules
 from bergen_env.tiles import (
     CONTAINS,
     DOUBLE_ID,
@@ -47,6 +53,7 @@ from bergen_env.tiles import (
 )
 
 ROLLOUTS = ("greedy", "public", "random")
+VALUES = ("auto", "win", "margin")
 #: The greedy rollout's preference among playable tiles: doubles, then pips, then id (descending).
 ROLLOUT_ORDER = tuple(
     sorted(range(NUM_TILES), key=lambda t: (IS_DOUBLE[t], PIPS[t], t), reverse=True)
@@ -182,6 +189,7 @@ class SearchAgent(Agent):
         belief: int = 0,
         temperature: float = 0.5,
         candidates: int = 4,
+        value: str = "auto",
     ) -> None:
         if isinstance(samples, bool) or not isinstance(samples, int) or samples < 1:
             raise ValueError(f"parameter 'samples' must be an int >= 1, got {samples!r}")
@@ -191,6 +199,8 @@ class SearchAgent(Agent):
             raise ValueError(f"parameter 'budget_ms' must be > 0, got {budget_ms!r}")
         if rollout not in ROLLOUTS:
             raise ValueError(f"parameter 'rollout' must be one of {ROLLOUTS}, got {rollout!r}")
+        if value not in VALUES:
+            raise ValueError(f"parameter 'value' must be one of {VALUES}, got {value!r}")
         if belief not in (0, 1) or isinstance(belief, bool) or not isinstance(belief, int):
             raise ValueError(f"parameter 'belief' must be 0 or 1, got {belief!r}")
         if (
@@ -207,6 +217,26 @@ class SearchAgent(Agent):
         self.candidates = candidates
         self.budget_ms = budget_ms
         self.rollout = rollout
+        self.value = value
+        self._table_rules: Rules | None = None
+        self._table: WinTable | None = None
+
+    def reset(self, rules: Rules, seat: int, rng: np.random.Generator) -> None:
+        self._win_table(rules)  # a bad value/rules pair fails here, before the first decision
+        super().reset(rules, seat, rng)
+
+    def _win_table(self, rules: Rules) -> WinTable | None:
+        """The match-win table the leaves of ``rules`` are valued by, or None for the margin."""
+        if self._table_rules is not rules:
+            if self.value == "win" and rules.num_sides != 2:
+                raise ValueError(
+                    f"agent {self.name!r}: parameter value='win' needs two sides, these rules "
+                    f"have {rules.num_sides} (use value='margin' or 'auto')"
+                )
+            use = self.value == "win" or (self.value == "auto" and rules.num_sides == 2)
+            self._table = win_table(rules) if use else None
+            self._table_rules = rules
+        return self._table
 
     def act(self, observation: np.ndarray, action_mask: np.ndarray, view: PublicView) -> int:
         legal = view.legal_actions
@@ -246,6 +276,7 @@ class SearchAgent(Agent):
         others = [x for x in range(rules.num_sides) if x != side]
         hand = root.hand_number
         rollout = self.rollout
+        table = self._win_table(rules)
         out = []
         for a in legal:
             s = root.clone(rng=rng)
@@ -257,6 +288,9 @@ class SearchAgent(Agent):
                     greedy_rollout(s, hand, clairvoyant=rollout == "greedy")
             if s.terminal:
                 out.append(win if s.winner == side else -win)
+            elif table is not None:
+                scores = s.scores
+                out.append(win * (2.0 * table(scores[side], scores[1 - side]) - 1.0))
             else:
                 scores = s.scores
                 out.append(scores[side] - max(scores[o] for o in others))
