@@ -24,6 +24,7 @@ from functools import lru_cache
 import numpy as np
 
 from bergen_env.agents.heuristic import HeuristicAgent
+from bergen_env.agents.scoring import cap_header
 from bergen_env.engine import BergenState
 from bergen_env.rules import Rules
 
@@ -99,6 +100,12 @@ def win_table(rules: Rules) -> WinTable:
     grid_a, grid_b = np.meshgrid(np.arange(low, target), np.arange(low, target), indexing="ij")
     grid_a, grid_b = grid_a.ravel(), grid_b.ravel()
     states = size * size
+    # A header's value after end caps, by its raw points and the need (which matters up to 4).
+    capped = {
+        points: np.array([cap_header(points, need, rules.end_caps) for need in range(5)])
+        for points in {points for events in samples for _, points, header in events if header}
+    }
+    origin = np.arange(states)
     transitions = np.zeros(states * states)  # row: from, column: to (summed over hands)
     wins = np.zeros(states)  # hands in which side A (the row's first score) wins the match
     for events in samples:
@@ -107,17 +114,12 @@ def win_table(rules: Rules) -> WinTable:
         for side, points, header in events:
             own = scores[side]
             open_ = winner < 0
-            if header and rules.end_caps:
-                need = target - own
-                gained = np.where(need <= 2, 1, np.where(need == 3, min(points, 2), points))
-            else:
-                gained = np.full(states, points)
+            gained = capped[points][np.clip(target - own, 0, 4)] if header else points
             own += np.where(open_, gained, 0)
             winner[open_ & (own >= target)] = side
         wins += winner == 0
         going = winner < 0
         nxt = (np.maximum(scores[0], low) - low) * size + np.maximum(scores[1], low) - low
-        origin = np.arange(states)
         np.add.at(transitions, origin[going] * states + nxt[going], 1.0)
     transitions = transitions.reshape(states, states) / len(samples)
     wins /= len(samples)
