@@ -5,7 +5,8 @@
 
 Each pair plays ``--matches`` duplicate matches (same deals, seats rotated) under the standard
 preset; the table gives the first agent's match-win rate with its 95% Wilson interval and the
-wall time of the pair.
+wall time of the pair. With 3 or 4 individual players the first agent plays against that many
+copies of the second (``--players 3 --pair search heuristic``: search against two heuristics).
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ import json
 import time
 from pathlib import Path
 
-from bergen_env.arena import run_tournament
+from bergen_env.arena import agent_names, run_tournament
 from bergen_env.rules import Rules
 
 DEFAULT_PAIRS = (
@@ -49,8 +50,10 @@ def main(argv: list[str] | None = None) -> int:
     rows = []
     for first, second in args.pairs or DEFAULT_PAIRS:
         start = time.perf_counter()
+        copies = 1 if args.partnerships else args.players - 1
+        lineup = [first, *[second] * copies]
         result = run_tournament(
-            [first, second],
+            lineup,
             rules,
             matches=args.matches,
             seed=args.seed,
@@ -58,7 +61,7 @@ def main(argv: list[str] | None = None) -> int:
             progress=True,
         )
         elapsed = time.perf_counter() - start
-        stats = result.agents[first]
+        stats = result.agents[agent_names(lineup)[0]]
         lo, hi = stats.ci95
         rows.append(
             f"| {first} | {second} | {stats.matches} | {stats.match_win_rate:.3f} "

@@ -32,6 +32,7 @@ AGENT_SPECS = [
     "search:samples=4",
     "search:samples=3,rollout=random",
     "search:samples=3,rollout=greedy",
+    "search:samples=2,rollout=heuristic",
     "search:samples=4,belief=1,candidates=3,temperature=0.2",
 ]
 SEATINGS = [(2, False), (3, False), (4, False), (4, True)]
@@ -535,19 +536,23 @@ class _StopAtFirstMove(BergenState):
 
 def _first_rollout_move(s: BergenState, rollout: str) -> int:
     """The first action the ``rollout`` policy of search takes from ``s`` (on a clone)."""
-    from bergen_env.agents.search import greedy_rollout
+    from bergen_env.agents.search import greedy_rollout, heuristic_rollout
 
     c = s.clone()
     c.__class__ = _StopAtFirstMove
     with pytest.raises(_FirstMove) as taken:
-        greedy_rollout(c, c.hand_number, clairvoyant=rollout == "greedy")
+        if rollout == "heuristic":
+            heuristic_rollout(c, c.hand_number, HeuristicAgent())
+        else:
+            greedy_rollout(c, c.hand_number, clairvoyant=rollout == "greedy")
     return taken.value.args[0]
 
 
 @pytest.mark.parametrize("preset", PRESETS)
 def test_public_rollout_ignores_hidden_tiles(preset: str) -> None:
-    """Re-dealing the tiles hidden from the player on turn never changes the public rollout's
-    move; the greedy (clairvoyant) rollout's move does change for some positions (it reads them)."""
+    """Re-dealing the tiles hidden from the player on turn never changes the public or heuristic
+    rollout's move (the latter is the heuristic agent's choice); the greedy (clairvoyant)
+    rollout's move does change for some positions (it reads them)."""
     rules = Rules.preset(preset)
     rng = np.random.default_rng(5)
     clairvoyant_changed = 0
@@ -556,5 +561,7 @@ def test_public_rollout_ignores_hidden_tiles(preset: str) -> None:
         sampler = HiddenTileSampler(view)
         deals = [BergenState.from_view(view, *sampler.sample(rng), rng) for _ in range(6)]
         assert len({_first_rollout_move(d, "public") for d in deals}) == 1
+        heuristic = {_first_rollout_move(d, "heuristic") for d in deals}
+        assert heuristic == {HeuristicAgent().act(None, None, view)}
         clairvoyant_changed += len({_first_rollout_move(d, "greedy") for d in deals}) > 1
     assert clairvoyant_changed > 0

@@ -1,4 +1,4 @@
-"""The match-win table of search leaves: shape, symmetry, monotony, and agreement with play."""
+"""The match-win table of search leaves: shape, symmetry, monotony, agreement with play."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import pytest
 
 from bergen_env.agents import SearchAgent, make_agent
 from bergen_env.agents.heuristic import HeuristicAgent
-from bergen_env.agents.match_value import hand_events, win_table
+from bergen_env.agents.match_value import MAX_STATES, hand_events, table_states, win_table
 from bergen_env.agents.search import WIN_VALUE
 from bergen_env.engine import BergenState
 from bergen_env.rules import PRESETS, Rules
@@ -83,24 +83,52 @@ def test_table_is_reproducible() -> None:
     np.testing.assert_array_equal(win_table(rules).table, first)
 
 
-def test_more_than_two_sides_is_an_error() -> None:
-    with pytest.raises(ValueError, match="two sides"):
-        win_table(Rules.preset("standard", num_players=3))
+@pytest.mark.parametrize("players", [3, 4])
+def test_three_and_four_side_tables(players: int) -> None:
+    """Individual standard play: one probability per side that sums to 1 over the sides."""
+    rules = Rules.preset("standard", num_players=players)
+    w = win_table(rules)
+    t = w.table
+    assert t.shape == (rules.target,) * players
+    assert np.all((t >= 0) & (t <= 1))
+    # Side k's chance at a score combination is the table read from its seat on (turn order).
+    total = sum(np.moveaxis(t, range(players), np.roll(range(players), k)) for k in range(players))
+    np.testing.assert_allclose(total, 1.0, atol=1e-6)
+    assert w(0, *[0] * (players - 1)) == pytest.approx(1 / players)
+    assert np.all(np.diff(t, axis=0) >= -1e-9)  # own points never hurt
+    assert np.all(np.diff(t, axis=1) <= 1e-9)  # the next side's points never help
+    assert w(rules.target - 1, *[0] * (players - 1)) > 0.9
+    with pytest.raises(ValueError, match=f"{players} sides"):
+        w(0, 0)
+
+
+def test_too_many_score_combinations_is_an_error() -> None:
+    rules = Rules.preset("traditional", num_players=3)  # scores -15..14 for 3 sides
+    assert table_states(rules) == 30**3 > MAX_STATES
+    with pytest.raises(ValueError, match="27000 score combinations"):
+        win_table(rules)
 
 
 @pytest.mark.parametrize("players", [3, 4])
-def test_search_value_win_needs_two_sides(players: int) -> None:
-    rules = Rules.preset("standard", num_players=players)
+def test_search_value_win_needs_a_table(players: int) -> None:
+    rules = Rules.preset("traditional", num_players=players)
     agent = make_agent("search:value=win")
-    with pytest.raises(ValueError, match="value='win' needs two sides"):
+    with pytest.raises(ValueError, match="value='win' needs a match-win table"):
         agent.reset(rules, 0, np.random.default_rng(0))
     for spec in ("search", "search:value=margin"):  # auto falls back to the margin
-        make_agent(spec).reset(rules, 0, np.random.default_rng(0))
+        agent = make_agent(spec)
+        agent.reset(rules, 0, np.random.default_rng(0))
+        assert agent._win_table(rules) is None
+    standard = Rules.preset("standard", num_players=players)
+    for spec in ("search", "search:value=win"):
+        agent = make_agent(spec)
+        agent.reset(standard, 0, np.random.default_rng(0))
+        assert agent._win_table(standard) is win_table(standard)
 
 
-def _hand_end_position() -> BergenState:
-    """Standard 2p, player_1 to move with one tile left that goes out without a header."""
-    rules = Rules.preset("standard")
+def _hand_end_position(players: int = 2) -> BergenState:
+    """Standard, a player to move with one tile left that goes out without a header."""
+    rules = Rules.preset("standard", num_players=players)
     for seed in range(10_000):
         s = BergenState(rules, seed=seed)
         rng = np.random.default_rng(seed)
@@ -115,22 +143,24 @@ def _hand_end_position() -> BergenState:
     raise AssertionError("no position found")
 
 
+@pytest.mark.parametrize("players", [2, 3])
 @pytest.mark.parametrize("value", ["auto", "win", "margin"])
-def test_leaf_value_of_a_hand_end(value: str) -> None:
+def test_leaf_value_of_a_hand_end(value: str, players: int) -> None:
     """A play that ends the hand (not the match) is worth the table's chance or the margin."""
-    s = _hand_end_position()
+    s = _hand_end_position(players)
     p = s.current_player
     agent = SearchAgent(samples=1, value=value)
     agent.reset(s.rules, p, np.random.default_rng(0))
     legal = s.legal_actions()
     after = s.clone()
     after._apply(legal[0])
-    own, other = after.scores[p], after.scores[1 - p]
+    own = after.scores[p]
+    others = [after.scores[(p + k) % players] for k in range(1, players)]  # in turn order
     (got,) = agent.playout_values(s, legal)
     if value == "margin":
-        assert got == own - other
+        assert got == own - max(others)
     else:
-        w = win_table(s.rules)(own, other)
+        w = win_table(s.rules)(own, *others)
         assert got == pytest.approx(WIN_VALUE * s.rules.target * (2 * w - 1))
 
 

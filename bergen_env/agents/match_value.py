@@ -1,4 +1,4 @@
-"""What a score line is worth: the chance to win the match from it, for two sides.
+"""What a score line is worth: the chance to win the match from it.
 
 A point is not worth the same everywhere: at 13-12 to 15 in standard Bergen a header makes 14-12
 (capped to 1 point) and the leader's chance rises from about 0.52 to 0.76, while at 0-0 the same
@@ -8,12 +8,14 @@ a match badly; :func:`win_table` gives it the match-win probability instead.
 The table is estimated once per rule set (and cached per process): ``HANDS`` fresh hands are
 played by the heuristic agent in every seat and recorded as their scoring events in order
 (headers before end caps, then the domino/blocked points and leftover penalties of the hand's end).
-Replaying those events from every score pair, with end caps applied and the match ending the
-moment a side reaches the target, gives the transition of each score pair over one hand; each
-hand is used twice, once with the sides swapped, so the table is symmetric. The probabilities
-then follow by value iteration (hands that score nothing, or lower scores under leftover
-penalties, make the chain cyclic). Scores below ``-target`` are counted as ``-target``.
-Only two sides (two players, or four in partnerships) are covered.
+Replaying those events from every combination of the sides' scores, with end caps applied and
+the match ending the moment a side reaches the target, gives the transition of each score
+combination over one hand; each hand is used once per rotation of the sides (turn order kept:
+with two sides, once as played and once mirrored), so no side is favoured. The probabilities then
+follow by value iteration over the sparse transitions (hands that score nothing, or lower scores
+under leftover penalties, make the chain cyclic). Scores below ``-target`` are counted as
+``-target``. Any number of sides is covered up to ``MAX_STATES`` score combinations (two sides
+under every preset; three or four individual players under the standard preset).
 """
 
 from __future__ import annotations
@@ -35,6 +37,10 @@ SEED = 20261129
 #: Value iteration stops when no probability moves by more than this.
 TOLERANCE = 1e-9
 MAX_ITERATIONS = 10_000
+#: Tables with more score combinations are not built (search's ``value=auto`` uses the margin).
+MAX_STATES = 20_000
+#: Sampled hands whose transitions are merged at a time (bounds the memory of the build).
+CHUNK = 200
 
 #: One scoring event: (side, points, is_header). Header points are before end caps.
 Event = tuple[int, int, bool]
@@ -42,16 +48,32 @@ Event = tuple[int, int, bool]
 
 @dataclass(frozen=True)
 class WinTable:
-    """``table[a - low, b - low]``: the chance that a side with score ``a`` beats the side with
-    ``b``, both below the target, at the start of a hand."""
+    """``table[a - low, b - low, ...]``: the chance that the side with score ``a`` wins the match
+    against the sides with ``b, ...`` (the sides after it in turn order), every score below the
+    target, at the start of a hand."""
 
     low: int
     target: int
     table: np.ndarray
 
-    def __call__(self, own: int, other: int) -> float:
+    def __call__(self, own: int, *others: int) -> float:
+        if len(others) != self.table.ndim - 1:
+            raise ValueError(
+                f"this table has {self.table.ndim} sides: give the own score and "
+                f"{self.table.ndim - 1} other score(s), got {len(others)}"
+            )
         low = self.low
-        return float(self.table[max(own, low) - low, max(other, low) - low])
+        return float(self.table[(max(own, low) - low, *(max(x, low) - low for x in others))])
+
+
+def table_low(rules: Rules) -> int:
+    """The lowest score a table of ``rules`` tells apart (below zero under leftover penalties)."""
+    return -rules.target if rules.leftover_penalty else 0
+
+
+def table_states(rules: Rules) -> int:
+    """The score combinations of the table of ``rules`` (it is built up to ``MAX_STATES``)."""
+    return (rules.target - table_low(rules)) ** rules.num_sides
 
 
 def hand_events(state: BergenState) -> list[Event]:
@@ -81,10 +103,16 @@ def hand_events(state: BergenState) -> list[Event]:
 
 @lru_cache(maxsize=32)
 def win_table(rules: Rules) -> WinTable:
-    """The match-win table of a two-side rule set (see the module docstring)."""
-    if rules.num_sides != 2:
+    """The match-win table of a rule set (see the module docstring)."""
+    sides = rules.num_sides
+    target = rules.target
+    low = table_low(rules)
+    size = target - low
+    states = table_states(rules)
+    if states > MAX_STATES:
         raise ValueError(
-            f"win_table covers two sides only; these rules have {rules.num_sides} sides"
+            f"win_table: {sides} sides scoring {low}..{target - 1} make {states} score "
+            f"combinations, more than MAX_STATES={MAX_STATES}"
         )
     # Sampled at the score 0-0 of a target no side can reach: no end caps, no match end.
     free = rules.replace(target=10_000)
@@ -92,24 +120,20 @@ def win_table(rules: Rules) -> WinTable:
     samples: list[list[Event]] = []
     for _ in range(HANDS):
         events = hand_events(BergenState(free, seed=rng))
-        samples.append(events)
-        samples.append([(1 - side, points, header) for side, points, header in events])
-    target = rules.target
-    low = -target if rules.leftover_penalty else 0
-    size = target - low
-    grid_a, grid_b = np.meshgrid(np.arange(low, target), np.arange(low, target), indexing="ij")
-    grid_a, grid_b = grid_a.ravel(), grid_b.ravel()
-    states = size * size
+        for shift in range(sides):
+            samples.append([((side + shift) % sides, points, h) for side, points, h in events])
+    start = np.indices((size,) * sides).reshape(sides, -1) + low
     # A header's value after end caps, by its raw points and the need (which matters up to 4).
     capped = {
         points: np.array([cap_header(points, need, rules.end_caps) for need in range(5)])
         for points in {points for events in samples for _, points, header in events if header}
     }
-    origin = np.arange(states)
-    transitions = np.zeros(states * states)  # row: from, column: to (summed over hands)
-    wins = np.zeros(states)  # hands in which side A (the row's first score) wins the match
-    for events in samples:
-        scores = [grid_a.copy(), grid_b.copy()]
+    origin = np.arange(states, dtype=np.int64)
+    wins = np.zeros(states)  # hands in which side 0 (the first score) wins the match
+    merged: list[tuple[np.ndarray, np.ndarray]] = []  # (from * states + to, hands) per chunk
+    codes: list[np.ndarray] = []
+    for k, events in enumerate(samples):
+        scores = [row.copy() for row in start]
         winner = np.full(states, -1)
         for side, points, header in events:
             own = scores[side]
@@ -119,15 +143,23 @@ def win_table(rules: Rules) -> WinTable:
             winner[open_ & (own >= target)] = side
         wins += winner == 0
         going = winner < 0
-        nxt = (np.maximum(scores[0], low) - low) * size + np.maximum(scores[1], low) - low
-        np.add.at(transitions, origin[going] * states + nxt[going], 1.0)
-    transitions = transitions.reshape(states, states) / len(samples)
+        nxt = np.ravel_multi_index(
+            tuple(np.maximum(row[going], low) - low for row in scores), (size,) * sides
+        )
+        codes.append(origin[going] * states + nxt)
+        if len(codes) == CHUNK or k == len(samples) - 1:
+            merged.append(np.unique(np.concatenate(codes), return_counts=True))
+            codes = []
+    pairs, inverse = np.unique(np.concatenate([c for c, _ in merged]), return_inverse=True)
+    hands = np.bincount(inverse, weights=np.concatenate([n for _, n in merged]))
+    rows, cols = pairs // states, pairs % states
+    probs = hands / len(samples)
     wins /= len(samples)
-    value = np.full(states, 0.5)
+    value = np.full(states, 1.0 / sides)
     for _ in range(MAX_ITERATIONS):
-        new = wins + transitions @ value
+        new = wins + np.bincount(rows, weights=probs * value[cols], minlength=states)
         if np.max(np.abs(new - value)) < TOLERANCE:
             value = new
             break
         value = new
-    return WinTable(low=low, target=target, table=value.reshape(size, size))
+    return WinTable(low=low, target=target, table=value.reshape((size,) * sides))
