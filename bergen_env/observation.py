@@ -32,6 +32,12 @@ The global state (``STATE_SIZE``), for centralized critics, uses absolute seats 
 adds every hand and the boneyard's contents (not its order): views ``hands`` (4 x 28),
 ``line``, ``boneyard_tiles``, ``left_end``, ``right_end``, ``end_doubles``, ``line_empty``,
 ``to_move``, ``seats``, ``hand_sizes``, ``voids``, ``boneyard``, ``scores``, ``need``.
+
+The hidden information of one observer (``HIDDEN_SIZE = 140``), for critics that may read what
+the observer's policy must not (asymmetric actor-critic): ``other_hands`` (the hands of relative
+seats 1, 2, 3; 3 x 28 tile counts), ``boneyard_tiles`` (the undrawn tiles' counts, not their
+order) and ``next_draw`` (one-hot of the tile the next draw would give; all 0 when no tile may be
+drawn).
 """
 
 from __future__ import annotations
@@ -84,6 +90,13 @@ STATE_LAYOUT: tuple[tuple[str, int], ...] = (
 )
 
 
+HIDDEN_LAYOUT: tuple[tuple[str, int], ...] = (
+    ("other_hands", (MAX_SEATS - 1) * NUM_TILES),
+    ("boneyard_tiles", NUM_TILES),
+    ("next_draw", NUM_TILES),
+)
+
+
 def _offsets(layout: tuple[tuple[str, int], ...]) -> dict[str, slice]:
     out, start = {}, 0
     for name, size in layout:
@@ -94,8 +107,12 @@ def _offsets(layout: tuple[tuple[str, int], ...]) -> dict[str, slice]:
 
 OBS_SLICES = _offsets(OBS_LAYOUT)
 STATE_SLICES = _offsets(STATE_LAYOUT)
+HIDDEN_SLICES = _offsets(HIDDEN_LAYOUT)
 OBS_SIZE = sum(size for _, size in OBS_LAYOUT)
 STATE_SIZE = sum(size for _, size in STATE_LAYOUT)
+HIDDEN_SIZE = sum(size for _, size in HIDDEN_LAYOUT)
+_NEXT_DRAW = HIDDEN_SLICES["next_draw"].start
+_BONE_TILES = HIDDEN_SLICES["boneyard_tiles"].start
 _VOID_BITS = np.array([1 << n for n in range(NUM_NUMBERS)], dtype=np.int64)
 #: ``_VOID_ROWS[mask]``: the 7 flags of a 7-bit void mask, as bytes (one per number).
 _VOID_ROWS = tuple(
@@ -111,7 +128,13 @@ _VOIDS, _BONE, _SCORES, _NEED, _POINTS = (
 
 
 def obs_bounds(rules: Rules, layout: str = "obs") -> tuple[np.ndarray, np.ndarray]:
-    """Elementwise (low, high) of the observation or state under ``rules``."""
+    """Elementwise (low, high) of the observation, state or hidden array under ``rules``."""
+    if layout == "hidden":
+        high = np.full(HIDDEN_SIZE, rules.sets, dtype=np.float32)
+        high[HIDDEN_SLICES["next_draw"]] = 1.0
+        return np.zeros(HIDDEN_SIZE, dtype=np.float32), high
+    if layout not in ("obs", "state"):
+        raise ValueError(f"layout must be 'obs', 'state' or 'hidden', got {layout!r}")
     slices = OBS_SLICES if layout == "obs" else STATE_SLICES
     size = OBS_SIZE if layout == "obs" else STATE_SIZE
     low = np.zeros(size, dtype=np.float32)
@@ -248,6 +271,21 @@ class Encoder:
         v["to_move"][s.current_player] = 1.0
         self._scores(v["scores"], self._s_need, s, 0)
         return self.state_buf.copy()
+
+    def hidden(self, s: BergenState, seat: int) -> np.ndarray:
+        """What ``seat`` cannot see (a new array): the other hands by relative seat, the
+        boneyard's contents and its next drawable tile. For critics only, never for a policy."""
+        out = np.zeros(HIDDEN_SIZE, dtype=np.float32)
+        n = self.n
+        for k in range(1, n):
+            start = (k - 1) * NUM_TILES
+            out[start : start + NUM_TILES] = s.hands[(seat + k) % n]
+        pos = s.bone_pos
+        for t in s.boneyard[pos:]:
+            out[_BONE_TILES + t] += 1.0
+        if s.drawable:
+            out[_NEXT_DRAW + s.boneyard[pos]] = 1.0
+        return out
 
     def __getstate__(self) -> dict:
         return {"rules": self.rules}  # views into buffers are rebuilt, not copied

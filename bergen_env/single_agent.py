@@ -6,7 +6,7 @@ Class               ``bergen_env.single_agent.BergenSingleAgentEnv``
 Actions             Discrete(58); Discrete(65) with two sets (``rules="double_set"``)
 Observation         Box(240,) float32, the learner's view (``bergen_env.observation``)
 Action mask         ``env.action_masks()``: bool (A,), the learner's legal actions
-Rewards             ``"match"``: +1 / -1/(sides-1) at the end; ``"points"``, ``"shaped"``
+Rewards             ``"match"``: +1 / -1/(sides-1) at the end; ``"points"``, ``"shaped"``, ``"win"``
 Episode             one whole match (truncated after ``max_hands`` hands)
 ==================  ==============================================================
 
@@ -29,12 +29,21 @@ mean change of the other sides, summed over the learner's move and the opponents
 first step's reward includes the changes before the learner's first decision, so an episode's
 rewards sum to the final score difference); ``"shaped"`` (the ``"points"`` reward divided by
 the target, plus the ``"match"`` reward when the match ends: a dense signal for training whose
-sum is the match result plus the final score difference over the target).
+sum is the match result plus the final score difference over the target); ``"win"`` (the change
+of the learner's side's chance to win the match, read from the match-win table of
+:func:`bergen_env.agents.match_value.win_table` after every learner step, scaled by
+``sides / (sides - 1)``: a dense signal whose undiscounted sum is exactly the ``"match"`` reward,
+and which values points by what they do for the match, not the margin; rule sets with more than
+``MAX_STATES`` score combinations have no table and are refused).
 ``max_hands``: a match still running after this many hands is truncated (reward 0 in
 ``"match"`` mode). ``illegal_action``: ``"raise"`` (default: an ``IllegalActionError`` naming
 the action and the legal ones) or ``"lose"`` (the episode ends as a lost match, reward -1, and
 ``info["illegal_action"]`` holds the action; like PettingZoo's ``TerminateIllegalWrapper``).
-``render_mode``: ``"ansi"``.
+``render_mode``: ``"ansi"``. ``privileged``: append what the learner cannot see to its
+observation, ``Box(240 + 140,)``: the observation, then
+:meth:`~bergen_env.observation.Encoder.hidden` (the other hands by relative seat, the boneyard's
+contents and its next tile). For asymmetric actor-critic training, whose critic reads it and whose
+policy must read only the first ``OBS_SIZE`` entries (``training.oracle_critic``); off by default.
 
 ``action_space.sample()`` without a mask draws a legal action of the current position (its
 pickled form is a plain ``Discrete``). Gymnasium's ``check_env`` samples one action *before* a
@@ -65,13 +74,14 @@ from gymnasium import spaces
 
 from bergen_env.actions import action_str, check_action_id
 from bergen_env.agents.base import Agent, make_agent
+from bergen_env.agents.match_value import WinTable, win_table
 from bergen_env.engine import BergenState
 from bergen_env.errors import GameOverError, IllegalActionError, InvalidOptionError
-from bergen_env.observation import OBS_SIZE, Encoder, obs_bounds
+from bergen_env.observation import Encoder, obs_bounds
 from bergen_env.render import render_text
 from bergen_env.rules import Rules, make_rules
 
-REWARD_MODES = ("match", "points", "shaped")
+REWARD_MODES = ("match", "points", "shaped", "win")
 ILLEGAL_ACTION_MODES = ("raise", "lose")
 #: Redeals allowed when a match ends before the learner's first decision (tiny targets).
 _MAX_RESET_TRIES = 1000
@@ -96,6 +106,7 @@ class BergenSingleAgentEnv(gym.Env):
         max_hands: int | None = 2000,
         illegal_action: str = "raise",
         render_mode: str | None = None,
+        privileged: bool = False,
         **overrides: Any,
     ) -> None:
         self.rules = make_rules(
@@ -120,6 +131,14 @@ class BergenSingleAgentEnv(gym.Env):
                 f"option 'learner_seat' must be 'random' or a seat in 0..{n - 1}, "
                 f"got {learner_seat!r}"
             )
+        self._win_table: WinTable | None = None
+        if reward == "win":
+            try:
+                self._win_table = win_table(self.rules)
+            except ValueError as exc:
+                raise InvalidOptionError(
+                    f"option reward='win' needs a match-win table: {exc}"
+                ) from None
         if max_hands is not None and (
             isinstance(max_hands, bool) or not isinstance(max_hands, (int, np.integer))
         ):
@@ -128,6 +147,8 @@ class BergenSingleAgentEnv(gym.Env):
             )
         if max_hands is not None and max_hands < 1:
             raise InvalidOptionError(f"option 'max_hands' must be >= 1, got {max_hands!r}")
+        if not isinstance(privileged, (bool, np.bool_)):
+            raise InvalidOptionError(f"option 'privileged' must be a bool, got {privileged!r}")
         if render_mode is not None and render_mode not in self.metadata["render_modes"]:
             raise InvalidOptionError(
                 f"option 'render_mode' must be 'ansi' or None, got {render_mode!r}"
@@ -166,8 +187,12 @@ class BergenSingleAgentEnv(gym.Env):
         self.render_mode = render_mode
 
         num_actions = self.rules.num_actions
+        self.privileged = bool(privileged)
         low, high = obs_bounds(self.rules)
-        self.observation_space = spaces.Box(low=low, high=high, shape=(OBS_SIZE,), dtype=np.float32)
+        if self.privileged:
+            h_low, h_high = obs_bounds(self.rules, "hidden")
+            low, high = np.concatenate([low, h_low]), np.concatenate([high, h_high])
+        self.observation_space = spaces.Box(low=low, high=high, shape=low.shape, dtype=np.float32)
         self.action_space = LegalActionSpace(num_actions, self._sample_mask)
         self._encoder = Encoder(self.rules)
         self._mask = np.zeros(num_actions, dtype=np.int8)
@@ -219,6 +244,7 @@ class BergenSingleAgentEnv(gym.Env):
             )
         # "points": score changes before the learner's first decision count in its first reward
         self._last_scores = [0] * self.rules.num_sides
+        self._last_value = self._win_value([0] * self.rules.num_sides) if self._win_table else 0.0
         return self._observe(), self._make_info()
 
     def step(self, action: Any) -> tuple[np.ndarray, float, bool, bool, dict[str, Any]]:
@@ -240,7 +266,12 @@ class BergenSingleAgentEnv(gym.Env):
         self._advance()
         terminated = game.terminal
         truncated = not terminated and self._truncated()
-        if self.reward_mode != "match":
+        if self.reward_mode == "win":
+            value = self._win_value(game.scores)
+            sides = self.rules.num_sides
+            reward = (value - self._last_value) * sides / (sides - 1)
+            self._last_value = value
+        elif self.reward_mode != "match":
             reward = self._points_reward(self._last_scores)
             self._last_scores = game.scores[:]
             if self.reward_mode == "shaped":
@@ -345,7 +376,10 @@ class BergenSingleAgentEnv(gym.Env):
             game._apply(int(a))
 
     def _observe(self) -> np.ndarray:
-        return self._encoder.observe(self.game, self.seat)
+        obs = self._encoder.observe(self.game, self.seat)
+        if self.privileged:
+            return np.concatenate([obs, self._encoder.hidden(self.game, self.seat)])
+        return obs
 
     def _points_reward(self, before: list[int]) -> float:
         scores = self.game.scores
@@ -353,6 +387,14 @@ class BergenSingleAgentEnv(gym.Env):
         total = sum(scores) - sum(before)
         others = self.rules.num_sides - 1
         return own - (total - own) / others
+
+    def _win_value(self, scores: Sequence[int]) -> float:
+        """The learner's side's chance to win the match (its result once the match is over)."""
+        game, sides = self.game, self.rules.num_sides
+        if game.terminal:  # +1 / -1/(sides-1) / 0 mapped to 1 / 0 / 1/sides
+            return (game.returns()[self.seat] * (sides - 1) + 1.0) / sides
+        own = self._side
+        return self._win_table(scores[own], *(scores[(own + j) % sides] for j in range(1, sides)))
 
     def _make_info(self) -> dict[str, Any]:
         game = self.game

@@ -53,6 +53,8 @@ CONFIGS = [
     dict(num_players=2, rules="double_set", reward="points"),
     dict(num_players=2, auto_forced=False, lead="highest", domino_points=5, reward="shaped"),
     dict(num_players=3, rules="traditional", opponents=[FirstLegal(), lambda: FirstLegal()]),
+    dict(num_players=3, reward="win", opponents=["greedy"]),
+    dict(num_players=4, partnerships=True, rules="traditional", reward="win", learner_seat=3),
 ]
 
 
@@ -80,8 +82,42 @@ def test_episodes_end_with_match_result(kwargs: dict) -> None:
             assert total == result
         elif env.reward_mode == "points":  # own side's score minus the mean of the others'
             assert total == pytest.approx(diff)
+        elif env.reward_mode == "win":  # the match-win chance's changes add up to the result
+            assert total == pytest.approx(result, abs=1e-9)
         else:
             assert total == pytest.approx(result + diff / env.rules.target)
+
+
+@pytest.mark.parametrize("kwargs", [dict(num_players=2), dict(num_players=3)])
+def test_win_reward_is_the_change_of_the_match_win_chance(kwargs: dict) -> None:
+    from bergen_env.agents.match_value import win_table
+
+    env = BergenSingleAgentEnv(reward="win", opponents=["heuristic"], **kwargs)
+    table = win_table(env.rules)
+    sides = env.rules.num_sides
+    nonzero = 0
+    for seed in range(5):
+        env.reset(seed=seed)
+        side = env.rules.side_of[env.seat]
+
+        def chance(scores: tuple[int, ...]) -> float:
+            return table(*(scores[(side + j) % sides] for j in range(sides)))
+
+        before = chance((0,) * sides)  # the first step also holds the changes before it
+        while True:
+            _, reward, terminated, truncated, info = env.step(
+                int(np.flatnonzero(env.action_masks())[-1])
+            )
+            if terminated:
+                after = 1.0 if info["winner"] == side else 0.0
+            else:
+                after = chance(info["scores"])
+            assert reward == pytest.approx((after - before) * sides / (sides - 1))
+            nonzero += reward != 0.0 and not terminated
+            before = after
+            if terminated or truncated:
+                break
+    assert nonzero > 10  # scoring moves the chance during the match, not only at its end
 
 
 def test_loss_on_an_opponents_move_reaches_the_learner() -> None:
@@ -207,6 +243,7 @@ def test_illegal_opponent_action_names_the_agent() -> None:
         (dict(learner_seat=2), "learner_seat"),
         (dict(reward="score"), "reward"),
         (dict(max_hands=0), "max_hands"),
+        (dict(num_players=3, rules="traditional", reward="win"), "reward='win'.*27000"),
         (dict(illegal_action="ignore"), "illegal_action"),
         (dict(target=0), "target"),
     ],

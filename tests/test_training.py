@@ -16,6 +16,7 @@ pytest.importorskip("sb3_contrib")
 
 import bergen_env  # noqa: E402
 from bergen_env.agents.base import make_agent  # noqa: E402
+from bergen_env.observation import HIDDEN_SIZE, OBS_SIZE  # noqa: E402
 from bergen_env.rules import Rules  # noqa: E402
 from training.config import ConfigError, TrainConfig, load_config, schedule  # noqa: E402
 from training.policies import PolicyFileError, load_policy, read_metadata  # noqa: E402
@@ -251,3 +252,41 @@ def test_selfplay_partnership_training_runs(tmp_path: Path) -> None:
     snaps = sorted(p.name for p in (run / "snapshots").glob("snapshot_*.zip"))
     assert len(snaps) >= 3
     assert 0.0 <= out["final"]["random"]["win_rate"] <= 1.0
+
+
+def test_oracle_critic_run_trains_and_its_policy_acts_on_plain_observations(
+    tmp_path: Path,
+) -> None:
+    from training.oracle_critic import OracleCriticPolicy
+    from training.policies import load_model
+    from training.train import main
+
+    run = tmp_path / "oracle"
+    sets = [*TINY, "critic=oracle", "eval_opponents=[random]"]
+    out = main(
+        ["--config", "configs/quick.yaml", "--run-dir", str(run)]
+        + [x for s in sets for x in ("--set", s)]
+    )
+    assert out["timesteps"] == 512
+    model, meta = load_model(run / "final_model.zip")
+    assert isinstance(model.policy, OracleCriticPolicy)
+    assert model.observation_space.shape == (OBS_SIZE + HIDDEN_SIZE,)
+    assert meta["obs_size"] == OBS_SIZE
+    agent = load_policy(run / "final_model.zip")
+    env = bergen_env.env(num_players=2)
+    env.reset(seed=2)
+    agent.reset(env.unwrapped.rules, seat=1, rng=np.random.default_rng(0))
+    moves = 0
+    for name in env.agent_iter():
+        obs, _, terminated, truncated, _ = env.last()
+        if terminated or truncated:
+            action = None
+        elif name == "player_1":
+            assert obs["observation"].shape == (OBS_SIZE,)
+            action = agent.act(obs["observation"], obs["action_mask"], None)
+            assert obs["action_mask"][action] == 1
+            moves += 1
+        else:
+            action = int(np.flatnonzero(obs["action_mask"])[0])
+        env.step(action)
+    assert moves > 5

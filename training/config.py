@@ -58,7 +58,8 @@ class TrainConfig:
     """Single rule options overriding the preset, e.g. ``{lead: highest}``."""
     reward: str = "match"
     """``match`` (+1/-1 at the end), ``points`` (dense score difference) or ``shaped`` (score
-    difference / target each step plus the match result at the end)."""
+    difference / target each step plus the match result at the end) or ``win`` (the change of the
+    chance to win the match each step, from the match-win table; sums to the match result)."""
     auto_forced: bool = True
     """Play the learner's forced moves automatically."""
     max_hands: int = 500
@@ -120,6 +121,10 @@ class TrainConfig:
     """Hidden layers of the policy and value networks (separate networks)."""
     activation: str = "relu"
     """``relu`` or ``tanh``."""
+    critic: str = "obs"
+    """``obs`` (the value network reads the learner's observation) or ``oracle`` (it also reads
+    the hidden tiles: asymmetric actor-critic, ``training.oracle_critic``; the policy still reads
+    only the observation)."""
 
     # --- evaluation and checkpoints
     eval_opponents: list[str] = field(default_factory=lambda: ["random", "greedy"])
@@ -160,10 +165,12 @@ class TrainConfig:
                 raise bad(key, "must be a positive int")
         if self.vec_env not in ("subproc", "dummy"):
             raise bad("vec_env", "must be 'subproc' or 'dummy'")
-        if self.reward not in ("match", "points", "shaped"):
-            raise bad("reward", "must be 'match', 'points' or 'shaped'")
+        if self.reward not in ("match", "points", "shaped", "win"):
+            raise bad("reward", "must be 'match', 'points', 'shaped' or 'win'")
         if self.activation not in ("relu", "tanh"):
             raise bad("activation", "must be 'relu' or 'tanh'")
+        if self.critic not in ("obs", "oracle"):
+            raise bad("critic", "must be 'obs' or 'oracle'")
         if self.partner not in ("pool", "learner"):
             raise bad("partner", "must be 'pool' or 'learner'")
         if not 0.0 <= float(self.selfplay_prob) <= 1.0:
@@ -207,6 +214,7 @@ class TrainConfig:
             auto_forced=self.auto_forced,
             reward=self.reward,
             max_hands=self.max_hands,
+            privileged=self.critic == "oracle",
             **self.rule_overrides,
         )
 

@@ -5,7 +5,9 @@ every tool that takes agent strings, e.g. the arena) can use a saved policy.
 
 A policy file is an sb3-contrib ``MaskablePPO`` zip plus one extra member, ``bergen_policy.json``,
 with the rules and observation/action sizes it was trained for (:func:`save_policy` writes it).
-The agent acts deterministically: the most probable legal action.
+The agent acts deterministically: the most probable legal action. A model trained with
+``critic: oracle`` (:mod:`training.oracle_critic`) loads and acts the same way: its policy
+network reads the plain observation (only its critic, unused here, read the hidden tiles).
 
 Acting in the AEC env from user code::
 
@@ -46,8 +48,9 @@ from bergen_env.agents.base import (
     registered_agents,
 )
 from bergen_env.engine import PublicView
-from bergen_env.observation import OBS_SIZE
+from bergen_env.observation import HIDDEN_SIZE, OBS_SIZE
 from bergen_env.rules import Rules
+from training.oracle_critic import OracleCriticPolicy
 
 META_NAME = "bergen_policy.json"
 META_FORMAT = 1
@@ -104,7 +107,11 @@ def load_model(path: str | Path) -> tuple[MaskablePPO, dict[str, Any]]:
     except Exception as exc:  # SB3 raises many kinds on a damaged archive
         raise PolicyFileError(f"policy file {str(path)!r} is corrupted ({exc})") from None
     obs_shape = tuple(model.observation_space.shape or ())
-    if obs_shape != (OBS_SIZE,) or meta["obs_size"] != OBS_SIZE:
+    # an oracle-critic model is trained on observation + hidden tiles; its actor reads OBS_SIZE
+    expected = (
+        (OBS_SIZE + HIDDEN_SIZE,) if isinstance(model.policy, OracleCriticPolicy) else (OBS_SIZE,)
+    )
+    if obs_shape != expected or meta["obs_size"] != OBS_SIZE:
         raise PolicyFileError(
             f"policy file {str(path)!r} was trained on observations of shape {obs_shape} "
             f"(metadata obs_size={meta['obs_size']}), but bergen_env observations have "

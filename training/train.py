@@ -66,6 +66,7 @@ from training.config import (
     save_config,
     schedule,
 )
+from training.oracle_critic import OracleCriticPolicy
 from training.policies import PPOAgent, save_policy
 from training.selfplay import build_opponents, snapshot_path
 
@@ -333,7 +334,7 @@ def last_checkpoint(run_dir: Path) -> Path | None:
 def build_model(cfg: TrainConfig, env: VecEnv, run_dir: Path) -> MaskablePPO:
     activation = {"relu": torch.nn.ReLU, "tanh": torch.nn.Tanh}[cfg.activation]
     return MaskablePPO(
-        "MlpPolicy",
+        OracleCriticPolicy if cfg.critic == "oracle" else "MlpPolicy",
         env,
         learning_rate=schedule(cfg.learning_rate),
         n_steps=cfg.n_steps,
