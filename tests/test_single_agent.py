@@ -100,7 +100,7 @@ def test_win_reward_is_the_change_of_the_match_win_chance(kwargs: dict) -> None:
         env.reset(seed=seed)
         side = env.rules.side_of[env.seat]
 
-        def chance(scores: tuple[int, ...]) -> float:
+        def chance(scores: tuple[int, ...], side: int = side) -> float:
             return table(*(scores[(side + j) % sides] for j in range(sides)))
 
         before = chance((0,) * sides)  # the first step also holds the changes before it
