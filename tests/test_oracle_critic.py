@@ -147,10 +147,20 @@ def test_policy_reads_only_the_observation_and_critic_reads_the_hidden_tiles() -
     assert not torch.allclose(vx, vy)
 
 
-def test_policy_needs_the_privileged_observation() -> None:
+def test_policy_needs_the_privileged_observation_and_the_flatten_extractor() -> None:
+    from stable_baselines3.common.torch_layers import NatureCNN
+
     env = BergenSingleAgentEnv()
     with pytest.raises(ValueError, match="privileged=True"):
         OracleCriticPolicy(env.observation_space, env.action_space, lambda _: 1e-3)
+    priv = BergenSingleAgentEnv(privileged=True)
+    with pytest.raises(ValueError, match="FlattenExtractor only"):
+        OracleCriticPolicy(
+            priv.observation_space,
+            priv.action_space,
+            lambda _: 1e-3,
+            features_extractor_class=NatureCNN,
+        )
 
 
 def test_critic_config_key() -> None:

@@ -186,6 +186,30 @@ def test_unknown_config_key_names_file_and_key(tmp_path: Path) -> None:
         load_config(wrong)
 
 
+def test_env_options_fail_before_the_run_folder(tmp_path: Path) -> None:
+    from training.train import main
+
+    run = tmp_path / "never"
+    sets = ["num_players=3", "rules=traditional", "reward=win"]  # no win table for 3 sides
+    with pytest.raises(ConfigError, match=r"quick.yaml: option reward='win'.*27000"):
+        main(
+            ["--config", "configs/quick.yaml", "--run-dir", str(run)]
+            + [x for s in sets for x in ("--set", s)]
+        )
+    with pytest.raises(ConfigError, match=r"quick.yaml: .*'hand_size'"):
+        main(
+            [
+                "--config",
+                "configs/quick.yaml",
+                "--run-dir",
+                str(run),
+                "--set",
+                "rule_overrides={hand_size: 30}",
+            ]
+        )
+    assert not run.exists()
+
+
 @pytest.mark.parametrize(
     ("key", "value"),
     [

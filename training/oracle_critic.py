@@ -18,7 +18,7 @@ from typing import Any
 
 import torch
 from sb3_contrib.common.maskable.policies import MaskableActorCriticPolicy
-from stable_baselines3.common.torch_layers import MlpExtractor
+from stable_baselines3.common.torch_layers import FlattenExtractor, MlpExtractor
 from torch import nn
 
 from bergen_env.observation import HIDDEN_SIZE, OBS_SIZE
@@ -70,10 +70,11 @@ class OracleCriticPolicy(MaskableActorCriticPolicy):
                 f"OracleCriticPolicy needs observations of shape ({OBS_SIZE + HIDDEN_SIZE},) "
                 f"(an env built with privileged=True), got {shape}"
             )
-        if kwargs.get("features_extractor_class") not in (None,) and (
-            kwargs["features_extractor_class"].__name__ != "FlattenExtractor"
-        ):
-            raise ValueError("OracleCriticPolicy works with the default FlattenExtractor only")
+        extractor = kwargs.get("features_extractor_class", FlattenExtractor)
+        if extractor is not FlattenExtractor:
+            raise ValueError(
+                f"OracleCriticPolicy works with the default FlattenExtractor only, got {extractor}"
+            )
         super().__init__(observation_space, *args, **kwargs)
 
     def _build_mlp_extractor(self) -> None:

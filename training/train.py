@@ -390,8 +390,13 @@ def warm_start(
     )
 
 
-def check_agents(cfg: TrainConfig, source: str) -> None:
-    """Build every agent string of the config once, so a bad one fails before any work."""
+def check_config(cfg: TrainConfig, source: str) -> None:
+    """Build the env and every agent string of the config once, so a bad option fails before
+    any work (and not inside an env worker process)."""
+    try:
+        BergenSingleAgentEnv(opponents=["random"], **cfg.env_kwargs())
+    except ValueError as exc:  # InvalidOptionError included
+        raise ConfigError(f"{source}: {exc}") from None
     named = [("opponents", x) for x in cfg.opponents]
     named += [("eval_opponents", x) for x in cfg.eval_opponents]
     if cfg.imitation_teacher is not None:
@@ -411,13 +416,13 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     if args.resume is not None:
         run_dir = args.resume
         cfg = load_config(run_dir / "config.yaml", overrides)
-        check_agents(cfg, str(run_dir / "config.yaml"))
+        check_config(cfg, str(run_dir / "config.yaml"))
         ckpt = last_checkpoint(run_dir)
         if ckpt is None:
             sys.exit(f"--resume {run_dir}: no checkpoint in {run_dir / 'checkpoints'}")
     else:
         cfg = load_config(args.config, overrides)
-        check_agents(cfg, str(args.config))
+        check_config(cfg, str(args.config))
         stamp = time.strftime("%Y%m%d-%H%M%S")
         run_dir = args.run_dir or Path("runs") / f"{cfg.name}__{cfg.seed}__{stamp}"
         run_dir.mkdir(parents=True, exist_ok=True)
