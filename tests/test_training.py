@@ -48,6 +48,29 @@ def train(*args: str) -> subprocess.CompletedProcess:
     return out
 
 
+def play_aec_match(agent, seat: int, seed: int) -> int:
+    """One 2-player AEC match: ``agent`` in ``seat`` (on plain observations), random legal moves
+    in the other; every move of the agent is legal. Returns the agent's number of moves."""
+    env = bergen_env.env(num_players=2)
+    env.reset(seed=seed)
+    rng = np.random.default_rng(seed)
+    agent.reset(env.unwrapped.rules, seat=seat, rng=rng)
+    moves = 0
+    for name in env.agent_iter():
+        obs, _, terminated, truncated, _ = env.last()
+        if terminated or truncated:
+            action = None
+        elif name == f"player_{seat}":
+            assert obs["observation"].shape == (OBS_SIZE,)
+            action = agent.act(obs["observation"], obs["action_mask"], None)
+            assert obs["action_mask"][action] == 1
+            moves += 1
+        else:
+            action = int(rng.choice(np.flatnonzero(obs["action_mask"])))
+        env.step(action)
+    return moves
+
+
 @pytest.fixture(scope="module")
 def run_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     run = tmp_path_factory.mktemp("runs") / "quick_tiny"
@@ -105,23 +128,7 @@ def test_resume_continues_the_step_count(run_dir: Path, tmp_path: Path) -> None:
 def test_saved_policy_reloads_and_acts_in_the_aec_env(run_dir: Path, how: str) -> None:
     path = run_dir / "final_model.zip"
     agent = make_agent(f"ppo:{path}") if how == "make_agent" else load_policy(path)
-    env = bergen_env.env(num_players=2)
-    env.reset(seed=0)
-    rng = np.random.default_rng(0)
-    agent.reset(env.unwrapped.rules, seat=0, rng=rng)
-    moves = 0
-    for name in env.agent_iter():
-        obs, _, terminated, truncated, _ = env.last()
-        if terminated or truncated:
-            action = None
-        elif name == "player_0":
-            action = agent.act(obs["observation"], obs["action_mask"], None)
-            assert obs["action_mask"][action] == 1
-            moves += 1
-        else:
-            action = int(rng.choice(np.flatnonzero(obs["action_mask"])))
-        env.step(action)
-    assert moves > 5
+    assert play_aec_match(agent, seat=0, seed=0) > 5
     meta = read_metadata(path)
     assert Rules.from_dict(meta["rules"]) == Rules.preset("standard")
 
@@ -296,21 +303,4 @@ def test_oracle_critic_run_trains_and_its_policy_acts_on_plain_observations(
     assert isinstance(model.policy, OracleCriticPolicy)
     assert model.observation_space.shape == (OBS_SIZE + HIDDEN_SIZE,)
     assert meta["obs_size"] == OBS_SIZE
-    agent = load_policy(run / "final_model.zip")
-    env = bergen_env.env(num_players=2)
-    env.reset(seed=2)
-    agent.reset(env.unwrapped.rules, seat=1, rng=np.random.default_rng(0))
-    moves = 0
-    for name in env.agent_iter():
-        obs, _, terminated, truncated, _ = env.last()
-        if terminated or truncated:
-            action = None
-        elif name == "player_1":
-            assert obs["observation"].shape == (OBS_SIZE,)
-            action = agent.act(obs["observation"], obs["action_mask"], None)
-            assert obs["action_mask"][action] == 1
-            moves += 1
-        else:
-            action = int(np.flatnonzero(obs["action_mask"])[0])
-        env.step(action)
-    assert moves > 5
+    assert play_aec_match(load_policy(run / "final_model.zip"), seat=1, seed=2) > 5
