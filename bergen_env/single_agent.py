@@ -393,8 +393,7 @@ class BergenSingleAgentEnv(gym.Env):
         game, sides = self.game, self.rules.num_sides
         if game.terminal:  # +1 / -1/(sides-1) / 0 mapped to 1 / 0 / 1/sides
             return (game.returns()[self.seat] * (sides - 1) + 1.0) / sides
-        own = self._side
-        return self._win_table(scores[own], *(scores[(own + j) % sides] for j in range(1, sides)))
+        return self._win_table.of_side(scores, self._side)
 
     def _make_info(self) -> dict[str, Any]:
         game = self.game

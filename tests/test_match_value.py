@@ -100,6 +100,11 @@ def test_three_and_four_side_tables(players: int) -> None:
     assert w(rules.target - 1, *[0] * (players - 1)) > 0.9
     with pytest.raises(ValueError, match=f"{players} sides"):
         w(0, 0)
+    scores = [3, 7, 1, 5][:players]  # of_side reads the others in turn order after the side
+    for side in range(players):
+        rotated = [scores[(side + k) % players] for k in range(players)]
+        assert w.of_side(scores, side) == w(*rotated)
+    assert sum(w.of_side(scores, side) for side in range(players)) == pytest.approx(1.0, abs=1e-6)
 
 
 def test_too_many_score_combinations_is_an_error() -> None:

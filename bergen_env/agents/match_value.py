@@ -20,6 +20,7 @@ under every preset; three or four individual players under the standard preset).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -64,6 +65,11 @@ class WinTable:
             )
         low = self.low
         return float(self.table[(max(own, low) - low, *(max(x, low) - low for x in others))])
+
+    def of_side(self, scores: Sequence[int], side: int) -> float:
+        """The chance of ``side`` given every side's score (the others read in turn order)."""
+        n = len(scores)
+        return self(scores[side], *(scores[(side + k) % n] for k in range(1, n)))
 
 
 def table_low(rules: Rules) -> int:

@@ -295,7 +295,7 @@ class SearchAgent(Agent):
         rules = root.rules
         side = rules.side_of[root.current_player]
         win = WIN_VALUE * rules.target
-        others = [(side + k) % rules.num_sides for k in range(1, rules.num_sides)]  # turn order
+        others = [x for x in range(rules.num_sides) if x != side]
         hand = root.hand_number
         rollout = self.rollout
         table = self._win_table(rules)
@@ -313,9 +313,7 @@ class SearchAgent(Agent):
             if s.terminal:
                 out.append(win if s.winner == side else -win)
             elif table is not None:
-                scores = s.scores
-                chance = table(scores[side], *[scores[o] for o in others])
-                out.append(win * (2.0 * chance - 1.0))
+                out.append(win * (2.0 * table.of_side(s.scores, side) - 1.0))
             else:
                 scores = s.scores
                 out.append(scores[side] - max(scores[o] for o in others))
