@@ -49,8 +49,9 @@ def train(*args: str) -> subprocess.CompletedProcess:
 
 
 def play_aec_match(agent, seat: int, seed: int) -> int:
-    """One 2-player AEC match: ``agent`` in ``seat`` (on plain observations), random legal moves
-    in the other; every move of the agent is legal. Returns the agent's number of moves."""
+    """One 2-player AEC match: ``agent`` in ``seat`` (on plain observations and its seat's public
+    view), random legal moves in the other; every move of the agent is legal. Returns the agent's
+    number of moves."""
     env = bergen_env.env(num_players=2)
     env.reset(seed=seed)
     rng = np.random.default_rng(seed)
@@ -62,7 +63,8 @@ def play_aec_match(agent, seat: int, seed: int) -> int:
             action = None
         elif name == f"player_{seat}":
             assert obs["observation"].shape == (OBS_SIZE,)
-            action = agent.act(obs["observation"], obs["action_mask"], None)
+            view = env.unwrapped.public_view(name)  # (read by advice policies only)
+            action = agent.act(obs["observation"], obs["action_mask"], view)
             assert obs["action_mask"][action] == 1
             moves += 1
         else:
