@@ -44,10 +44,6 @@ observation, ``Box(240 + 140,)``: the observation, then
 :meth:`~bergen_env.observation.Encoder.hidden` (the other hands by relative seat, the boneyard's
 contents and its next tile). For asymmetric actor-critic training, whose critic reads it and whose
 policy must read only the first ``OBS_SIZE`` entries (``training.oracle_critic``); off by default.
-``advice``: append the heuristic's judgement of each legal play to the observation,
-``Box(240 + 195,)``: :class:`~bergen_env.agents.advice.Advisor` features (its score relative to
-its best play, the next opponent's expected header after the play, the chance that opponent is
-stuck), computed from the learner's public view only; off by default, not with ``privileged``.
 
 ``action_space.sample()`` without a mask draws a legal action of the current position (its
 pickled form is a plain ``Discrete``). Gymnasium's ``check_env`` samples one action *before* a
@@ -77,7 +73,6 @@ import numpy as np
 from gymnasium import spaces
 
 from bergen_env.actions import action_str, check_action_id
-from bergen_env.agents.advice import ADVICE_SIZE, Advisor
 from bergen_env.agents.base import Agent, make_agent
 from bergen_env.agents.match_value import WinTable, win_table
 from bergen_env.engine import BergenState
@@ -112,7 +107,6 @@ class BergenSingleAgentEnv(gym.Env):
         illegal_action: str = "raise",
         render_mode: str | None = None,
         privileged: bool = False,
-        advice: bool = False,
         **overrides: Any,
     ) -> None:
         self.rules = make_rules(
@@ -155,13 +149,6 @@ class BergenSingleAgentEnv(gym.Env):
             raise InvalidOptionError(f"option 'max_hands' must be >= 1, got {max_hands!r}")
         if not isinstance(privileged, (bool, np.bool_)):
             raise InvalidOptionError(f"option 'privileged' must be a bool, got {privileged!r}")
-        if not isinstance(advice, (bool, np.bool_)):
-            raise InvalidOptionError(f"option 'advice' must be a bool, got {advice!r}")
-        if advice and privileged:
-            raise InvalidOptionError(
-                "options 'advice' and 'privileged' cannot be combined (the oracle critic's actor "
-                "reads the plain observation only)"
-            )
         if render_mode is not None and render_mode not in self.metadata["render_modes"]:
             raise InvalidOptionError(
                 f"option 'render_mode' must be 'ansi' or None, got {render_mode!r}"
@@ -201,11 +188,7 @@ class BergenSingleAgentEnv(gym.Env):
 
         num_actions = self.rules.num_actions
         self.privileged = bool(privileged)
-        self._advisor = Advisor(self.rules) if advice else None
         low, high = obs_bounds(self.rules)
-        if advice:
-            low = np.concatenate([low, np.zeros(ADVICE_SIZE, dtype=np.float32)])
-            high = np.concatenate([high, np.ones(ADVICE_SIZE, dtype=np.float32)])
         if self.privileged:
             h_low, h_high = obs_bounds(self.rules, "hidden")
             low, high = np.concatenate([low, h_low]), np.concatenate([high, h_high])
@@ -393,12 +376,7 @@ class BergenSingleAgentEnv(gym.Env):
             game._apply(int(a))
 
     def _observe(self) -> np.ndarray:
-        game = self.game
-        obs = self._encoder.observe(game, self.seat)
-        if self._advisor is not None:
-            on_turn = not game.terminal and game.current_player == self.seat and not self._illegal
-            view = game.public_view(self.seat) if on_turn else None
-            return np.concatenate([obs, self._advisor.features(view)])
+        obs = self._encoder.observe(self.game, self.seat)
         if self.privileged:
             return np.concatenate([obs, self._encoder.hidden(self.game, self.seat)])
         return obs

@@ -49,9 +49,8 @@ def train(*args: str) -> subprocess.CompletedProcess:
 
 
 def play_aec_match(agent, seat: int, seed: int) -> int:
-    """One 2-player AEC match: ``agent`` in ``seat`` (on plain observations and its seat's public
-    view), random legal moves in the other; every move of the agent is legal. Returns the agent's
-    number of moves."""
+    """One 2-player AEC match: ``agent`` in ``seat`` (on plain observations), random legal moves
+    in the other; every move of the agent is legal. Returns the agent's number of moves."""
     env = bergen_env.env(num_players=2)
     env.reset(seed=seed)
     rng = np.random.default_rng(seed)
@@ -63,8 +62,7 @@ def play_aec_match(agent, seat: int, seed: int) -> int:
             action = None
         elif name == f"player_{seat}":
             assert obs["observation"].shape == (OBS_SIZE,)
-            view = env.unwrapped.public_view(name)  # (read by advice policies only)
-            action = agent.act(obs["observation"], obs["action_mask"], view)
+            action = agent.act(obs["observation"], obs["action_mask"], None)
             assert obs["action_mask"][action] == 1
             moves += 1
         else:
@@ -306,3 +304,13 @@ def test_oracle_critic_run_trains_and_its_policy_acts_on_plain_observations(
     assert model.observation_space.shape == (OBS_SIZE + HIDDEN_SIZE,)
     assert meta["obs_size"] == OBS_SIZE
     assert play_aec_match(load_policy(run / "final_model.zip"), seat=1, seed=2) > 5
+    # a file whose metadata disagrees: the error names the inputs an oracle-critic model reads
+    edited = tmp_path / "edited.zip"
+    with zipfile.ZipFile(run / "final_model.zip") as src, zipfile.ZipFile(edited, "w") as dst:
+        for item in src.namelist():
+            data = src.read(item)
+            if item == "bergen_policy.json":
+                data = json.dumps(json.loads(data) | {"obs_size": 250}).encode()
+            dst.writestr(item, data)
+    with pytest.raises(PolicyFileError, match=r"observation \+ hidden tiles has shape \(380,\)"):
+        load_model(edited)

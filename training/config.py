@@ -62,9 +62,6 @@ class TrainConfig:
     chance to win the match each step, from the match-win table; sums to the match result)."""
     auto_forced: bool = True
     """Play the learner's forced moves automatically."""
-    advice: bool = False
-    """Append the heuristic's judgement of each legal play to the observation
-    (:mod:`bergen_env.agents.advice`); not with ``critic: oracle``."""
     max_hands: int = 500
     """A match still running after this many hands is truncated."""
     opponents: list[str] = field(default_factory=lambda: ["random"])
@@ -218,7 +215,6 @@ class TrainConfig:
             reward=self.reward,
             max_hands=self.max_hands,
             privileged=self.critic == "oracle",
-            advice=self.advice,
             **self.rule_overrides,
         )
 

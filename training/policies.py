@@ -7,10 +7,7 @@ A policy file is an sb3-contrib ``MaskablePPO`` zip plus one extra member, ``ber
 with the rules and observation/action sizes it was trained for (:func:`save_policy` writes it).
 The agent acts deterministically: the most probable legal action. A model trained with
 ``critic: oracle`` (:mod:`training.oracle_critic`) loads and acts the same way: its policy
-network reads the plain observation (only its critic, unused here, read the hidden tiles). A
-model trained with ``advice: true`` reads the observation followed by the advice features of
-:mod:`bergen_env.agents.advice`; the agent computes them from the seat's public view, so its
-``act`` needs the view (``env.unwrapped.public_view(name)`` in the AEC env below).
+network reads the plain observation (only its critic, unused here, read the hidden tiles).
 
 Acting in the AEC env from user code::
 
@@ -27,8 +24,7 @@ Acting in the AEC env from user code::
         if terminated or truncated:
             action = None
         elif name == "player_0":
-            view = env.unwrapped.public_view(name)  # advice policies read it
-            action = agent.act(obs["observation"], obs["action_mask"], view)
+            action = agent.act(obs["observation"], obs["action_mask"], None)
         else:
             action = int(np.flatnonzero(obs["action_mask"])[0])
         env.step(action)
@@ -45,7 +41,6 @@ import numpy as np
 import torch
 from sb3_contrib import MaskablePPO
 
-from bergen_env.agents.advice import ADVICE_SIZE, Advisor
 from bergen_env.agents.base import (
     Agent,
     checked_legal_actions,
@@ -74,7 +69,6 @@ def save_policy(model: MaskablePPO, path: str | Path, rules: Rules, **extra: Any
     meta = {
         "format": META_FORMAT,
         "obs_size": OBS_SIZE,
-        "advice": uses_advice(model),
         "num_actions": rules.num_actions,
         "rules": rules.to_dict(),
         **extra,
@@ -105,12 +99,6 @@ def read_metadata(path: str | Path) -> dict[str, Any]:
     return meta
 
 
-def uses_advice(model: MaskablePPO) -> bool:
-    """Whether ``model`` reads the observation followed by the advice features."""
-    shape = tuple(model.observation_space.shape or ())
-    return shape == (OBS_SIZE + ADVICE_SIZE,) and not isinstance(model.policy, OracleCriticPolicy)
-
-
 def load_model(path: str | Path) -> tuple[MaskablePPO, dict[str, Any]]:
     """Load a policy file on CPU and check it against this package's observation size."""
     meta = read_metadata(path)
@@ -119,20 +107,16 @@ def load_model(path: str | Path) -> tuple[MaskablePPO, dict[str, Any]]:
     except Exception as exc:  # SB3 raises many kinds on a damaged archive
         raise PolicyFileError(f"policy file {str(path)!r} is corrupted ({exc})") from None
     obs_shape = tuple(model.observation_space.shape or ())
-    # an oracle-critic model is trained on observation + hidden tiles (its actor reads OBS_SIZE);
-    # an advice model on observation + advice features
-    advice = bool(meta.get("advice", False))
-    if isinstance(model.policy, OracleCriticPolicy):
-        expected, inputs = (OBS_SIZE + HIDDEN_SIZE,), "observation + hidden tiles"
-    elif advice:
-        expected, inputs = (OBS_SIZE + ADVICE_SIZE,), "observation + advice"
-    else:
-        expected, inputs = (OBS_SIZE,), "observation"
+    # an oracle-critic model is trained on observation + hidden tiles; its actor reads OBS_SIZE
+    expected = (
+        (OBS_SIZE + HIDDEN_SIZE,) if isinstance(model.policy, OracleCriticPolicy) else (OBS_SIZE,)
+    )
     if obs_shape != expected or meta["obs_size"] != OBS_SIZE:
+        inputs = "observation + hidden tiles" if expected != (OBS_SIZE,) else "observation"
         raise PolicyFileError(
             f"policy file {str(path)!r} was trained on inputs of shape {obs_shape} "
-            f"(metadata obs_size={meta['obs_size']}, advice={advice}), but this package's "
-            f"{inputs} has shape {expected}"
+            f"(metadata obs_size={meta['obs_size']}), but this package's {inputs} has shape "
+            f"{expected}"
         )
     if int(model.action_space.n) != meta["num_actions"]:
         raise PolicyFileError(
@@ -149,7 +133,7 @@ class PPOAgent(Agent):
     memory (used during training).
     """
 
-    needs_view = False  # acts from the observation and the mask only (advice models: True)
+    needs_view = False  # acts from the observation and the mask only
 
     def __init__(self, path: str | Path | None = None) -> None:
         if path is None:
@@ -174,10 +158,6 @@ class PPOAgent(Agent):
         #: The rules the policy was trained for.
         self.trained_rules = rules
         self.name = f"ppo:{self.path}"
-        #: Whether the policy reads advice features (computed here from the public view).
-        self.advice = uses_advice(model)
-        self.needs_view = self.advice
-        self._advisor: Advisor | None = None
 
     def __deepcopy__(self, memo: dict) -> PPOAgent:
         """A second seat for the same policy: shares the (read-only) model."""
@@ -192,8 +172,6 @@ class PPOAgent(Agent):
                 f"{rules.name!r} (sets={rules.sets}) have {rules.num_actions}"
             )
         super().reset(rules, seat, rng)
-        if self.advice and (self._advisor is None or self._advisor.rules != rules):
-            self._advisor = Advisor(rules)
 
     def act(self, observation: np.ndarray, action_mask: np.ndarray, view: PublicView | None) -> int:
         legal = checked_legal_actions(
@@ -209,15 +187,6 @@ class PPOAgent(Agent):
         )
         if len(legal) == 1:
             return int(legal[0])
-        if self.advice:
-            if view is None:
-                raise ValueError(
-                    f"agent {self.name!r} reads advice features: act() needs the seat's public "
-                    f"view (e.g. env.unwrapped.public_view(agent) in the AEC env)"
-                )
-            if self._advisor is None:
-                raise RuntimeError(f"agent {self.name!r}: call reset() before act()")
-            observation = np.concatenate([observation, self._advisor.features(view)])
         with torch.no_grad():
             obs = torch.as_tensor(observation, dtype=torch.float32).reshape(1, -1)
             policy = self.policy

@@ -48,7 +48,6 @@ import gymnasium as gym
 import numpy as np
 import torch
 from sb3_contrib import MaskablePPO
-from sb3_contrib.common.maskable.policies import MaskableActorCriticPolicy
 from stable_baselines3.common.callbacks import BaseCallback, CallbackList, CheckpointCallback
 from stable_baselines3.common.logger import CSVOutputFormat, Logger, TensorBoardOutputFormat
 from stable_baselines3.common.monitor import Monitor
@@ -59,7 +58,6 @@ import training.policies  # noqa: F401  (registers the "ppo" agent kind)
 from bergen_env.agents.base import make_agent
 from bergen_env.rules import Rules, make_rules
 from bergen_env.single_agent import BergenSingleAgentEnv
-from training.advice_policy import AdvicePolicy
 from training.config import (
     ConfigError,
     TrainConfig,
@@ -335,13 +333,8 @@ def last_checkpoint(run_dir: Path) -> Path | None:
 
 def build_model(cfg: TrainConfig, env: VecEnv, run_dir: Path) -> MaskablePPO:
     activation = {"relu": torch.nn.ReLU, "tanh": torch.nn.Tanh}[cfg.activation]
-    policy: type[MaskableActorCriticPolicy] | str = "MlpPolicy"
-    if cfg.critic == "oracle":
-        policy = OracleCriticPolicy
-    elif cfg.advice:
-        policy = AdvicePolicy
     return MaskablePPO(
-        policy,
+        OracleCriticPolicy if cfg.critic == "oracle" else "MlpPolicy",
         env,
         learning_rate=schedule(cfg.learning_rate),
         n_steps=cfg.n_steps,

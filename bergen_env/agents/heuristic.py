@@ -69,7 +69,7 @@ class HeuristicAgent(Agent):
             return plays[0]
         best, best_value = plays[0], -float("inf")
         for a in plays:
-            value = self.assess(view, a)[0]
+            value = self.evaluate(view, a)
             if value > best_value:
                 best, best_value = a, value
         return best
@@ -78,17 +78,10 @@ class HeuristicAgent(Agent):
 
     def evaluate(self, view: PublicView, action: int) -> float:
         """The score of a play (larger is better)."""
-        return self.assess(view, action)[0]
-
-    def assess(self, view: PublicView, action: int) -> tuple[float, float, float]:
-        """``(score, threat, stuck)`` of a play: its score (as :meth:`evaluate`), the next
-        opponent's expected header and domino points after it (a match they would win counts
-        ``MATCH_VALUE``) and the chance that opponent cannot play on the new ends (both 0 when
-        the next seat is on the player's side or the play wins or goes out)."""
         rules = view.rules
         out = play_outcome(view, action)
         if out.wins:
-            return MATCH_VALUE + out.points, 0.0, 0.0
+            return MATCH_VALUE + out.points
         value = float(out.points)
         counts = list(view.hand_counts)
         if action >= DOUBLE_PLAY:
@@ -99,21 +92,16 @@ class HeuristicAgent(Agent):
             counts[t] -= 1
         value += self._shed_value(view, tiles)
         if out.goes_out:
-            return value, 0.0, 0.0
+            return value
         n = rules.num_players
         side_of = rules.side_of
         ends, flags = out.ends, out.end_doubles
         fits = CONTAINS[ends[0]] | CONTAINS[ends[1]]
         nxt = (view.seat + 1) % n
-        threat = stuck = 0.0
         if side_of[nxt] != view.side:
-            header = self._header_threat(view, nxt, ends, flags)
-            domino = self._domino_threat(view, nxt, fits)
-            stuck = 1.0 - self._play_chance(view, nxt, fits)
-            value -= self.w_threat * header  # (this order keeps the scores' rounding)
-            value -= self.w_threat * domino
-            value += self.w_stuck * stuck
-            threat = header + domino
+            value -= self.w_threat * self._header_threat(view, nxt, ends, flags)
+            value -= self.w_threat * self._domino_threat(view, nxt, fits)
+            value += self.w_stuck * (1.0 - self._play_chance(view, nxt, fits))
         if rules.partnerships:
             mate = (view.seat + 2) % n
             if view.voids[mate] & (1 << ends[0]) and view.voids[mate] & (1 << ends[1]):
@@ -128,7 +116,7 @@ class HeuristicAgent(Agent):
                     own_fit += 1
         value += self.w_variety * numbers.bit_count()
         value += self.w_follow * min(own_fit, 2)
-        return value, threat, stuck
+        return value
 
     def _shed_value(self, view: PublicView, tiles: list[int]) -> float:
         """Worth of getting rid of these tiles under the blocked rule; larger near a block."""
