@@ -34,6 +34,7 @@ AGENT_SPECS = [
     "search:samples=3,rollout=greedy",
     "search:samples=2,rollout=heuristic",
     "search:samples=4,belief=1,candidates=3,temperature=0.2",
+    "search:samples=3,rollout=heuristic,belief=1,candidates=2",  # the strongest, made small
 ]
 SEATINGS = [(2, False), (3, False), (4, False), (4, True)]
 
