@@ -71,6 +71,14 @@ def play_aec_match(agent, seat: int, seed: int) -> int:
     return moves
 
 
+def rewrite_member(src: Path, dst: Path, name: str, change) -> None:
+    """Copy the zip ``src`` to ``dst``, member ``name``'s bytes replaced by ``change(bytes)``."""
+    with zipfile.ZipFile(src) as zin, zipfile.ZipFile(dst, "w") as zout:
+        for item in zin.namelist():
+            data = zin.read(item)
+            zout.writestr(item, change(data) if item == name else data)
+
+
 @pytest.fixture(scope="module")
 def run_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     run = tmp_path_factory.mktemp("runs") / "quick_tiny"
@@ -146,12 +154,7 @@ def test_policy_file_errors_name_the_file(run_dir: Path, tmp_path: Path) -> None
     with pytest.raises(PolicyFileError, match="truncated.zip"):
         load_policy(truncated)
     damaged = tmp_path / "damaged.zip"  # metadata intact, the model data replaced
-    with (
-        zipfile.ZipFile(run_dir / "final_model.zip") as src,
-        zipfile.ZipFile(damaged, "w") as dst,
-    ):
-        for item in src.namelist():
-            dst.writestr(item, b"garbage" if item == "policy.pth" else src.read(item))
+    rewrite_member(run_dir / "final_model.zip", damaged, "policy.pth", lambda _: b"garbage")
     with pytest.raises(PolicyFileError, match="damaged.zip.*corrupted"):
         load_policy(damaged)
 
@@ -306,11 +309,11 @@ def test_oracle_critic_run_trains_and_its_policy_acts_on_plain_observations(
     assert play_aec_match(load_policy(run / "final_model.zip"), seat=1, seed=2) > 5
     # a file whose metadata disagrees: the error names the inputs an oracle-critic model reads
     edited = tmp_path / "edited.zip"
-    with zipfile.ZipFile(run / "final_model.zip") as src, zipfile.ZipFile(edited, "w") as dst:
-        for item in src.namelist():
-            data = src.read(item)
-            if item == "bergen_policy.json":
-                data = json.dumps(json.loads(data) | {"obs_size": 250}).encode()
-            dst.writestr(item, data)
+    rewrite_member(
+        run / "final_model.zip",
+        edited,
+        "bergen_policy.json",
+        lambda data: json.dumps(json.loads(data) | {"obs_size": 250}).encode(),
+    )
     with pytest.raises(PolicyFileError, match=r"observation \+ hidden tiles has shape \(380,\)"):
         load_model(edited)

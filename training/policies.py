@@ -108,11 +108,11 @@ def load_model(path: str | Path) -> tuple[MaskablePPO, dict[str, Any]]:
         raise PolicyFileError(f"policy file {str(path)!r} is corrupted ({exc})") from None
     obs_shape = tuple(model.observation_space.shape or ())
     # an oracle-critic model is trained on observation + hidden tiles; its actor reads OBS_SIZE
-    expected = (
-        (OBS_SIZE + HIDDEN_SIZE,) if isinstance(model.policy, OracleCriticPolicy) else (OBS_SIZE,)
-    )
+    if isinstance(model.policy, OracleCriticPolicy):
+        expected, inputs = (OBS_SIZE + HIDDEN_SIZE,), "observation + hidden tiles"
+    else:
+        expected, inputs = (OBS_SIZE,), "observation"
     if obs_shape != expected or meta["obs_size"] != OBS_SIZE:
-        inputs = "observation + hidden tiles" if expected != (OBS_SIZE,) else "observation"
         raise PolicyFileError(
             f"policy file {str(path)!r} was trained on inputs of shape {obs_shape} "
             f"(metadata obs_size={meta['obs_size']}), but this package's {inputs} has shape "
