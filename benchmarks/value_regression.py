@@ -2,13 +2,19 @@
 
     python -m benchmarks.value_regression [--decisions 1000000] [--epochs 8] [--workers 2]
                                           [--seed 0] [--rollout heuristic] [--scale 20]
+                                          [--fit-to AGENT]
 
 The heuristic plays the learner seat of the 2-player training env of ``configs/standard_2p.yaml``
 (its opponents). At each real choice, every legal action is valued by one playout on a clone of the
-**true** state (every hand and the boneyard order) with search's playout policy and match-win leaf
-values, in units of a match: ``2 P(win) - 1``. A network of the shipped policy's shape is fitted
+**true** state (every hand and the boneyard order) with search's playouts (``--rollout``; the
+default: the heuristic plays every seat from its own view) and match-win leaf values, in units of
+a match: ``2 P(win) - 1``. A network of the shipped policy's shape is fitted
 to these values, centred per decision: a regression learns their mean given the observation,
 i.e. the action values PIMC estimates by sampling, under the real distribution of hidden tiles.
+
+With ``--fit-to search...`` the network is fitted instead to that agent's action values
+(``action_values``: PIMC's means over its sampled deals, from the public view; far less noisy,
+far costlier), and still scored on the exact-state playouts, as is that agent's own choice.
 
 On held-out matches (5%) it reports the mean centred value of the network's choice and of the
 heuristic's, and of a player that keeps the heuristic's choice unless the network predicts a gain
@@ -39,25 +45,29 @@ JOB_DECISIONS = 5000
 MARGINS = (0.0, 0.01, 0.02, 0.05, 0.1)
 
 
-def collect(job: tuple[TrainConfig, int, int, str]) -> tuple[np.ndarray, ...]:
+def collect(job: tuple[TrainConfig, int, int, str, str | None]) -> tuple[np.ndarray, ...]:
     """``decisions`` real choices of the heuristic (whole matches): observations, values (NaN off
-    the legal actions, centred later), the heuristic's actions and the number of matches."""
-    cfg, decisions, seed, rollout = job
+    the legal actions, centred later), the heuristic's actions, the number of matches, and the
+    ``fit_to`` agent's action values (NaN off the legal actions; no rows without ``fit_to``)."""
+    cfg, decisions, seed, rollout, fit_to = job
     torch.set_num_threads(1)
     opponents = build_opponents(cfg, rank=seed % 100_003, snapshot_dir=None)
     env = BergenSingleAgentEnv(opponents=opponents, learner_seat="random", **cfg.env_kwargs())
     teacher = make_agent("heuristic")
     valuer = SearchAgent(samples=1, rollout=rollout)
+    searcher = None if fit_to is None else make_agent(fit_to)
     rng = np.random.default_rng(seed)
     scale = WIN_VALUE * env.rules.target
     num_actions = int(env.action_space.n)
-    obs_rows, value_rows, actions = [], [], []
+    obs_rows, value_rows, actions, fit_rows = [], [], [], []
     matches = 0
     while len(actions) < decisions:
         matches += 1
         obs, _ = env.reset(seed=int(rng.integers(2**63)))
         teacher.reset(env.rules, env.seat, np.random.default_rng(int(rng.integers(2**63))))
         valuer.reset(env.rules, env.seat, np.random.default_rng(int(rng.integers(2**63))))
+        if searcher is not None:  # its own stream: the same decisions with or without it
+            searcher.reset(env.rules, env.seat, np.random.default_rng([seed, matches]))
         done = False
         while not done:
             view = env.game.public_view(env.seat)
@@ -69,9 +79,20 @@ def collect(job: tuple[TrainConfig, int, int, str]) -> tuple[np.ndarray, ...]:
                 obs_rows.append(obs)
                 value_rows.append(values)
                 actions.append(a)
+                if searcher is not None:
+                    means = searcher.action_values(view)
+                    fit = np.full(num_actions, np.nan, dtype=np.float32)
+                    fit[legal] = np.asarray([means[x] for x in legal]) / scale
+                    fit_rows.append(fit)
             obs, _, terminated, truncated, _ = env.step(a)
             done = terminated or truncated
-    return np.asarray(obs_rows), np.asarray(value_rows), np.asarray(actions), np.asarray(matches)
+    return (
+        np.asarray(obs_rows),
+        np.asarray(value_rows),
+        np.asarray(actions),
+        np.asarray(matches),
+        np.asarray(fit_rows, dtype=np.float32).reshape(-1, num_actions),
+    )
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -82,13 +103,23 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--rollout", default="heuristic", choices=ROLLOUTS)
     p.add_argument("--scale", type=float, default=20.0, help="logits per unit of value")
+    p.add_argument(
+        "--fit-to", default=None, help="fit to this agent's action values (e.g. search:samples=200)"
+    )
     args = p.parse_args(argv)
     if args.decisions < 2 * JOB_DECISIONS:
         p.error(f"--decisions must be >= {2 * JOB_DECISIONS}")
+    for name in ("epochs", "workers"):
+        if getattr(args, name) < 1:
+            p.error(f"--{name} must be >= 1")
+    if not args.scale > 0:
+        p.error("--scale must be > 0")
+    if args.fit_to is not None and not hasattr(make_agent(args.fit_to), "action_values"):
+        p.error(f"--fit-to {args.fit_to!r}: the agent has no action values (use search:...)")
     cfg = load_config(CONFIG, ["n_envs=1", "vec_env=dummy", f"seed={args.seed}"])
     n_jobs = -(-args.decisions // JOB_DECISIONS)
     seeds = np.random.SeedSequence(args.seed).generate_state(n_jobs).tolist()
-    jobs = [(cfg, JOB_DECISIONS, int(s), args.rollout) for s in seeds]
+    jobs = [(cfg, JOB_DECISIONS, int(s), args.rollout, args.fit_to) for s in seeds]
     t0 = time.time()
     parts = []
     with (
@@ -100,11 +131,16 @@ def main(argv: list[str] | None = None) -> int:
             bar.update(len(part[2]))
     obs, values, actions = (np.concatenate([part[i] for part in parts]) for i in range(3))
     matches = sum(int(part[3]) for part in parts)
+    fit_values = values if args.fit_to is None else np.concatenate([part[4] for part in parts])
     collect_s = time.time() - t0
 
     legal = ~np.isnan(values)
-    mean = np.where(legal, values, 0.0).sum(1, keepdims=True) / legal.sum(1, keepdims=True)
-    centred = np.where(legal, values - mean, 0.0).astype(np.float32)
+
+    def centre(v: np.ndarray) -> np.ndarray:
+        mean = np.where(legal, v, 0.0).sum(1, keepdims=True) / legal.sum(1, keepdims=True)
+        return np.where(legal, v - mean, 0.0).astype(np.float32)
+
+    centred, fit_target = centre(values), centre(fit_values)
     # hold out every 20th job: whole matches, so no hand is in both sets
     job = np.concatenate([np.full(len(part[2]), k) for k, part in enumerate(parts)])
     test, train = np.flatnonzero(job % 20 == 0), np.flatnonzero(job % 20 != 0)
@@ -113,7 +149,7 @@ def main(argv: list[str] | None = None) -> int:
     torch.manual_seed(args.seed)
     model = build_model(cfg, make_vec_env(cfg, None), Path("."))
     policy = model.policy
-    obs_t, legal_t, target_t = map(torch.as_tensor, (obs, legal, centred))
+    obs_t, legal_t, target_t = map(torch.as_tensor, (obs, legal, fit_target))
     n_legal = legal_t.sum(1).float()
 
     def centred_logits(idx: torch.Tensor) -> torch.Tensor:
@@ -155,6 +191,14 @@ def main(argv: list[str] | None = None) -> int:
         f"{q[rows, teacher].mean():.4f}, of the network's {q[rows, best].mean():.4f}, of the "
         f"best in hindsight {q.max(1).mean():.4f}"
     )
+    if args.fit_to is not None:
+        own = np.where(legal[test], fit_target[test], -np.inf).argmax(1)
+        diff = q[rows, own] - q[rows, teacher]
+        print(
+            f"fitted to {args.fit_to}'s action values (centred: standard deviation "
+            f"{fit_target[legal].std():.3f}); its own choice: gain over the heuristic "
+            f"{diff.mean():+.5f} ± {diff.std() / np.sqrt(len(diff)):.5f}"
+        )
     print(
         "\n| keep the heuristic's play unless the predicted gain is above | plays changed | "
         "gain over the heuristic (± s.e.) |\n|---|---|---|"
