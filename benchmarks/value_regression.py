@@ -59,6 +59,13 @@ def collect(job: tuple[TrainConfig, int, int, str, str | None]) -> tuple[np.ndar
     rng = np.random.default_rng(seed)
     scale = WIN_VALUE * env.rules.target
     num_actions = int(env.action_space.n)
+
+    def row(legal: list[int], values: list[float]) -> np.ndarray:
+        """Values of ``legal`` in match units, NaN off them."""
+        out = np.full(num_actions, np.nan, dtype=np.float32)
+        out[legal] = np.asarray(values) / scale
+        return out
+
     obs_rows, value_rows, actions, fit_rows = [], [], [], []
     matches = 0
     while len(actions) < decisions:
@@ -74,16 +81,12 @@ def collect(job: tuple[TrainConfig, int, int, str, str | None]) -> tuple[np.ndar
             legal = list(view.legal_actions)
             a = int(teacher.act(obs, env.action_masks().astype(np.int8), view))
             if len(legal) > 1:
-                values = np.full(num_actions, np.nan, dtype=np.float32)
-                values[legal] = np.asarray(valuer.playout_values(env.game, legal)) / scale
                 obs_rows.append(obs)
-                value_rows.append(values)
+                value_rows.append(row(legal, valuer.playout_values(env.game, legal)))
                 actions.append(a)
                 if searcher is not None:
                     means = searcher.action_values(view)
-                    fit = np.full(num_actions, np.nan, dtype=np.float32)
-                    fit[legal] = np.asarray([means[x] for x in legal]) / scale
-                    fit_rows.append(fit)
+                    fit_rows.append(row(legal, [means[x] for x in legal]))
             obs, _, terminated, truncated, _ = env.step(a)
             done = terminated or truncated
     return (
@@ -180,6 +183,12 @@ def main(argv: list[str] | None = None) -> int:
     rows = np.arange(len(test))
     teacher = actions[test]
     best = pred.argmax(1)
+
+    def gain(choice: np.ndarray) -> str:
+        """Mean held-out gain of ``choice`` over the heuristic's choice, ± its standard error."""
+        diff = q[rows, choice] - q[rows, teacher]
+        return f"{diff.mean():+.5f} ± {diff.std() / np.sqrt(len(diff)):.5f}"
+
     print(
         f"\n{len(actions)} real choices of the heuristic in {matches} matches "
         f"({len(actions) / matches:.1f} a match; {collect_s:.0f} s); centred values: standard "
@@ -193,24 +202,18 @@ def main(argv: list[str] | None = None) -> int:
     )
     if args.fit_to is not None:
         own = np.where(legal[test], fit_target[test], -np.inf).argmax(1)
-        diff = q[rows, own] - q[rows, teacher]
         print(
             f"fitted to {args.fit_to}'s action values (centred: standard deviation "
-            f"{fit_target[legal].std():.3f}); its own choice: gain over the heuristic "
-            f"{diff.mean():+.5f} ± {diff.std() / np.sqrt(len(diff)):.5f}"
+            f"{fit_target[legal].std():.3f}); its own choice: gain over the heuristic {gain(own)}"
         )
     print(
         "\n| keep the heuristic's play unless the predicted gain is above | plays changed | "
         "gain over the heuristic (± s.e.) |\n|---|---|---|"
     )
+    predicted = pred[rows, best] - pred[rows, teacher]
     for margin in MARGINS:
-        gain = pred[rows, best] - pred[rows, teacher]
-        choice = np.where(gain > margin, best, teacher)
-        diff = q[rows, choice] - q[rows, teacher]
-        print(
-            f"| {margin} | {np.mean(choice != teacher):.3f} | {diff.mean():+.5f} "
-            f"± {diff.std() / np.sqrt(len(diff)):.5f} |"
-        )
+        choice = np.where(predicted > margin, best, teacher)
+        print(f"| {margin} | {np.mean(choice != teacher):.3f} | {gain(choice)} |")
     return 0
 
 
