@@ -1,0 +1,218 @@
+"""The documentation holds: links resolve, the README's code runs, the config pages match the code.
+
+- Every relative link in ``README.md`` and ``docs/**/*.md`` points at a file or folder of the
+  repository, and a ``#anchor`` at a heading of the target page (GitHub's heading slugs).
+- Every ``python`` block of the README runs as written, in a fresh interpreter from the
+  repository root. A block preceded by the line ``<!-- no-test -->`` is skipped.
+- ``docs/configs.md`` documents exactly the YAML keys of ``TrainConfig`` and ``RLlibConfig``,
+  each with its default as it is in the code.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+ROOT = Path(__file__).resolve().parent.parent
+PAGES = sorted([ROOT / "README.md", *(ROOT / "docs").rglob("*.md")])
+NO_TEST = "<!-- no-test -->"
+
+_FENCE = re.compile(r"^(```|~~~)")
+_LINK = re.compile(r"(?<!!)\[(?:[^\[\]]|\[[^\]]*\])*\]\(([^()\s]+)(?:\s+\"[^\"]*\")?\)")
+_IMAGE = re.compile(r"!\[[^\]]*\]\(([^()\s]+)\)")
+
+
+def prose_lines(text: str) -> list[str]:
+    """The lines of a markdown text outside fenced code blocks, inline code removed."""
+    out, fenced = [], False
+    for line in text.splitlines():
+        if _FENCE.match(line.strip()):
+            fenced = not fenced
+            continue
+        if not fenced:
+            out.append(re.sub(r"`[^`]*`", "``", line))
+    return out
+
+
+def slug(heading: str) -> str:
+    """GitHub's anchor for a heading: lower case, punctuation dropped, spaces to hyphens."""
+    text = re.sub(r"\[([^\]]*)\]\([^)]*\)", r"\1", heading)  # a link keeps its text
+    text = text.strip().lower().replace("`", "")
+    text = re.sub(r"[^\w\- ]", "", text)
+    return text.replace(" ", "-")
+
+
+def anchors(path: Path) -> set[str]:
+    """Every heading anchor of a markdown page (repeated headings get -1, -2, ...)."""
+    seen: dict[str, int] = {}
+    out = set()
+    fenced = False
+    for line in path.read_text().splitlines():
+        if _FENCE.match(line.strip()):
+            fenced = not fenced
+            continue
+        m = None if fenced else re.match(r"^#{1,6}\s+(.*?)\s*#*\s*$", line)
+        if m:
+            base = slug(m.group(1))
+            n = seen.get(base, 0)
+            seen[base] = n + 1
+            out.add(base if n == 0 else f"{base}-{n}")
+    return out
+
+
+def links(path: Path) -> list[str]:
+    """The link targets of a page (inline links and images, outside code)."""
+    text = "\n".join(prose_lines(path.read_text()))
+    return _LINK.findall(text) + _IMAGE.findall(text)
+
+
+def relative_links() -> list[tuple[Path, str]]:
+    return [
+        (page, target)
+        for page in PAGES
+        for target in links(page)
+        if not re.match(r"^[a-z][a-z0-9+.-]*:", target)  # http:, https:, mailto:
+    ]
+
+
+def test_there_are_pages_and_links() -> None:
+    assert (ROOT / "docs" / "index.md") in PAGES
+    assert len(relative_links()) > 50
+
+
+@pytest.mark.parametrize(
+    ("page", "target"),
+    relative_links(),
+    ids=lambda x: str(x.relative_to(ROOT)) if isinstance(x, Path) else x,
+)
+def test_relative_link_resolves(page: Path, target: str) -> None:
+    file_part, _, anchor = target.partition("#")
+    dest = (page.parent / file_part).resolve() if file_part else page
+    assert dest.exists(), f"{page.relative_to(ROOT)}: link {target!r}: no such file {dest}"
+    assert ROOT in dest.parents or dest == ROOT, (
+        f"{page.relative_to(ROOT)}: {target!r} leaves the repository"
+    )
+    if anchor:
+        assert dest.suffix == ".md", f"{page.relative_to(ROOT)}: anchor on a non-markdown file"
+        assert anchor in anchors(dest), (
+            f"{page.relative_to(ROOT)}: link {target!r}: no heading with anchor #{anchor} in "
+            f"{dest.relative_to(ROOT)}"
+        )
+
+
+def test_slug_follows_github() -> None:
+    assert slug("Rules and options") == "rules-and-options"
+    assert slug("`TrainConfig`: the training keys") == "trainconfig-the-training-keys"
+    assert slug("6. Scoring during play (headers)") == "6-scoring-during-play-headers"
+    assert slug("Draw and Fives: `draw`, `fives`") == "draw-and-fives-draw-fives"
+
+
+# ---------------------------------------------------------------------- README snippets
+
+
+def readme_python_blocks() -> list[tuple[int, str, bool]]:
+    """``(line number, code, skipped)`` for every ```python block of the README."""
+    lines = (ROOT / "README.md").read_text().splitlines()
+    blocks, i = [], 0
+    while i < len(lines):
+        if lines[i].strip() == "```python":
+            start = i
+            j = i + 1
+            while lines[j].strip() != "```":
+                j += 1
+            before = next(
+                (lines[k].strip() for k in range(start - 1, -1, -1) if lines[k].strip()), ""
+            )
+            blocks.append((start + 1, "\n".join(lines[start + 1 : j]), before == NO_TEST))
+            i = j
+        i += 1
+    return blocks
+
+
+def test_readme_has_python_blocks() -> None:
+    blocks = readme_python_blocks()
+    assert len(blocks) >= 3
+    assert sum(skipped for _, _, skipped in blocks) <= 1, "keep untested README blocks few"
+
+
+@pytest.mark.parametrize(
+    ("line", "code", "skipped"),
+    readme_python_blocks(),
+    ids=lambda x: f"line{x}" if isinstance(x, int) else "",
+)
+def test_readme_python_block_runs(line: int, code: str, skipped: bool) -> None:
+    if skipped:
+        pytest.skip(f"README line {line} is marked {NO_TEST}")
+    proc = subprocess.run(
+        [sys.executable, "-c", code],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )
+    assert proc.returncode == 0, (
+        f"README.md line {line} failed:\n{code}\n--- stderr:\n{proc.stderr}"
+    )
+
+
+# ---------------------------------------------------------------------- the config schema
+
+
+def documented_keys(section: str) -> dict[str, str]:
+    """``{key: default}`` from the table under the heading ``section`` of docs/configs.md.
+
+    A row is ``| `key` | `default` | meaning |``; the table ends at the next heading.
+    """
+    text = (ROOT / "docs" / "configs.md").read_text().splitlines()
+    starts = [i for i, line in enumerate(text) if line.startswith("#") and section in line]
+    assert len(starts) == 1, f"docs/configs.md: one heading containing {section!r} expected"
+    rows: dict[str, str] = {}
+    for line in text[starts[0] + 1 :]:
+        if line.startswith("#"):
+            break
+        m = re.match(r"^\|\s*`([a-z_]+)`\s*\|\s*`(.*?)`\s*\|", line)
+        if m:
+            assert m.group(1) not in rows, f"docs/configs.md: key {m.group(1)!r} twice"
+            rows[m.group(1)] = m.group(2)
+    return rows
+
+
+def yaml_default(f: dataclasses.Field) -> str:
+    """A field's default as one line of YAML flow style (what a config file would hold)."""
+    value = f.default_factory() if f.default_factory is not dataclasses.MISSING else f.default
+    return (
+        yaml.safe_dump(value, default_flow_style=True, width=1000)
+        .strip()
+        .removesuffix("\n...")
+        .strip()
+    )
+
+
+@pytest.mark.parametrize(
+    ("module", "cls", "section"),
+    [
+        ("training.config", "TrainConfig", "`TrainConfig`"),
+        ("training.train_rllib", "RLlibConfig", "`RLlibConfig`"),
+    ],
+)
+def test_configs_page_documents_every_key(module: str, cls: str, section: str) -> None:
+    mod = __import__(module, fromlist=[cls])
+    fields = {f.name: f for f in dataclasses.fields(getattr(mod, cls))}
+    documented = documented_keys(section)
+    missing = sorted(set(fields) - set(documented))
+    extra = sorted(set(documented) - set(fields))
+    assert not missing, f"docs/configs.md lacks {cls} key(s) {missing}"
+    assert not extra, f"docs/configs.md documents key(s) {extra} that {cls} does not have"
+    for name, f in fields.items():
+        assert documented[name] == yaml_default(f), (
+            f"docs/configs.md: {cls}.{name} default is `{yaml_default(f)}` in the code, "
+            f"`{documented[name]}` in the docs"
+        )
