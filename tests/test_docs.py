@@ -145,7 +145,7 @@ def test_readme_has_python_blocks() -> None:
 @pytest.mark.parametrize(
     ("line", "code", "skipped"),
     readme_python_blocks(),
-    ids=lambda x: f"line{x}" if isinstance(x, int) else "",
+    ids=[f"README.md:{line}" for line, _, _ in readme_python_blocks()],
 )
 def test_readme_python_block_runs(line: int, code: str, skipped: bool) -> None:
     if skipped:
