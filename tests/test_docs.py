@@ -2,8 +2,9 @@
 
 - Every relative link in ``README.md`` and ``docs/**/*.md`` points at a file or folder of the
   repository, and a ``#anchor`` at a heading of the target page (GitHub's heading slugs).
-- Every ``python`` block of the README runs as written, in a fresh interpreter from the
-  repository root. A block preceded by the line ``<!-- no-test -->`` is skipped.
+- Every ``python`` block of the README and of ``docs/`` runs as written, from the repository
+  root (one interpreter per page, a fresh namespace per block). A block preceded by the line
+  ``<!-- no-test -->`` is skipped.
 - ``docs/configs.md`` documents exactly the YAML keys of ``TrainConfig`` and ``RLlibConfig``,
   each with its default as it is in the code.
 """
@@ -11,6 +12,7 @@
 from __future__ import annotations
 
 import dataclasses
+import json
 import os
 import re
 import subprocess
@@ -117,9 +119,9 @@ def test_slug_follows_github() -> None:
 # ---------------------------------------------------------------------- README snippets
 
 
-def readme_python_blocks() -> list[tuple[int, str, bool]]:
-    """``(line number, code, skipped)`` for every ```python block of the README."""
-    lines = (ROOT / "README.md").read_text().splitlines()
+def python_blocks(page: Path) -> list[tuple[int, str, bool]]:
+    """``(line number, code, skipped)`` for every ```python block of a page."""
+    lines = page.read_text().splitlines()
     blocks, i = [], 0
     while i < len(lines):
         if lines[i].strip() == "```python":
@@ -136,31 +138,48 @@ def readme_python_blocks() -> list[tuple[int, str, bool]]:
     return blocks
 
 
+#: Runs the blocks it reads from stdin (JSON), each in a fresh namespace; the first failure exits 1.
+_RUNNER = """
+import json, sys, traceback
+for name, code in json.load(sys.stdin):
+    try:
+        exec(compile(code, name, "exec"), {"__name__": "__main__"})
+    except BaseException:
+        print(f"{name} failed:\\n{code}\\n", file=sys.stderr)
+        traceback.print_exc()
+        sys.exit(1)
+"""
+
+PAGES_WITH_CODE = [page for page in PAGES if python_blocks(page)]
+
+
 def test_readme_has_python_blocks() -> None:
-    blocks = readme_python_blocks()
+    blocks = python_blocks(ROOT / "README.md")
     assert len(blocks) >= 3
     assert sum(skipped for _, _, skipped in blocks) <= 1, "keep untested README blocks few"
+    skipped = sum(skipped for page in PAGES for _, _, skipped in python_blocks(page))
+    assert skipped <= 3, "keep untested blocks in the docs few"
 
 
 @pytest.mark.parametrize(
-    ("line", "code", "skipped"),
-    readme_python_blocks(),
-    ids=[f"README.md:{line}" for line, _, _ in readme_python_blocks()],
+    "page", PAGES_WITH_CODE, ids=[str(p.relative_to(ROOT)) for p in PAGES_WITH_CODE]
 )
-def test_readme_python_block_runs(line: int, code: str, skipped: bool) -> None:
-    if skipped:
-        pytest.skip(f"README line {line} is marked {NO_TEST}")
+def test_python_blocks_run(page: Path) -> None:
+    """Every ```python block of the page runs as written, from the repository root."""
+    name = page.relative_to(ROOT)
+    todo = [(f"{name}:{line}", code) for line, code, skipped in python_blocks(page) if not skipped]
+    if not todo:
+        pytest.skip(f"every python block of {name} is marked {NO_TEST}")
     proc = subprocess.run(
-        [sys.executable, "-c", code],
+        [sys.executable, "-c", _RUNNER],
+        input=json.dumps(todo),
         cwd=ROOT,
         capture_output=True,
         text=True,
-        timeout=300,
+        timeout=600,
         env={**os.environ, "PYTHONPATH": str(ROOT)},
     )
-    assert proc.returncode == 0, (
-        f"README.md line {line} failed:\n{code}\n--- stderr:\n{proc.stderr}"
-    )
+    assert proc.returncode == 0, proc.stderr[-4000:]
 
 
 # ---------------------------------------------------------------------- the config schema
