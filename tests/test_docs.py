@@ -84,6 +84,11 @@ def relative_links() -> list[tuple[Path, str]]:
     ]
 
 
+def test_readme_is_a_short_front_door() -> None:
+    lines = (ROOT / "README.md").read_text().splitlines()
+    assert len(lines) <= 250, f"README.md has {len(lines)} lines; move detail into docs/"
+
+
 def test_there_are_pages_and_links() -> None:
     assert (ROOT / "docs" / "index.md") in PAGES
     assert len(relative_links()) > 50
