@@ -5,7 +5,8 @@ Import              ``gymnasium.make("bergen_env/Bergen-v0", opponents=["random"
 Class               ``bergen_env.single_agent.BergenSingleAgentEnv``
 Actions             Discrete(58); Discrete(65) with two sets (``rules="double_set"``)
 Observation         Box(240,) float32, the learner's view (``bergen_env.observation``)
-Action mask         ``env.action_masks()``: bool (A,), the learner's legal actions
+Action mask         ``info["action_mask"]``: int8 (A,) after ``reset`` and every ``step``;
+                    ``env.action_masks()``: bool (A,), the learner's legal actions
 Rewards             ``"match"``: +1 / -1/(sides-1) at the end; ``"points"``, ``"shaped"``, ``"win"``
 Episode             one whole match (truncated after ``max_hands`` hands)
 ==================  ==============================================================
@@ -53,6 +54,16 @@ Opponents are asked ``act(observation, action_mask, view)``; an agent class can 
 ``needs_observation = False`` and/or ``needs_view = False`` to receive ``None`` instead (the
 env then skips encoding that input, which is most of an opponent turn's cost). Their actions are
 checked with ``is_legal``; an illegal one raises ``IllegalActionError`` naming the agent.
+
+Masks in ``info`` and vector envs
+---------------------------------
+``info["action_mask"]`` holds the learner's legal actions while the episode runs, so
+``gymnasium.make_vec("bergen_env/Bergen-v0", num_envs=k)`` (sync or async) gives
+``infos["action_mask"]`` as a ``(k, A)`` int8 array. At the step that ends the episode
+(terminated, truncated or lost by an illegal action) it is all ones: no decision is left, and
+under Gymnasium's default autoreset the next step of that env only resets it and ignores the
+action, so any action is accepted (pgx's convention). A mask row is therefore never all zeros.
+``action_masks()`` (for sb3-contrib's ``MaskablePPO``) is all False once the episode is over.
 
 ``reset(options={"deals": [...]})`` passes scripted deals to the engine (see
 :func:`bergen_env.engine.validate_deal`). ``info`` holds ``scores`` (per side), ``seat`` (the
@@ -397,10 +408,24 @@ class BergenSingleAgentEnv(gym.Env):
 
     def _make_info(self) -> dict[str, Any]:
         game = self.game
-        info = {"scores": tuple(game.scores), "seat": self.seat, "hand": game.hand_number}
+        info = {
+            "scores": tuple(game.scores),
+            "seat": self.seat,
+            "hand": game.hand_number,
+            "action_mask": self._info_mask(),
+        }
         if game.terminal:
             info["winner"] = game.winner
         return info
+
+    def _info_mask(self) -> np.ndarray:
+        """``info["action_mask"]`` (a new int8 array): the learner's legal actions while the
+        episode runs; all ones once it has ended (no decision is left, and a vector env's next
+        step only resets this env and ignores the action), so it is never all zeros."""
+        game = self.game
+        if game.terminal or self._illegal or self._truncated():
+            return np.ones(self.rules.num_actions, dtype=np.int8)
+        return game.legal_mask()
 
 
 class LegalActionSpace(spaces.Discrete):
