@@ -93,7 +93,7 @@ class _UnwrappedAttribute:
     unwrapped env directly, for the wrappers that :func:`env` applies.
 
     PettingZoo's wrappers forward these reads through ``__getattr__``: a failed lookup and a
-    Python call per layer, read dozens of times per step (half of a wrapped step's time). This
+    Python call per layer, read dozens of times per step. This
     is a non-data descriptor, so an attribute set on the wrapper itself still shadows it, and
     before ``reset`` it defers to ``OrderEnforcingWrapper.__getattr__``, which raises.
     """

@@ -57,7 +57,7 @@ its illegal draws follow ``illegal_action``). Gymnasium's ``check_env`` samples 
 
 Opponents are asked ``act(observation, action_mask, view)``; an agent class can set
 ``needs_observation = False`` and/or ``needs_view = False`` to receive ``None`` instead (the
-env then skips encoding that input, which is most of an opponent turn's cost). Their actions are
+env then skips encoding that input). Their actions are
 checked with ``is_legal``; an illegal one raises ``IllegalActionError`` naming the agent.
 
 Masks in ``info`` and vector envs

@@ -19,8 +19,8 @@ passed; results then depend on the machine, so the default is None), ``rollout``
 ``"public"``: the fast policy of :func:`greedy_rollout` with every player deciding from what its
 own seat may know; ``"greedy"``: the same policy reading the determinization's hidden hands;
 ``"random"``: uniform legal moves; ``"heuristic"``: the heuristic agent makes every choice of the
-playout from the mover's own public view, a model of a strong player at about four times the
-cost per sample: 100 samples take 40 ms a real choice, 200 of ``"public"`` 21 ms).
+playout from the mover's own public view, a model of a strong player at several times the
+cost per sample; ``benchmarks/agents_speed.py`` measures each).
 ``value``: see above.
 ``belief=1`` (default 0) weighs deals by how well they explain the other seats' plays of this
 hand (:class:`~bergen_env.agents.belief.BeliefModel`, a softmax with ``temperature``, default
