@@ -262,7 +262,7 @@ def schedule(value: float | str) -> Callable[[float], float]:
 def _coerce(key: str, value: Any, source: str) -> Any:
     """Check an override's type against the field's default (ints may become floats)."""
     default = TrainConfig().__getattribute__(key) if key in FIELDS else None
-    if isinstance(default, bool) and not isinstance(value, bool):
+    if isinstance(default, bool) and not is_bool(value):
         raise ConfigError(f"{source}: key {key!r} must be true or false, got {value!r}")
     if isinstance(default, float) and is_int(value):
         return float(value)
