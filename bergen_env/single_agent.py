@@ -71,8 +71,9 @@ action, so any action is accepted (pgx's convention). A mask row is therefore ne
 ``action_masks()`` (for sb3-contrib's ``MaskablePPO``) is all False once the episode is over.
 
 ``reset(options={"deals": [...]})`` passes scripted deals to the engine (see
-:func:`bergen_env.engine.validate_deal`). ``info`` holds ``scores`` (per side), ``seat`` (the
-learner's), ``hand`` and, at the end, ``winner`` (side or None).
+:func:`bergen_env.engine.validate_deal`); any other reset option is an ``InvalidOptionError``.
+``info`` holds ``scores`` (per side), ``seat`` (the learner's), ``hand``, ``action_mask``
+(above) and, at the end, ``winner`` (side or None).
 
 Version history
 ---------------
