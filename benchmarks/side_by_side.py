@@ -140,6 +140,7 @@ def main(argv: list[str] | None = None) -> dict[str, dict[str, list[float]]]:
     parser.add_argument("--ref", required=True, help="the commit to compare against")
     parser.add_argument("--slices", type=int, default=15, help="timed slices per row and side")
     parser.add_argument("--seconds", type=float, default=0.3, help="length of one slice")
+    parser.add_argument("--only", metavar="TEXT", help="time only the rows whose name has TEXT")
     parser.add_argument("--json", metavar="PATH", help="also write every slice's rate as JSON")
     args = parser.parse_args(argv)
     with tempfile.TemporaryDirectory() as tmp:
@@ -148,9 +149,13 @@ def main(argv: list[str] | None = None) -> dict[str, dict[str, list[float]]]:
         rows = workers["tree"].rows
         if workers["ref"].rows != rows:
             raise RuntimeError("the two sides define different rows")
+        chosen = [(i, r) for i, r in enumerate(rows) if args.only is None or args.only in r]
+        if not chosen:
+            raise SystemExit(f"no row matches --only {args.only!r}; rows: {rows}")
+        rows = [r for _, r in chosen]
         rates: dict[str, dict[str, list[float]]] = {side: {r: [] for r in rows} for side in workers}
         for k in range(args.slices):
-            for i, row in enumerate(rows):
+            for i, row in chosen:
                 order = ("ref", "tree") if (k + i) % 2 == 0 else ("tree", "ref")
                 for side in order:
                     rates[side][row].append(workers[side].rate(i, args.seconds))
