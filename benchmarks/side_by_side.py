@@ -135,6 +135,26 @@ class Worker:
         self.process.wait()
 
 
+def time_slices(
+    workers: dict[str, Worker], only: str | None, slices: int, seconds: float
+) -> dict[str, dict[str, list[float]]]:
+    """Every chosen row's slice rates per side, the sides taking turns."""
+    rows = workers["tree"].rows
+    if workers["ref"].rows != rows:
+        raise RuntimeError("the two sides define different rows")
+    chosen = [(i, r) for i, r in enumerate(rows) if only is None or only in r]
+    if not chosen:
+        raise SystemExit(f"no row matches --only {only!r}; rows: {rows}")
+    rates: dict[str, dict[str, list[float]]] = {s: {r: [] for _, r in chosen} for s in workers}
+    for k in range(slices):
+        for i, row in chosen:
+            order = ("ref", "tree") if (k + i) % 2 == 0 else ("tree", "ref")
+            for side in order:
+                rates[side][row].append(workers[side].rate(i, seconds))
+        print(f"slice {k + 1}/{slices} done", file=sys.stderr, flush=True)
+    return rates
+
+
 def main(argv: list[str] | None = None) -> dict[str, dict[str, list[float]]]:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--ref", required=True, help="the commit to compare against")
@@ -146,24 +166,13 @@ def main(argv: list[str] | None = None) -> dict[str, dict[str, list[float]]]:
     with tempfile.TemporaryDirectory() as tmp:
         export(args.ref, Path(tmp))
         workers = {"ref": Worker(Path(tmp) / "tree"), "tree": Worker(ROOT)}
-        rows = workers["tree"].rows
-        if workers["ref"].rows != rows:
-            raise RuntimeError("the two sides define different rows")
-        chosen = [(i, r) for i, r in enumerate(rows) if args.only is None or args.only in r]
-        if not chosen:
-            raise SystemExit(f"no row matches --only {args.only!r}; rows: {rows}")
-        rows = [r for _, r in chosen]
-        rates: dict[str, dict[str, list[float]]] = {side: {r: [] for r in rows} for side in workers}
-        for k in range(args.slices):
-            for i, row in chosen:
-                order = ("ref", "tree") if (k + i) % 2 == 0 else ("tree", "ref")
-                for side in order:
-                    rates[side][row].append(workers[side].rate(i, args.seconds))
-            print(f"slice {k + 1}/{args.slices} done", file=sys.stderr, flush=True)
-        for worker in workers.values():
-            worker.close()
+        try:
+            rates = time_slices(workers, args.only, args.slices, args.seconds)
+        finally:
+            for worker in workers.values():
+                worker.close()
     print(f"{'row':<38} {args.ref[:12]:>12} {'working tree':>13} {'best ratio':>11} {'median':>7}")
-    for row in rows:
+    for row in rates["tree"]:
         a, b = rates["ref"][row], rates["tree"][row]
         print(
             f"{row:<38} {max(a):>12,.0f} {max(b):>13,.0f} {max(b) / max(a):>11.3f} "
