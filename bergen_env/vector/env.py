@@ -1,0 +1,257 @@
+"""``BergenVectorEnv``: N Bergen matches as arrays, stepped together (the pgx shape).
+
+>>> from bergen_env.vector import BergenVectorEnv
+>>> env = BergenVectorEnv(num_envs=4, num_players=2, seed=0)
+>>> obs, info = env.reset()
+>>> obs["observation"].shape, obs["action_mask"].shape, info["current_player"].shape
+((4, 240), (4, 58), (4,))
+>>> actions = env.random_actions(obs["action_mask"])
+>>> obs, rewards, terminations, truncations, info = env.step(actions)
+>>> rewards.shape
+(4, 2)
+
+Every row is one match, for the seat on turn in it. A finished match restarts in the same
+step: the returned observation is the new match's, ``rewards`` and ``terminations`` are the
+finished one's. Each match has its own random stream, derived from ``seed`` and the row
+number, so row ``i`` plays the same matches for the same actions whatever ``num_envs`` is.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from bergen_env.actions import action_str
+from bergen_env.aec_env import DEFAULT_MAX_HANDS, REWARD_MODES
+from bergen_env.engine import validate_deal
+from bergen_env.errors import IllegalActionError, InvalidOptionError
+from bergen_env.observation import OBS_SIZE
+from bergen_env.rules import Rules, make_rules
+from bergen_env.tiles import NUM_TILES
+from bergen_env.vector import kernels as K
+
+__all__ = ["BergenVectorEnv"]
+
+
+class BergenVectorEnv:
+    """``num_envs`` Bergen matches stepped together; see the module docstring.
+
+    Arguments: ``num_envs``; ``rules`` (a preset name or :class:`~bergen_env.Rules`),
+    ``num_players``, ``partnerships`` and every rule option as in the AEC env; ``reward``
+    (``"match"``: +1 / -1/(sides-1) per seat when the match ends; ``"points"``: after every step
+    each seat's side's score change minus the mean change of the other sides); ``max_hands``
+    (a match still running after this many hands is truncated and restarted; None: never);
+    ``seed``; ``observations`` (False: ``obs`` holds only ``"action_mask"``, for rollouts that
+    need no encoding).
+    """
+
+    def __init__(
+        self,
+        num_envs: int,
+        rules: str | Rules = "standard",
+        num_players: int | None = None,
+        partnerships: bool | None = None,
+        seed: int | None = None,
+        reward: str = "match",
+        max_hands: int | None = DEFAULT_MAX_HANDS,
+        observations: bool = True,
+        **overrides: Any,
+    ) -> None:
+        if (
+            isinstance(num_envs, bool)
+            or not isinstance(num_envs, (int, np.integer))
+            or num_envs < 1
+        ):
+            raise InvalidOptionError(f"option 'num_envs' must be an int >= 1, got {num_envs!r}")
+        seating = {"num_players": num_players, "partnerships": partnerships}
+        self.rules = make_rules(
+            rules, **{k: v for k, v in seating.items() if v is not None}, **overrides
+        )
+        if reward not in REWARD_MODES:
+            raise InvalidOptionError(
+                f"option 'reward' must be one of {REWARD_MODES}, got {reward!r}"
+            )
+        if max_hands is not None and (
+            isinstance(max_hands, bool)
+            or not isinstance(max_hands, (int, np.integer))
+            or max_hands < 1
+        ):
+            raise InvalidOptionError(
+                f"option 'max_hands' must be a positive int or None, got {max_hands!r}"
+            )
+        if not isinstance(observations, bool):
+            raise InvalidOptionError(
+                f"option 'observations' must be True or False, got {observations!r}"
+            )
+        self.num_envs = n = int(num_envs)
+        self.num_players = self.rules.num_players
+        self.num_actions = self.rules.num_actions
+        self.reward_mode = reward
+        self.max_hands = max_hands
+        self.observations = observations
+        self._r = K.rule_vector(self.rules, max_hands, reward)
+        self._seed = seed
+        self.m = np.zeros((n, K.NUM_FIELDS), dtype=np.int32)
+        self.scores = np.zeros((n, K.MAX_SEATS), dtype=np.int32)
+        self.hands = np.zeros((n, K.MAX_SEATS, NUM_TILES), dtype=np.int8)
+        self.bits = np.zeros((n, K.MAX_SEATS), dtype=np.int64)
+        self.hlen = np.zeros((n, K.MAX_SEATS), dtype=np.int32)
+        self.voids = np.zeros((n, K.MAX_SEATS), dtype=np.int32)
+        self.line = np.zeros((n, NUM_TILES), dtype=np.int8)
+        self.bone = np.zeros((n, K.MAX_BONE), dtype=np.int8)
+        self.rng = np.zeros(n, dtype=np.uint64)
+        self._agent_rng = np.zeros(n, dtype=np.uint64)
+        self.deals = np.zeros((n, 0, self.rules.num_tiles), dtype=np.int8)
+        self._obs = np.zeros((n, OBS_SIZE), dtype=np.float32)
+        self._masks = np.zeros((n, self.num_actions), dtype=np.int8)
+        self._cur = np.zeros(n, dtype=np.int64)
+        self._rewards = np.zeros((n, self.num_players), dtype=np.float32)
+        self._terminated = np.zeros(n, dtype=np.bool_)
+        self._truncated = np.zeros(n, dtype=np.bool_)
+        self._all = np.ones(n, dtype=np.bool_)
+        self._has_reset = False
+
+    # ------------------------------------------------------------------ API
+
+    def reset(
+        self, seed: int | None = None, options: dict[str, Any] | None = None
+    ) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
+        """Start a new match in every row. ``seed`` (or the constructor's, on the first reset)
+        reseeds every row's stream; ``options={"deals": [deals_0, ..., deals_{N-1}]}`` gives
+        row ``i`` the deals ``deals_i`` (the scalar env's list of ``{"hands", "boneyard"}``; None
+        or ``[]`` for random deals) for the match this reset starts."""
+        if seed is None and not self._has_reset:
+            seed = self._seed
+        if seed is not None or not self._has_reset:
+            self.seed(seed)
+        deals = None
+        if options:
+            unknown = sorted(set(options) - {"deals"})
+            if unknown:
+                raise InvalidOptionError(
+                    f"reset() got unknown option(s) {unknown}; known: ['deals']"
+                )
+            deals = options.get("deals")
+        self._load_deals(deals)
+        K.reset_rows(self._r, np.arange(self.num_envs), *self._state())
+        self._has_reset = True
+        self._observe(self._all)
+        return self._obs_dict(), {"current_player": self._cur.copy()}
+
+    def step(
+        self, actions: Any
+    ) -> tuple[dict[str, np.ndarray], np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
+        """Apply one action per row (for its seat on turn); see the module docstring."""
+        if not self._has_reset:
+            raise RuntimeError("call reset() before step()")
+        acts = self._check_actions(actions)
+        self._step(acts, self._all)
+        self._observe(self._all)
+        return (
+            self._obs_dict(),
+            self._rewards.copy(),
+            self._terminated.copy(),
+            self._truncated.copy(),
+            {"current_player": self._cur.copy()},
+        )
+
+    def random_actions(self, masks: np.ndarray) -> np.ndarray:
+        """A uniform legal action per row of ``masks`` (each row its own stream, seeded by
+        ``reset``): the batched ``random`` agent."""
+        out = np.zeros(len(masks), dtype=np.int64)
+        K.random_actions(masks, np.ones(len(masks), dtype=np.bool_), self._agent_rng, out)
+        return out
+
+    def greedy_actions(self) -> np.ndarray:
+        """The batched ``greedy`` agent's action in every row, for the seat on turn."""
+        out = np.zeros(self.num_envs, dtype=np.int64)
+        K.greedy_actions(self._r, self._masks, self._all, self.m, self.scores, self.hlen, out)
+        return out
+
+    @property
+    def hand_number(self) -> np.ndarray:
+        """Per row, the current match's hand number (from 0)."""
+        return self.m[:, K.HAND_NO].astype(np.int64)
+
+    def current_deal(self, i: int) -> dict[str, list[int]]:
+        """The deal of row ``i``'s current hand (the scalar env's format, boneyard undrawn and
+        drawn): replay it with ``BergenState(rules, deals=[...])``."""
+        if not 0 <= i < self.num_envs:
+            raise IndexError(f"row {i} is out of range 0..{self.num_envs - 1}")
+        r = self.rules
+        order = [int(t) for t in self.bone[i, : r.num_tiles]]
+        size = r.hand_size
+        hands = [sorted(order[s * size : (s + 1) * size]) for s in range(r.num_players)]
+        return {"hands": hands, "boneyard": order[r.num_players * size :]}
+
+    # ------------------------------------------------------------------ internals
+
+    def seed(self, seed: int | None) -> None:
+        """Reseed every row's stream (and the batched agents' streams) from ``seed``."""
+        base = np.random.SeedSequence(seed).generate_state(2, np.uint64)
+        K.seed_streams(base[0], 0, self.rng)
+        K.seed_streams(base[1], 0, self._agent_rng)
+
+    def _state(self) -> tuple[np.ndarray, ...]:
+        return (
+            self.m, self.scores, self.hands, self.bits, self.hlen, self.voids,
+            self.line, self.bone, self.rng, self.deals,
+        )  # fmt: skip
+
+    def _load_deals(self, deals: Sequence[Any] | None) -> None:
+        n = self.num_envs
+        if deals is None:
+            self.deals = np.zeros((n, 0, self.rules.num_tiles), dtype=np.int8)
+            self.m[:, K.DEALS] = 0
+            return
+        if len(deals) != n:
+            raise InvalidOptionError(
+                f"reset(options={{'deals': ...}}) needs one list of deals per match: got "
+                f"{len(deals)} for num_envs={n}"
+            )
+        checked = [[validate_deal(d, self.rules) for d in (row or [])] for row in deals]
+        most = max((len(row) for row in checked), default=0)
+        self.deals = np.zeros((n, most, self.rules.num_tiles), dtype=np.int8)
+        for i, row in enumerate(checked):
+            for k, (hands, boneyard) in enumerate(row):
+                self.deals[i, k] = [t for h in hands for t in h] + boneyard
+            self.m[i, K.DEALS] = len(row)
+
+    def _check_actions(self, actions: Any) -> np.ndarray:
+        acts = np.asarray(actions)
+        if acts.shape != (self.num_envs,) or acts.dtype.kind not in "iu":
+            raise IllegalActionError(
+                f"actions must be an integer array of shape ({self.num_envs},), got "
+                f"{acts.dtype} {acts.shape}"
+            )
+        return acts.astype(np.int64, copy=False)
+
+    def _step(self, acts: np.ndarray, active: np.ndarray) -> None:
+        bad = K.first_illegal(self._r, acts, active, self.m, self.hands, self.bits)
+        if bad >= 0:
+            a = int(acts[bad])
+            legal = [int(x) for x in np.flatnonzero(self._masks[bad])]
+            text = action_str(a) if 0 <= a < self.num_actions else "out of range"
+            raise IllegalActionError(
+                f"match {bad}: action {a} ({text}) is illegal for player_{self._cur[bad]}; "
+                f"legal actions: {', '.join(f'{x} ({action_str(x)})' for x in legal)}"
+            )
+        K.step_rows(
+            self._r, acts, active, *self._state(), self._rewards, self._terminated, self._truncated
+        )
+
+    def _observe(self, active: np.ndarray) -> None:
+        K.observe_rows(
+            self._r, active, self.m, self.scores, self.hands, self.bits, self.hlen, self.voids,
+            self.line, self.bone, self._masks, self._obs, self._cur, self.observations,
+        )  # fmt: skip
+
+    def _obs_dict(self) -> dict[str, np.ndarray]:
+        if not self.observations:
+            return {"action_mask": self._masks.copy()}
+        return {"observation": self._obs.copy(), "action_mask": self._masks.copy()}
+
+    def __repr__(self) -> str:
+        return f"BergenVectorEnv({self.rules.name}, {self.num_players}p, num_envs={self.num_envs})"
