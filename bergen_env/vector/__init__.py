@@ -9,5 +9,6 @@ on disk. ``import bergen_env`` never imports it.
 """
 
 from bergen_env.vector.env import BergenVectorEnv
+from bergen_env.vector.learner import BergenLearnerVectorEnv
 
-__all__ = ["BergenVectorEnv"]
+__all__ = ["BergenLearnerVectorEnv", "BergenVectorEnv"]

@@ -13,5 +13,8 @@ except ImportError as exc:  # pragma: no cover - exercised only without the extr
 #: ``@njit`` with the project's settings: compiled at first call, cached on disk next to the
 #: module (so a second process loads the machine code instead of compiling), no Python objects.
 njit = numba.njit(cache=True, nogil=True)
+#: The same, inlined into its callers at the Numba IR level: for the small functions of the
+#: per-step path, where a call's argument handling costs more than the function's body.
+njit_inline = numba.njit(cache=True, nogil=True, inline="always")
 
-__all__ = ["njit", "numba"]
+__all__ = ["njit", "njit_inline", "numba"]

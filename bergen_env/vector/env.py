@@ -242,10 +242,11 @@ class BergenVectorEnv:
             self._r, acts, active, *self._state(), self._rewards, self._terminated, self._truncated
         )
 
-    def _observe(self, active: np.ndarray) -> None:
+    def _observe(self, active: np.ndarray, observations: bool | None = None) -> None:
         K.observe_rows(
             self._r, active, self.m, self.scores, self.hands, self.bits, self.hlen, self.voids,
-            self.line, self.bone, self._masks, self._obs, self._cur, self.observations,
+            self.line, self.bone, self._masks, self._obs, self._cur,
+            self.observations if observations is None else observations,
         )  # fmt: skip
 
     def _obs_dict(self) -> dict[str, np.ndarray]:

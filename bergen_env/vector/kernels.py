@@ -42,7 +42,7 @@ from bergen_env.tiles import (
     TILE_ID,
     TILES,
 )
-from bergen_env.vector._numba import njit
+from bergen_env.vector._numba import njit, njit_inline
 
 MAX_SEATS = 4
 MAX_BONE = 2 * NUM_TILES
@@ -115,7 +115,7 @@ def rule_vector(rules: Rules, max_hands: int | None, reward: str) -> np.ndarray:
 # ================================================================ random numbers
 
 
-@njit
+@njit_inline
 def next_u64(rng, i):
     """splitmix64: the next 64 random bits of stream ``i``."""
     rng[i] += _M1
@@ -125,7 +125,7 @@ def next_u64(rng, i):
     return z ^ (z >> np.uint64(31))
 
 
-@njit
+@njit_inline
 def below(rng, i, k):
     """A uniform int in ``0..k-1`` from stream ``i`` (multiply-shift on 32 random bits)."""
     x = next_u64(rng, i) >> np.uint64(32)
@@ -145,12 +145,12 @@ def seed_streams(base, first, out):
 # ================================================================ small rules
 
 
-@njit
+@njit_inline
 def side_of(r, seat):
     return seat % 2 if r[R_PARTNERS] else seat
 
 
-@njit
+@njit_inline
 def capped(r, scores, i, side, header):
     """A header's value after end caps (RULES.md §6)."""
     if header and r[R_CAPS]:
@@ -302,11 +302,13 @@ def new_match(r, i, m, scores, hands, bits, hlen, voids, line, bone, rng, deals)
 @njit
 def legal_mask(r, i, m, hands, bits, out):
     """Fill ``out`` (length A) with the 0/1 legal mask of the player on turn; return the count."""
-    for a in range(out.shape[0]):
-        out[a] = 0
     if m[i, LEAD] >= 0:
+        for a in range(out.shape[0]):
+            out[a] = 0
         out[2 * m[i, LEAD]] = 1
         return 1
+    for a in range(NUM_PLAY_ACTIONS, out.shape[0]):
+        out[a] = 0
     p = m[i, CUR]
     b = bits[i, p]
     e0 = m[i, E0]
@@ -315,19 +317,12 @@ def legal_mask(r, i, m, hands, bits, out):
     m1 = b & T_CONTAINS[e1]
     playable = m0 | m1
     count = 0
-    x = playable
-    while x:
-        low = x & -x
-        t = 0
-        while (np.int64(1) << t) != low:
-            t += 1
-        x ^= low
-        if m0 & low:
-            out[2 * t] = 1
-            count += 1
-        if m1 & low:
-            out[2 * t + 1] = 1
-            count += 1
+    for t in range(NUM_TILES):  # branch-free: one pass over the play actions
+        x0 = (m0 >> t) & 1
+        x1 = (m1 >> t) & 1
+        out[2 * t] = x0
+        out[2 * t + 1] = x1
+        count += x0 + x1
     can_draw = m[i, BPOS] < r[R_BONE] - r[R_RESERVE]
     if can_draw and (playable == 0 or r[R_VOLUNTARY]):
         out[DRAW] = 1
@@ -341,7 +336,7 @@ def legal_mask(r, i, m, hands, bits, out):
     return count
 
 
-@njit
+@njit_inline
 def is_legal(r, i, m, hands, bits, a):
     """Whether action ``a`` is legal for the player on turn of match ``i``."""
     if m[i, TERMINAL] or a < 0 or a >= r[R_ACTIONS]:
@@ -364,7 +359,7 @@ def is_legal(r, i, m, hands, bits, a):
     return m[i, E0] == n and m[i, E1] == n and hands[i, p, T_DOUBLE_ID[n]] >= 2
 
 
-@njit
+@njit_inline
 def action_points(r, i, m, scores, hlen, a):
     """Points the player on turn scores by the legal play ``a`` now (``BergenState``'s)."""
     if a in (DRAW, PASS):
@@ -394,7 +389,7 @@ def action_points(r, i, m, scores, hlen, a):
 # ================================================================ acting
 
 
-@njit
+@njit_inline
 def apply_action(r, i, m, scores, hands, bits, hlen, voids, line, bone, rng, deals, a):
     """Apply the legal action ``a`` (``BergenState._apply``); a finished hand deals the next."""
     p = m[i, CUR]
@@ -426,7 +421,7 @@ def apply_action(r, i, m, scores, hands, bits, hlen, voids, line, bone, rng, dea
         _check_blocked(r, i, m, scores, hands, bits, hlen, voids, line, bone, rng, deals)
 
 
-@njit
+@njit_inline
 def _remove(i, hands, bits, hlen, line, m, p, t):
     hands[i, p, t] -= 1
     if hands[i, p, t] == 0:
@@ -436,7 +431,7 @@ def _remove(i, hands, bits, hlen, line, m, p, t):
     m[i, LLEN] += 1
 
 
-@njit
+@njit_inline
 def _play(r, i, m, scores, hands, bits, hlen, voids, line, bone, rng, deals, p, a):
     t = a >> 1
     e = a & 1
@@ -459,7 +454,7 @@ def _play(r, i, m, scores, hands, bits, hlen, voids, line, bone, rng, deals, p, 
     _after_play(r, i, m, scores, hands, bits, hlen, voids, line, bone, rng, deals, p, header)
 
 
-@njit
+@njit_inline
 def _double_play(r, i, m, scores, hands, bits, hlen, voids, line, bone, rng, deals, p, a):
     t = T_DOUBLE_ID[a - DOUBLE_PLAY]
     _remove(i, hands, bits, hlen, line, m, p, t)
@@ -469,7 +464,7 @@ def _double_play(r, i, m, scores, hands, bits, hlen, voids, line, bone, rng, dea
     _after_play(r, i, m, scores, hands, bits, hlen, voids, line, bone, rng, deals, p, 5)
 
 
-@njit
+@njit_inline
 def _score(r, i, m, scores, side, points):
     """Add points; end the match (True) when the side reaches the target."""
     scores[i, side] += points
@@ -480,7 +475,7 @@ def _score(r, i, m, scores, side, points):
     return False
 
 
-@njit
+@njit_inline
 def _after_play(r, i, m, scores, hands, bits, hlen, voids, line, bone, rng, deals, p, header):
     side = side_of(r, p)
     if header and _score(r, i, m, scores, side, capped(r, scores, i, side, header)):
@@ -492,7 +487,7 @@ def _after_play(r, i, m, scores, hands, bits, hlen, voids, line, bone, rng, deal
     _check_blocked(r, i, m, scores, hands, bits, hlen, voids, line, bone, rng, deals)
 
 
-@njit
+@njit_inline
 def _check_blocked(r, i, m, scores, hands, bits, hlen, voids, line, bone, rng, deals):
     if m[i, BPOS] < r[R_BONE] - r[R_RESERVE]:
         return
@@ -730,3 +725,11 @@ def greedy_actions(r, masks, active, m, scores, hlen, out):
                 best = a
                 bk0, bk1, bk2, bk3 = k0, k1, k2, k3
         out[i] = best
+
+
+@njit
+def draw_seats(rng, rows, n, out):
+    """A uniform seat in ``0..n-1`` for every row of ``rows`` (a bool mask), from its stream."""
+    for i in range(rows.shape[0]):
+        if rows[i]:
+            out[i] = below(rng, i, n)
