@@ -208,9 +208,12 @@ def deal_next_hand(rules: Rules, rng: np.random.Generator) -> None:
     """Draw from ``rng`` what ``BergenState`` draws to deal a hand (redealing while no seat
     holds a double), discarding the deal: keeps the stream of compiled playouts in step."""
     dealt = rules.num_players * rules.hand_size
-    pool = TILE_POOLS[rules.sets]
-    while not _IS_DOUBLE[rng.permutation(pool)[:dealt]].any():
-        pass
+    buffer = _DEAL_BUFFERS[rules.sets]
+    while True:
+        buffer[:] = TILE_POOLS[rules.sets]
+        rng.shuffle(buffer)  # what Generator.permutation does to its copy
+        if _IS_DOUBLE[buffer[:dealt]].any():
+            return
 
 
 def numba_installed() -> bool:
@@ -219,6 +222,7 @@ def numba_installed() -> bool:
 
 
 _IS_DOUBLE = np.array(IS_DOUBLE, dtype=bool)
+_DEAL_BUFFERS = {sets: pool.copy() for sets, pool in TILE_POOLS.items()}
 
 
 class SearchAgent(Agent):
@@ -323,6 +327,9 @@ class SearchAgent(Agent):
         done = 0
         deals = self._weighted_deals(view, sampler) if self.belief else None
         compiled = self._compiled_root(view) if self.compiled else None
+        if compiled is not None and deals is None and deadline is None:  # one compiled call
+            sums = compiled.search(rng, sampler, self.samples, self.rollout == "greedy")
+            return {a: v / self.samples for a, v in zip(legal, sums.tolist())}
         for k in range(self.samples):
             hands, boneyard = sampler.sample(rng) if deals is None else deals[k]
             if compiled is not None:
@@ -338,37 +345,26 @@ class SearchAgent(Agent):
                 break
         return {a: v / done for a, v in zip(legal, totals)}
 
-    @staticmethod
-    def _compiled_root(view: PublicView):  # -> bergen_env.vector.rollouts.CompiledPlayouts
+    def _compiled_root(self, view: PublicView) -> Any:
+        """The compiled playouts' root of this decision (``CompiledPlayouts``)."""
         from bergen_env.vector.rollouts import CompiledPlayouts
 
-        return CompiledPlayouts(view)
+        table = self._win_table(view.rules)
+        if table is None:
+            return CompiledPlayouts(view, None)
+        return CompiledPlayouts(view, table.table, table.low)
 
     def _compiled_values(
         self, compiled: Any, view: PublicView, hands: list[list[int]], boneyard: list[int]
     ) -> list[float]:
         """:meth:`playout_values` with compiled playouts; the RNG is advanced exactly as the
         Python playouts advance it (each playout that ends the hand deals the next one)."""
-        from bergen_env.vector.rollouts import OUT_NEW_HAND, OUT_TERMINAL, OUT_WINNER
+        from bergen_env.vector.rollouts import OUT_NEW_HAND
 
-        rules = view.rules
-        out = compiled.run(hands, boneyard, self.rollout == "greedy")
-        side = rules.side_of[view.current_player]
-        win = WIN_VALUE * rules.target
-        sides = rules.num_sides
-        table = self._win_table(rules)
-        values = []
-        for row in out.tolist():
-            if row[OUT_NEW_HAND]:
-                deal_next_hand(rules, self.rng)
-            if row[OUT_TERMINAL]:
-                values.append(win if row[OUT_WINNER] == side else -win)
-            elif table is not None:
-                values.append(win * (2.0 * table.of_side(row[:sides], side) - 1.0))
-            else:
-                best = max(row[o] for o in range(sides) if o != side)
-                values.append(row[side] - best)
-        return values
+        out, values = compiled.run(hands, boneyard, self.rollout == "greedy")
+        for _ in range(int(out[:, OUT_NEW_HAND].sum())):
+            deal_next_hand(view.rules, self.rng)
+        return values.tolist()
 
     def playout_values(self, root: BergenState, legal: list[int]) -> list[float]:
         """One playout of each action of ``legal`` from ``root`` (a full state: a determinization,

@@ -14,11 +14,13 @@ whether a new hand was dealt.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from itertools import chain
 
 import numpy as np
 
 from bergen_env.actions import DOUBLE_PLAY, DRAW, PASS
-from bergen_env.engine import PublicView, trailing_draws
+from bergen_env.agents.sampling import HiddenTileSampler
+from bergen_env.engine import TILE_POOLS, PublicView, trailing_draws
 from bergen_env.tiles import CONTAINS, IS_DOUBLE, NUM_NUMBERS, NUM_TILES, PIPS
 from bergen_env.vector import kernels as K
 from bergen_env.vector._numba import njit
@@ -35,6 +37,10 @@ for _v in range(1 << NUM_NUMBERS):
     for _x in range(NUM_NUMBERS):
         if _v >> _x & 1:
             VOID_TILES[_v] |= CONTAINS[_x]
+#: The most tiles one hand can hold (two sets: every tile but the other seat's).
+MAX_HAND = 2 * NUM_TILES
+#: A won match is worth this many targets of points (``bergen_env.agents.search.WIN_VALUE``).
+WIN_VALUE = 10
 #: Per outcome row: scores of 4 sides, terminal, winner, a new hand dealt.
 OUT_TERMINAL, OUT_WINNER, OUT_NEW_HAND = 4, 5, 6
 
@@ -93,11 +99,13 @@ def _rollout_action(r, m, hands, bits, voids, line, on_line, clairvoyant):
 
 @njit
 def greedy_playouts(
-    r, m0, scores0, hlen0, voids0, line0, tiles, legal, clairvoyant, rng, deals, out
-):
+    r, m0, scores0, hlen0, voids0, line0, tiles, legal, clairvoyant, rng, deals, out,
+    value_table, low, values,
+):  # fmt: skip
     """One playout per action of ``legal`` from the root (``m0`` ... ``line0``, one row each)
     with the hidden tiles ``tiles`` (hands by seat with the sizes of ``hlen0``, then the
-    boneyard); ``out[k]``: the outcome of ``legal[k]`` (see ``OUT_*``)."""
+    boneyard); ``out[k]``: the outcome of ``legal[k]`` (see ``OUT_*``); ``values[k]``: its
+    value for the player on turn (see :meth:`CompiledPlayouts.run`)."""
     n = r[K.R_N]
     m = np.empty_like(m0)
     scores = np.empty_like(scores0)
@@ -125,6 +133,7 @@ def greedy_playouts(
         if line0[0, t]:
             on_line0 |= np.int64(1) << t
     hand = m0[0, K.HAND_NO]
+    new_hands = 0
     for x in range(legal.shape[0]):
         m[:] = m0
         scores[:] = scores0
@@ -148,14 +157,132 @@ def greedy_playouts(
         out[x, OUT_TERMINAL] = m[0, K.TERMINAL]
         out[x, OUT_WINNER] = m[0, K.WINNER]
         out[x, OUT_NEW_HAND] = 0 if m[0, K.TERMINAL] else 1
+        new_hands += out[x, OUT_NEW_HAND]
+        values[x] = _value(r, m, scores, m0[0, K.CUR], value_table, low)
+    return new_hands
+
+
+@njit
+def sample_hidden(rng, pool, excluded, orders, order_lens, in_order, sizes, seat, own, tries,
+                  counters, tiles):  # fmt: skip
+    """``HiddenTileSampler.sample`` with the same draws from the numpy Generator ``rng``:
+    writes every seat's hand (own included, by seat) and then the boneyard into ``tiles``.
+    ``excluded[level, seat]``, ``orders[level]`` (the constrained seats, filled first),
+    ``order_lens``, ``in_order`` are the sampler's levels; ``counters`` += (relaxed, fallbacks).
+    """
+    n = sizes.shape[0]
+    hand_buf = np.empty((K.MAX_SEATS, MAX_HAND), dtype=np.int64)
+    keep = np.empty(pool.shape[0], dtype=np.int64)
+    for level in range(excluded.shape[0]):
+        olen = order_lens[level]
+        for _ in range(tries if olen else 1):
+            rest = rng.permutation(pool)
+            rlen = rest.shape[0]
+            ok = True
+            for j in range(olen):
+                s = orders[level, j]
+                out = excluded[level, s]
+                size = sizes[s]
+                nt = 0
+                nk = 0
+                for q in range(rlen):
+                    t = rest[q]
+                    if nt < size and not (out >> t) & 1:
+                        hand_buf[s, nt] = t
+                        nt += 1
+                    else:
+                        keep[nk] = t
+                        nk += 1
+                if nt < size:
+                    ok = False
+                    break
+                rest[:nk] = keep[:nk]
+                rlen = nk
+            if ok:
+                counters[0] += level >= 1
+                counters[1] += level == 2
+                pos = 0
+                for s in range(n):
+                    if s != seat and not in_order[level, s]:
+                        hand_buf[s, : sizes[s]] = rest[pos : pos + sizes[s]]
+                        pos += sizes[s]
+                k = 0
+                for s in range(n):
+                    for j in range(sizes[s]):
+                        tiles[k] = own[j] if s == seat else hand_buf[s, j]
+                        k += 1
+                for q in range(pos, rlen):
+                    tiles[k] = rest[q]
+                    k += 1
+                return
+    raise AssertionError("unreachable: the unconstrained level always succeeds")
+
+
+@njit
+def search_totals(rng, samples, pool, excluded, orders, order_lens, in_order, sizes, seat, own,
+                  tries, counters, r, m0, scores0, hlen0, voids0, line0, legal, clairvoyant,
+                  deal_rng, deals, out, value_table, low, values, deal_pool, totals):  # fmt: skip
+    """``samples`` determinizations drawn from ``rng`` (:func:`sample_hidden`), each with one
+    playout per legal action (:func:`greedy_playouts`); ``totals[k]`` += the values of
+    ``legal[k]``. Every playout that ends the hand draws the next hand's shuffle from ``rng``
+    (as ``BergenState`` deals it), so ``rng`` ends where the Python search leaves it."""
+    tiles = np.empty(pool.shape[0] + own.shape[0], dtype=np.int64)
+    dealt = r[K.R_N] * r[K.R_HAND]
+    for _ in range(samples):
+        sample_hidden(rng, pool, excluded, orders, order_lens, in_order, sizes, seat, own,
+                      tries, counters, tiles)  # fmt: skip
+        new_hands = greedy_playouts(
+            r, m0, scores0, hlen0, voids0, line0, tiles, legal, clairvoyant, deal_rng, deals,
+            out, value_table, low, values,
+        )  # fmt: skip
+        for _ in range(new_hands):
+            while True:  # redeal while no seat holds a double (BergenState._start_hand)
+                order = rng.permutation(deal_pool)
+                found = False
+                for j in range(dealt):
+                    if K.T_IS_DOUBLE[order[j]]:
+                        found = True
+                        break
+                if found:
+                    break
+        for x in range(legal.shape[0]):
+            totals[x] += values[x]
+
+
+@njit
+def _value(r, m, scores, player, value_table, low):
+    """``SearchAgent.playout_values``' value of a finished playout for ``player``: a won or
+    lost match is worth +/- ``WIN_VALUE * target``; otherwise, with a match-win table (flat,
+    side-major, ``target - low`` scores per side from ``low``) the win chance scaled to that
+    range, and without one (an empty table) the side's score minus the best other side's."""
+    side = K.side_of(r, player)
+    sides = r[K.R_SIDES]
+    win = WIN_VALUE * r[K.R_TARGET]
+    if m[0, K.TERMINAL]:
+        return win if m[0, K.WINNER] == side else -win
+    if value_table.shape[0]:
+        size = r[K.R_TARGET] - low
+        index = 0
+        for k in range(sides):
+            index = index * size + max(scores[0, (side + k) % sides], low) - low
+        return win * (2.0 * value_table[index] - 1.0)
+    best = -(1 << 30)
+    for o in range(sides):
+        if o != side:
+            best = max(best, scores[0, o])
+    return scores[0, side] - best
 
 
 class CompiledPlayouts:
     """The root of one decision (the public part, shared by every determinization) and the
     compiled playouts from it; see the module docstring."""
 
-    def __init__(self, view: PublicView) -> None:
+    def __init__(self, view: PublicView, table: np.ndarray | None, low: int = 0) -> None:
         rules = view.rules
+        self.table = (
+            np.zeros(0) if table is None else np.ascontiguousarray(table, np.float64).ravel()
+        )
+        self.low = low
         self.r = K.rule_vector(rules, None, "match")
         self.m = np.zeros((1, K.NUM_FIELDS), dtype=np.int32)
         m = self.m[0]
@@ -178,17 +305,52 @@ class CompiledPlayouts:
         self.line = np.array([view.line_counts], dtype=np.int8)
         self.rng = np.zeros(1, dtype=np.uint64)  # deals the next hand, which no playout plays
         self.deals = np.zeros((1, 0, rules.num_tiles), dtype=np.int8)
+        self.tiles = sum(view.hand_sizes) + view.boneyard_size
         self.legal = np.array(view.legal_actions, dtype=np.int64)
         self.out = np.zeros((len(self.legal), 7), dtype=np.int64)
+        self.values = np.zeros(len(self.legal), dtype=np.float64)
 
     def run(
         self, hands: Sequence[Sequence[int]], boneyard: Sequence[int], clairvoyant: bool
-    ) -> np.ndarray:
-        """Outcomes of every legal action on the determinization ``hands``/``boneyard``: an
-        ``(actions, 7)`` array (scores of 4 sides, terminal, winner side, new hand dealt)."""
-        tiles = np.array([t for h in hands for t in h] + list(boneyard), dtype=np.int64)
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """Play every legal action on the determinization ``hands``/``boneyard``; return the
+        outcomes, an ``(actions, 7)`` array (scores of 4 sides, terminal, winner side, new hand
+        dealt), and the values of the actions for the player on turn (``(actions,)``; with the
+        match-win ``table`` given at construction, else the score margin)."""
+        tiles = np.fromiter(chain(*hands, boneyard), dtype=np.int64, count=self.tiles)
         greedy_playouts(
             self.r, self.m, self.scores, self.hlen, self.voids, self.line, tiles, self.legal,
-            clairvoyant, self.rng, self.deals, self.out,
+            clairvoyant, self.rng, self.deals, self.out, self.table, self.low, self.values,
         )  # fmt: skip
-        return self.out
+        return self.out, self.values
+
+    def search(
+        self, rng: np.random.Generator, sampler: HiddenTileSampler, samples: int, clairvoyant: bool
+    ) -> np.ndarray:
+        """The summed values of each legal action over ``samples`` determinizations drawn by
+        ``sampler`` from ``rng``: ``SearchAgent.action_values``' sum, with the same draws."""
+        n = self.r[K.R_N]
+        levels = len(sampler.levels)
+        excluded = np.array(sampler.levels, dtype=np.int64).reshape(levels, n)
+        orders = np.zeros((levels, K.MAX_SEATS), dtype=np.int64)
+        order_lens = np.zeros(levels, dtype=np.int64)
+        in_order = np.zeros((levels, K.MAX_SEATS), dtype=np.bool_)
+        for level, row in enumerate(sampler.levels):
+            order = sampler.constrained_order(row)
+            orders[level, : len(order)] = order
+            order_lens[level] = len(order)
+            in_order[level, order] = True
+        sizes = np.array(sampler.sizes, dtype=np.int64)
+        own = np.array(sampler.own, dtype=np.int64)
+        counters = np.zeros(2, dtype=np.int64)
+        totals = np.zeros(len(self.legal), dtype=np.float64)
+        search_totals(
+            rng, samples, sampler.pool, excluded, orders, order_lens, in_order, sizes,
+            sampler.view.seat, own, sampler.tries, counters, self.r, self.m, self.scores,
+            self.hlen, self.voids, self.line, self.legal, clairvoyant, self.rng, self.deals,
+            self.out, self.table, self.low, self.values, TILE_POOLS[sampler.view.rules.sets],
+            totals,
+        )  # fmt: skip
+        sampler.relaxed += int(counters[0])
+        sampler.fallbacks += int(counters[1])
+        return totals
