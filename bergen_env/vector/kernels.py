@@ -602,58 +602,62 @@ def first_illegal(r, actions, active, m, hands, bits):
 
 @njit
 def step_rows(
-    r,
-    actions,
-    active,
-    m,
-    scores,
-    hands,
-    bits,
-    hlen,
-    voids,
-    line,
-    bone,
-    rng,
-    deals,
-    rewards,
-    terminated,
-    truncated,
-):
+    r, actions, active, m, scores, hands, bits, hlen, voids, line, bone, rng, deals,
+    rewards, terminated, truncated,
+):  # fmt: skip
     """Apply ``actions[i]`` in every active row (legal, checked before); write each finished
     match's rewards (per seat) and end flags, and restart it at once."""
-    n = r[R_N]
-    sides = r[R_SIDES]
-    before = np.zeros(MAX_SEATS, dtype=np.int64)
-    loss = -1.0 / (sides - 1)
     for i in range(actions.shape[0]):
-        for s in range(n):
+        for s in range(r[R_N]):
             rewards[i, s] = 0.0
         terminated[i] = False
         truncated[i] = False
-        if not active[i]:
-            continue
-        points = r[R_REWARD] == REWARD_POINTS
-        if points:
-            for s in range(sides):
-                before[s] = scores[i, s]
-        apply_action(r, i, m, scores, hands, bits, hlen, voids, line, bone, rng, deals, actions[i])
-        if points:
-            total = 0
-            for s in range(sides):
-                total += scores[i, s] - before[s]
+        if active[i]:
+            step_row(r, i, actions[i], m, scores, hands, bits, hlen, voids, line, bone, rng,
+                     deals, rewards, terminated, truncated)  # fmt: skip
+
+
+@njit_inline
+def step_row(
+    r, i, a, m, scores, hands, bits, hlen, voids, line, bone, rng, deals,
+    rewards, terminated, truncated,
+):  # fmt: skip
+    """Apply the legal action ``a`` in row ``i``: ``rewards[i]`` (per seat) and the end flags
+    of row ``i`` are set (to their values for this step), and a finished match restarts."""
+    n = r[R_N]
+    sides = r[R_SIDES]
+    points = r[R_REWARD] == REWARD_POINTS
+    b0 = scores[i, 0]
+    b1 = scores[i, 1]
+    b2 = scores[i, 2]
+    b3 = scores[i, 3]
+    apply_action(r, i, m, scores, hands, bits, hlen, voids, line, bone, rng, deals, a)
+    terminated[i] = False
+    truncated[i] = False
+    if points:
+        d0 = scores[i, 0] - b0
+        d1 = scores[i, 1] - b1
+        d2 = scores[i, 2] - b2
+        d3 = scores[i, 3] - b3
+        total = d0 + d1 + d2 + d3
+        for s in range(n):
+            side = side_of(r, s)
+            d = d0 if side == 0 else d1 if side == 1 else d2 if side == 2 else d3
+            rewards[i, s] = d - (total - d) / (sides - 1)
+    else:
+        for s in range(n):
+            rewards[i, s] = 0.0
+    if m[i, TERMINAL]:
+        terminated[i] = True
+        if not points and m[i, WINNER] >= 0:
+            loss = -1.0 / (sides - 1)
             for s in range(n):
-                d = scores[i, side_of(r, s)] - before[side_of(r, s)]
-                rewards[i, s] = d - (total - d) / (sides - 1)
-        if m[i, TERMINAL]:
-            terminated[i] = True
-            if not points and m[i, WINNER] >= 0:
-                for s in range(n):
-                    rewards[i, s] = 1.0 if side_of(r, s) == m[i, WINNER] else loss
-        elif r[R_MAX_HANDS] and m[i, HAND_NO] >= r[R_MAX_HANDS]:
-            truncated[i] = True
-        if terminated[i] or truncated[i]:
-            m[i, DEAL_POS] = m[i, DEALS]  # given deals belong to the match reset() started
-            new_match(r, i, m, scores, hands, bits, hlen, voids, line, bone, rng, deals)
+                rewards[i, s] = 1.0 if side_of(r, s) == m[i, WINNER] else loss
+    elif r[R_MAX_HANDS] and m[i, HAND_NO] >= r[R_MAX_HANDS]:
+        truncated[i] = True
+    if terminated[i] or truncated[i]:
+        m[i, DEAL_POS] = m[i, DEALS]  # given deals belong to the match reset() started
+        new_match(r, i, m, scores, hands, bits, hlen, voids, line, bone, rng, deals)
 
 
 @njit
@@ -677,54 +681,104 @@ def observe_rows(
 def random_actions(masks, active, rng, out):
     """A uniform legal action per active row, from that row's stream of ``rng``."""
     for i in range(masks.shape[0]):
-        if not active[i]:
-            continue
-        count = 0
-        for a in range(masks.shape[1]):
-            count += masks[i, a]
-        if count == 1:
-            for a in range(masks.shape[1]):
-                if masks[i, a]:
-                    out[i] = a
-            continue
-        k = below(rng, i, count)
-        for a in range(masks.shape[1]):
-            if masks[i, a]:
-                if k == 0:
-                    out[i] = a
-                    break
-                k -= 1
+        if active[i]:
+            out[i] = random_row(masks[i], rng, i)
+
+
+@njit_inline
+def random_row(mask, rng, i):
+    """A uniform legal action of ``mask`` from stream ``i`` (no draw when only one is legal)."""
+    count = 0
+    last = -1
+    for a in range(mask.shape[0]):
+        if mask[a]:
+            count += 1
+            last = a
+    if count == 1:
+        return last
+    k = below(rng, i, count)
+    for a in range(mask.shape[0]):
+        if mask[a]:
+            if k == 0:
+                return a
+            k -= 1
+    return last
 
 
 @njit
 def greedy_actions(r, masks, active, m, scores, hlen, out):
-    """``GreedyAgent``'s choice per active row: the most points now (a play reaching the
-    target first), then a double, then the heavier tile, then the lowest action id."""
-    target = r[R_TARGET]
+    """``GreedyAgent``'s choice per active row (see :func:`greedy_row`)."""
     for i in range(masks.shape[0]):
-        if not active[i]:
+        if active[i]:
+            out[i] = greedy_row(r, i, masks[i], m, scores, hlen)
+
+
+@njit_inline
+def greedy_row(r, i, mask, m, scores, hlen):
+    """``GreedyAgent``: the most points now (a play reaching the target first), then a double,
+    then the heavier tile, then the lowest action id."""
+    target = r[R_TARGET]
+    side = side_of(r, m[i, CUR])
+    best = -1
+    bk0 = bk1 = bk2 = bk3 = -(1 << 30)
+    for a in range(mask.shape[0]):
+        if not mask[a]:
             continue
-        side = side_of(r, m[i, CUR])
-        best = -1
-        bk0 = bk1 = bk2 = bk3 = -(1 << 30)
-        for a in range(masks.shape[1]):
-            if not masks[i, a]:
-                continue
-            if a in (DRAW, PASS):
-                k0, k1, k2, k3 = 0, -1, 0, 0
+        if a in (DRAW, PASS):
+            k0, k1, k2, k3 = 0, -1, 0, 0
+        else:
+            pts = action_points(r, i, m, scores, hlen, a)
+            k0 = 1 if scores[i, side] + pts >= target else 0
+            k1 = pts
+            if a >= DOUBLE_PLAY:
+                k2, k3 = 1, 4 * (a - DOUBLE_PLAY)
             else:
-                pts = action_points(r, i, m, scores, hlen, a)
-                k0 = 1 if scores[i, side] + pts >= target else 0
-                k1 = pts
-                if a >= DOUBLE_PLAY:
-                    k2, k3 = 1, 4 * (a - DOUBLE_PLAY)
-                else:
-                    k2, k3 = T_IS_DOUBLE[a >> 1], T_PIPS[a >> 1]
-            # strictly better only: equal keys keep the lower action id (the -action tie-break)
-            if (k0, k1, k2, k3) > (bk0, bk1, bk2, bk3):
-                best = a
-                bk0, bk1, bk2, bk3 = k0, k1, k2, k3
-        out[i] = best
+                k2, k3 = T_IS_DOUBLE[a >> 1], T_PIPS[a >> 1]
+        # strictly better only: equal keys keep the lower action id (the -action tie-break)
+        if (k0, k1, k2, k3) > (bk0, bk1, bk2, bk3):
+            best = a
+            bk0, bk1, bk2, bk3 = k0, k1, k2, k3
+    return best
+
+
+@njit
+def advance_rows(
+    r, kinds, seat_option, auto_forced, m, scores, hands, bits, hlen, voids, line, bone, rng,
+    deals, agent_rng, seat_rng, seats, acted, reward, carry, term, trunc, masks, seat_rewards,
+    ended_flags,
+):  # fmt: skip
+    """Play every row until its learner (``seats[i]``) has a real decision: the other seats
+    by ``kinds[relative seat]`` (0 random, 1 greedy), the learner's forced moves with
+    ``auto_forced``. Each step's learner reward goes to ``reward`` once it has acted in the
+    match, else to ``carry``; a match that ends is flagged in ``term``/``trunc`` (when its
+    learner acted) and its next match draws a learner seat (``seat_option`` < 0: random)."""
+    n = r[R_N]
+    for i in range(m.shape[0]):
+        while True:
+            count = legal_mask(r, i, m, hands, bits, masks[i])
+            rel = (m[i, CUR] - seats[i]) % n
+            if rel == 0:
+                if not (auto_forced and count == 1):
+                    break
+                a = random_row(masks[i], agent_rng, i)  # the only legal action: no draw
+            elif kinds[rel] == 0:
+                a = random_row(masks[i], agent_rng, i)
+            else:
+                a = greedy_row(r, i, masks[i], m, scores, hlen)
+            step_row(r, i, a, m, scores, hands, bits, hlen, voids, line, bone, rng, deals,
+                     seat_rewards, ended_flags[0], ended_flags[1])  # fmt: skip
+            gain = seat_rewards[i, seats[i]]
+            if acted[i]:
+                reward[i] += gain
+            else:
+                carry[i] += gain
+            if ended_flags[0, i] or ended_flags[1, i]:
+                if acted[i]:
+                    term[i] |= ended_flags[0, i]
+                    trunc[i] |= ended_flags[1, i]
+                carry[i] = 0.0
+                acted[i] = False
+                seats[i] = below(seat_rng, i, n) if seat_option < 0 else seat_option
 
 
 @njit

@@ -96,6 +96,8 @@ class BergenLearnerVectorEnv(gym.vector.VectorEnv):
                 )
         self.opponents = specs
         self._needs_obs = any(callable(s) for s in specs)
+        #: per relative seat (0, the learner's, unused): 0 random, 1 greedy (built-ins only)
+        self._kinds = np.array([0] + [int(spec == "greedy") for spec in specs], dtype=np.int64)
         if learner_seat != "random" and not (
             isinstance(learner_seat, (int, np.integer))
             and not isinstance(learner_seat, bool)
@@ -110,6 +112,7 @@ class BergenLearnerVectorEnv(gym.vector.VectorEnv):
                 f"option 'auto_forced' must be True or False, got {auto_forced!r}"
             )
         self.learner_seat_option = learner_seat
+        self._seat_option = -1 if learner_seat == "random" else int(learner_seat)
         self.auto_forced = auto_forced
         low, high = obs_bounds(self.rules)
         self.single_observation_space = spaces.Box(low, high, shape=(OBS_SIZE,), dtype=np.float32)
@@ -128,6 +131,8 @@ class BergenLearnerVectorEnv(gym.vector.VectorEnv):
         self._trunc = np.zeros(size, dtype=np.bool_)
         self._actions = np.zeros(size, dtype=np.int64)
         self._rows = np.arange(size)
+        self._seat_rewards = np.zeros((size, K.MAX_SEATS), dtype=np.float32)
+        self._ended = np.zeros((2, size), dtype=np.bool_)
 
     # ------------------------------------------------------------------ API
 
@@ -202,6 +207,18 @@ class BergenLearnerVectorEnv(gym.vector.VectorEnv):
 
     def _advance(self) -> None:
         """Opponents (and the learner's forced moves) play until the learner must choose."""
+        if not self._needs_obs:  # built-in opponents only: one compiled pass over the rows
+            b = self.batch
+            K.advance_rows(
+                b._r, self._kinds, self._seat_option, self.auto_forced, *b._state(),
+                b._agent_rng, self._seat_rng, self.seats, self._acted, self._reward, self._carry,
+                self._term, self._trunc, b._masks, self._seat_rewards, self._ended,
+            )  # fmt: skip
+            return
+        self._advance_in_python()
+
+    def _advance_in_python(self) -> None:
+        """:meth:`_advance` round by round, asking callable opponents for their rows."""
         b = self.batch
         n = self.rules.num_players
         masks, acts = b._masks, self._actions
