@@ -147,8 +147,11 @@ class BergenVectorEnv:
         if not self._has_reset:
             raise RuntimeError("call reset() before step()")
         acts = self._check_actions(actions)
-        self._step(acts, self._all)
-        self._observe(self._all)
+        self._raise_if_illegal(acts, self._all)
+        K.step_observe_rows(
+            self._r, acts, *self._state(), self._rewards, self._terminated, self._truncated,
+            self._masks, self._obs, self._cur, self.observations,
+        )  # fmt: skip
         return (
             self._obs_dict(),
             self._rewards.copy(),
@@ -229,6 +232,12 @@ class BergenVectorEnv:
         return acts.astype(np.int64, copy=False)
 
     def _step(self, acts: np.ndarray, active: np.ndarray) -> None:
+        self._raise_if_illegal(acts, active)
+        K.step_rows(
+            self._r, acts, active, *self._state(), self._rewards, self._terminated, self._truncated
+        )
+
+    def _raise_if_illegal(self, acts: np.ndarray, active: np.ndarray) -> None:
         bad = K.first_illegal(self._r, acts, active, self.m, self.hands, self.bits)
         if bad >= 0:
             a = int(acts[bad])
@@ -238,9 +247,6 @@ class BergenVectorEnv:
                 f"match {bad}: action {a} ({text}) is illegal for player_{self._cur[bad]}; "
                 f"legal actions: {', '.join(f'{x} ({action_str(x)})' for x in legal)}"
             )
-        K.step_rows(
-            self._r, acts, active, *self._state(), self._rewards, self._terminated, self._truncated
-        )
 
     def _observe(self, active: np.ndarray, observations: bool | None = None) -> None:
         K.observe_rows(

@@ -661,6 +661,22 @@ def step_row(
 
 
 @njit
+def step_observe_rows(
+    r, actions, m, scores, hands, bits, hlen, voids, line, bone, rng, deals,
+    rewards, terminated, truncated, masks, obs, cur, with_obs,
+):  # fmt: skip
+    """:func:`step_rows` and then :func:`observe_rows` over every row, in one pass (each row
+    is stepped and encoded while it is in cache)."""
+    for i in range(actions.shape[0]):
+        step_row(r, i, actions[i], m, scores, hands, bits, hlen, voids, line, bone, rng, deals,
+                 rewards, terminated, truncated)  # fmt: skip
+        cur[i] = m[i, CUR]
+        legal_mask(r, i, m, hands, bits, masks[i])
+        if with_obs:
+            encode(r, i, m, scores, hands, hlen, voids, line, bone, masks[i], m[i, CUR], obs[i])
+
+
+@njit
 def observe_rows(
     r, active, m, scores, hands, bits, hlen, voids, line, bone, masks, obs, cur, with_obs
 ):
