@@ -45,9 +45,9 @@ BATCH = 4096
 ROUNDS = 3
 
 
-def vector_loop(num_envs: int, observations: bool) -> Callable[[float], int]:
+def vector_loop(num_envs: int, observations: bool, copy: bool = True) -> Callable[[float], int]:
     """Batched random legal play; returns match-steps (one per row per batch step)."""
-    env = BergenVectorEnv(num_envs=num_envs, seed=SEED, observations=observations)
+    env = BergenVectorEnv(num_envs=num_envs, seed=SEED, observations=observations, copy=copy)
     obs, _ = env.reset()
 
     def loop(deadline: float) -> int:
@@ -125,9 +125,9 @@ def batch_bytes(num_envs: int) -> float:
     return total / num_envs
 
 
-def step_time(num_envs: int, seconds: float) -> float:
+def step_time(num_envs: int, seconds: float, copy: bool) -> float:
     """Microseconds per batched step (random actions, with observations) at ``num_envs``."""
-    loop = vector_loop(num_envs, True)
+    loop = vector_loop(num_envs, True, copy)
     best = 0.0
     for _ in range(ROUNDS):
         start = time.perf_counter()
@@ -192,9 +192,16 @@ def run(seconds: float, quick: bool) -> dict[str, Any]:
     sizes = [1, 16, 256, 4096] if quick else [1, 16, 256, 4096, 65536]
     scaling = []
     for n in sizes:
-        us = step_time(n, seconds / 3 if n < 65536 else seconds)
-        scaling.append(dict(num_envs=n, us_per_step=us, ns_per_match_step=1000 * us / n))
-        print(f"  N={n:>6}: {us:12.1f} us per batched step, {1000 * us / n:9.1f} ns per match-step")
+        t = seconds / 3 if n < 65536 else seconds
+        us, own = step_time(n, t, True), step_time(n, t, False)
+        scaling.append(
+            dict(num_envs=n, us_per_step=us, ns_per_match_step=1000 * us / n,
+                 us_per_step_no_copy=own, ns_per_match_step_no_copy=1000 * own / n)
+        )  # fmt: skip
+        print(
+            f"  N={n:>6}: {us:12.1f} us per batched step, {1000 * us / n:9.1f} ns per "
+            f"match-step; copy=False: {own:12.1f} us, {1000 * own / n:9.1f} ns"
+        )
     if affinity is not None:
         import os
 

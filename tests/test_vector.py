@@ -217,3 +217,18 @@ def test_bad_input_is_named() -> None:
         env.step(actions[:1])
     with pytest.raises(IllegalActionError, match="match 0: action 99"):
         env.step(np.array([99, 0]))
+
+
+def test_copy_false_returns_the_env_s_buffers_with_the_same_values() -> None:
+    copied = BergenVectorEnv(num_envs=3, seed=2, num_players=4, partnerships=True)
+    shared = BergenVectorEnv(num_envs=3, seed=2, num_players=4, partnerships=True, copy=False)
+    a, _ = copied.reset()
+    b, _ = shared.reset()
+    first = b["observation"]
+    for _ in range(60):
+        np.testing.assert_array_equal(a["observation"], b["observation"])
+        np.testing.assert_array_equal(a["action_mask"], b["action_mask"])
+        a, ra, *_ = copied.step(copied.random_actions(a["action_mask"]))
+        b, rb, *_ = shared.step(shared.random_actions(b["action_mask"]))
+        np.testing.assert_array_equal(ra, rb)
+    assert b["observation"] is first  # one buffer, overwritten in place

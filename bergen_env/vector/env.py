@@ -44,7 +44,8 @@ class BergenVectorEnv:
     each seat's side's score change minus the mean change of the other sides); ``max_hands``
     (a match still running after this many hands is truncated and restarted; None: never);
     ``seed``; ``observations`` (False: ``obs`` holds only ``"action_mask"``, for rollouts that
-    need no encoding).
+    need no encoding); ``copy`` (False: ``reset`` and ``step`` return the env's own buffers,
+    overwritten by the next step, instead of new arrays: less memory traffic for large N).
     """
 
     def __init__(
@@ -57,6 +58,7 @@ class BergenVectorEnv:
         reward: str = "match",
         max_hands: int | None = DEFAULT_MAX_HANDS,
         observations: bool = True,
+        copy: bool = True,
         **overrides: Any,
     ) -> None:
         if (
@@ -81,6 +83,8 @@ class BergenVectorEnv:
             raise InvalidOptionError(
                 f"option 'max_hands' must be a positive int or None, got {max_hands!r}"
             )
+        if not isinstance(copy, bool):
+            raise InvalidOptionError(f"option 'copy' must be True or False, got {copy!r}")
         if not isinstance(observations, bool):
             raise InvalidOptionError(
                 f"option 'observations' must be True or False, got {observations!r}"
@@ -91,6 +95,7 @@ class BergenVectorEnv:
         self.reward_mode = reward
         self.max_hands = max_hands
         self.observations = observations
+        self.copy = copy
         self._r = K.rule_vector(self.rules, max_hands, reward)
         self._seed = seed
         self.m = np.zeros((n, K.NUM_FIELDS), dtype=np.int32)
@@ -138,7 +143,7 @@ class BergenVectorEnv:
         K.reset_rows(self._r, np.arange(self.num_envs), *self._state())
         self._has_reset = True
         self._observe(self._all)
-        return self._obs_dict(), {"current_player": self._cur.copy()}
+        return self._obs_dict(), {"current_player": self._cur.copy() if self.copy else self._cur}
 
     def step(
         self, actions: Any
@@ -152,6 +157,14 @@ class BergenVectorEnv:
             self._r, acts, *self._state(), self._rewards, self._terminated, self._truncated,
             self._masks, self._obs, self._cur, self.observations,
         )  # fmt: skip
+        if not self.copy:
+            return (
+                self._obs_dict(),
+                self._rewards,
+                self._terminated,
+                self._truncated,
+                {"current_player": self._cur},
+            )
         return (
             self._obs_dict(),
             self._rewards.copy(),
@@ -256,9 +269,10 @@ class BergenVectorEnv:
         )  # fmt: skip
 
     def _obs_dict(self) -> dict[str, np.ndarray]:
+        masks = self._masks.copy() if self.copy else self._masks
         if not self.observations:
-            return {"action_mask": self._masks.copy()}
-        return {"observation": self._obs.copy(), "action_mask": self._masks.copy()}
+            return {"action_mask": masks}
+        return {"observation": self._obs.copy() if self.copy else self._obs, "action_mask": masks}
 
     def __repr__(self) -> str:
         return f"BergenVectorEnv({self.rules.name}, {self.num_players}p, num_envs={self.num_envs})"

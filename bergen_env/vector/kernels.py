@@ -28,6 +28,7 @@ from __future__ import annotations
 import numpy as np
 
 from bergen_env.actions import DOUBLE_PLAY, DRAW, NUM_PLAY_ACTIONS, PASS
+from bergen_env.errors import InvalidOptionError
 from bergen_env.observation import NEED_BINS, OBS_SIZE, OBS_SLICES
 from bergen_env.rules import BLOCKED_RULES, LEADS, Rules
 from bergen_env.tiles import (
@@ -89,7 +90,23 @@ _M3 = np.uint64(0x94D049BB133111EB)
 
 
 def rule_vector(rules: Rules, max_hands: int | None, reward: str) -> np.ndarray:
-    """The rules (and the env's ``max_hands`` and ``reward``) as the kernels' int64 vector."""
+    """The rules (and the env's ``max_hands`` and ``reward``) as the kernels' int64 vector.
+
+    Raises ``InvalidOptionError`` for option values the kernels do not play (the Draw and
+    Fives options of RULES.md §9), rather than playing other rules.
+    """
+    compiled = {
+        "lead": ("lowest", "highest"),
+        "play_scoring": ("headers",),
+        "out_scoring": ("fixed",),
+        "single_hand": (False,),
+    }
+    for name, values in compiled.items():
+        value = getattr(rules, name, values[0])
+        if value not in values:
+            raise InvalidOptionError(
+                f"option {name}={value!r}: bergen_env.vector plays {name} in {values} only"
+            )
     r = np.zeros(NUM_R, dtype=np.int64)
     r[R_N] = rules.num_players
     r[R_SIDES] = rules.num_sides
