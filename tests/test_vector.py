@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
+from pathlib import Path
+
 import numpy as np
 import pytest
 
@@ -13,6 +17,7 @@ from bergen_env.agents.greedy import GreedyAgent  # noqa: E402
 from bergen_env.errors import IllegalActionError, InvalidDealError, InvalidOptionError  # noqa: E402
 from bergen_env.vector import BergenVectorEnv  # noqa: E402
 
+ROOT = Path(__file__).resolve().parents[1]
 SEATINGS = [(2, False), (3, False), (4, False), (4, True)]
 CONFIGS = [
     (preset, dict(num_players=n, partnerships=p))
@@ -232,3 +237,37 @@ def test_copy_false_returns_the_env_s_buffers_with_the_same_values() -> None:
         b, rb, *_ = shared.step(shared.random_actions(b["action_mask"]))
         np.testing.assert_array_equal(ra, rb)
     assert b["observation"] is first  # one buffer, overwritten in place
+
+
+def _run(code: str) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=120
+    )
+
+
+def test_bergen_env_does_not_import_numba() -> None:
+    done = _run(
+        "import sys, bergen_env, bergen_env.agents, bergen_env.single_agent\n"
+        "from bergen_env.agents import make_agent\n"
+        "make_agent('search')\n"
+        "assert 'numba' not in sys.modules, 'numba imported'\n"
+    )
+    assert done.returncode == 0, done.stderr
+
+
+def test_a_missing_numba_is_a_clear_error_and_search_falls_back() -> None:
+    done = _run(
+        "import sys\n"
+        "sys.modules['numba'] = None  # as if the [vector] extra were not installed\n"
+        "from bergen_env.agents.search import SearchAgent\n"
+        "assert not SearchAgent().compiled\n"
+        "try:\n"
+        "    SearchAgent(playouts='compiled')\n"
+        "except ValueError as exc:\n"
+        "    assert 'bergen_env[vector]' in str(exc), exc\n"
+        "else:\n"
+        "    raise AssertionError('no error')\n"
+        "import bergen_env.vector\n"
+    )
+    assert done.returncode != 0
+    assert "ImportError" in done.stderr and "bergen_env[vector]" in done.stderr

@@ -127,4 +127,4 @@ def test_bad_input_is_named() -> None:
     with pytest.raises(IllegalActionError, match="opponent"):
         env.reset()
         for _ in range(20):
-            env.step(np.array([np.flatnonzero(m)[0] for m in env._infos()["action_mask"]]))
+            env.step(np.array([np.flatnonzero(m)[0] for m in env.batch.masks]))

@@ -96,8 +96,8 @@ class BergenVectorEnv:
         self.max_hands = max_hands
         self.observations = observations
         self.copy = copy
-        self._r = K.rule_vector(self.rules, max_hands, reward)
-        self._seed = seed
+        self.rule_array = K.rule_vector(self.rules, max_hands, reward)
+        self.initial_seed = seed
         self.m = np.zeros((n, K.NUM_FIELDS), dtype=np.int32)
         self.scores = np.zeros((n, K.MAX_SEATS), dtype=np.int32)
         self.hands = np.zeros((n, K.MAX_SEATS, NUM_TILES), dtype=np.int8)
@@ -107,16 +107,16 @@ class BergenVectorEnv:
         self.line = np.zeros((n, NUM_TILES), dtype=np.int8)
         self.bone = np.zeros((n, K.MAX_BONE), dtype=np.int8)
         self.rng = np.zeros(n, dtype=np.uint64)
-        self._agent_rng = np.zeros(n, dtype=np.uint64)
+        self.agent_rng = np.zeros(n, dtype=np.uint64)
         self.deals = np.zeros((n, 0, self.rules.num_tiles), dtype=np.int8)
-        self._obs = np.zeros((n, OBS_SIZE), dtype=np.float32)
-        self._masks = np.zeros((n, self.num_actions), dtype=np.int8)
-        self._cur = np.zeros(n, dtype=np.int64)
-        self._rewards = np.zeros((n, self.num_players), dtype=np.float32)
-        self._terminated = np.zeros(n, dtype=np.bool_)
-        self._truncated = np.zeros(n, dtype=np.bool_)
-        self._all = np.ones(n, dtype=np.bool_)
-        self._has_reset = False
+        self.obs_buffer = np.zeros((n, OBS_SIZE), dtype=np.float32)
+        self.masks = np.zeros((n, self.num_actions), dtype=np.int8)
+        self.current_player = np.zeros(n, dtype=np.int64)
+        self.rewards_buffer = np.zeros((n, self.num_players), dtype=np.float32)
+        self.terminated_buffer = np.zeros(n, dtype=np.bool_)
+        self.truncated_buffer = np.zeros(n, dtype=np.bool_)
+        self.all_rows = np.ones(n, dtype=np.bool_)
+        self.has_reset = False
 
     # ------------------------------------------------------------------ API
 
@@ -127,9 +127,9 @@ class BergenVectorEnv:
         reseeds every row's stream; ``options={"deals": [deals_0, ..., deals_{N-1}]}`` gives
         row ``i`` the deals ``deals_i`` (the scalar env's list of ``{"hands", "boneyard"}``; None
         or ``[]`` for random deals) for the match this reset starts."""
-        if seed is None and not self._has_reset:
-            seed = self._seed
-        if seed is not None or not self._has_reset:
+        if seed is None and not self.has_reset:
+            seed = self.initial_seed
+        if seed is not None or not self.has_reset:
             self.seed(seed)
         deals = None
         if options:
@@ -140,50 +140,55 @@ class BergenVectorEnv:
                 )
             deals = options.get("deals")
         self._load_deals(deals)
-        K.reset_rows(self._r, np.arange(self.num_envs), *self._state())
-        self._has_reset = True
-        self._observe(self._all)
-        return self._obs_dict(), {"current_player": self._cur.copy() if self.copy else self._cur}
+        K.reset_rows(self.rule_array, np.arange(self.num_envs), *self.state_arrays())
+        self.has_reset = True
+        self.observe_rows(self.all_rows)
+        return self._obs_dict(), {
+            "current_player": self.current_player.copy() if self.copy else self.current_player
+        }
 
     def step(
         self, actions: Any
     ) -> tuple[dict[str, np.ndarray], np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
         """Apply one action per row (for its seat on turn); see the module docstring."""
-        if not self._has_reset:
+        if not self.has_reset:
             raise RuntimeError("call reset() before step()")
-        acts = self._check_actions(actions)
-        self._raise_if_illegal(acts, self._all)
+        acts = self.check_actions(actions)
+        self._raise_if_illegal(acts, self.all_rows)
         K.step_observe_rows(
-            self._r, acts, *self._state(), self._rewards, self._terminated, self._truncated,
-            self._masks, self._obs, self._cur, self.observations,
+            self.rule_array, acts, *self.state_arrays(), self.rewards_buffer,
+            self.terminated_buffer, self.truncated_buffer, self.masks, self.obs_buffer,
+            self.current_player, self.observations,
         )  # fmt: skip
         if not self.copy:
             return (
                 self._obs_dict(),
-                self._rewards,
-                self._terminated,
-                self._truncated,
-                {"current_player": self._cur},
+                self.rewards_buffer,
+                self.terminated_buffer,
+                self.truncated_buffer,
+                {"current_player": self.current_player},
             )
         return (
             self._obs_dict(),
-            self._rewards.copy(),
-            self._terminated.copy(),
-            self._truncated.copy(),
-            {"current_player": self._cur.copy()},
+            self.rewards_buffer.copy(),
+            self.terminated_buffer.copy(),
+            self.truncated_buffer.copy(),
+            {"current_player": self.current_player.copy()},
         )
 
     def random_actions(self, masks: np.ndarray) -> np.ndarray:
         """A uniform legal action per row of ``masks`` (each row its own stream, seeded by
         ``reset``): the batched ``random`` agent."""
         out = np.zeros(len(masks), dtype=np.int64)
-        K.random_actions(masks, np.ones(len(masks), dtype=np.bool_), self._agent_rng, out)
+        K.random_actions(masks, np.ones(len(masks), dtype=np.bool_), self.agent_rng, out)
         return out
 
     def greedy_actions(self) -> np.ndarray:
         """The batched ``greedy`` agent's action in every row, for the seat on turn."""
         out = np.zeros(self.num_envs, dtype=np.int64)
-        K.greedy_actions(self._r, self._masks, self._all, self.m, self.scores, self.hlen, out)
+        K.greedy_actions(
+            self.rule_array, self.masks, self.all_rows, self.m, self.scores, self.hlen, out
+        )
         return out
 
     @property
@@ -202,15 +207,20 @@ class BergenVectorEnv:
         hands = [sorted(order[s * size : (s + 1) * size]) for s in range(r.num_players)]
         return {"hands": hands, "boneyard": order[r.num_players * size :]}
 
-    # ------------------------------------------------------------------ internals
+    # ------------------------------------------------------------------ row-level access
+    # For envs built on the batch (BergenLearnerVectorEnv): step or observe some rows only.
+    # Buffers they fill (read them; the next call overwrites them): ``masks`` (N, A),
+    # ``obs_buffer`` (N, OBS_SIZE), ``current_player`` (N,), ``rewards_buffer`` (N, players),
+    # ``terminated_buffer`` and ``truncated_buffer`` (N,); ``all_rows`` is an all-True row mask.
 
     def seed(self, seed: int | None) -> None:
         """Reseed every row's stream (and the batched agents' streams) from ``seed``."""
         base = np.random.SeedSequence(seed).generate_state(2, np.uint64)
         K.seed_streams(base[0], 0, self.rng)
-        K.seed_streams(base[1], 0, self._agent_rng)
+        K.seed_streams(base[1], 0, self.agent_rng)
 
-    def _state(self) -> tuple[np.ndarray, ...]:
+    def state_arrays(self) -> tuple[np.ndarray, ...]:
+        """The state arrays in the order the kernels take them (see ``kernels``)."""
         return (
             self.m, self.scores, self.hands, self.bits, self.hlen, self.voids,
             self.line, self.bone, self.rng, self.deals,
@@ -235,7 +245,8 @@ class BergenVectorEnv:
                 self.deals[i, k] = [t for h in hands for t in h] + boneyard
             self.m[i, K.DEALS] = len(row)
 
-    def _check_actions(self, actions: Any) -> np.ndarray:
+    def check_actions(self, actions: Any) -> np.ndarray:
+        """``actions`` as an int64 array of shape (N,), or ``IllegalActionError``."""
         acts = np.asarray(actions)
         if acts.shape != (self.num_envs,) or acts.dtype.kind not in "iu":
             raise IllegalActionError(
@@ -244,35 +255,49 @@ class BergenVectorEnv:
             )
         return acts.astype(np.int64, copy=False)
 
-    def _step(self, acts: np.ndarray, active: np.ndarray) -> None:
+    def step_rows(self, acts: np.ndarray, active: np.ndarray) -> None:
+        """Step the rows where ``active`` is True (all actions checked first); fills the
+        reward and end buffers, restarts finished matches."""
         self._raise_if_illegal(acts, active)
         K.step_rows(
-            self._r, acts, active, *self._state(), self._rewards, self._terminated, self._truncated
+            self.rule_array,
+            acts,
+            active,
+            *self.state_arrays(),
+            self.rewards_buffer,
+            self.terminated_buffer,
+            self.truncated_buffer,
         )
 
     def _raise_if_illegal(self, acts: np.ndarray, active: np.ndarray) -> None:
-        bad = K.first_illegal(self._r, acts, active, self.m, self.hands, self.bits)
+        bad = K.first_illegal(self.rule_array, acts, active, self.m, self.hands, self.bits)
         if bad >= 0:
             a = int(acts[bad])
-            legal = [int(x) for x in np.flatnonzero(self._masks[bad])]
+            legal = [int(x) for x in np.flatnonzero(self.masks[bad])]
             text = action_str(a) if 0 <= a < self.num_actions else "out of range"
             raise IllegalActionError(
-                f"match {bad}: action {a} ({text}) is illegal for player_{self._cur[bad]}; "
+                f"match {bad}: action {a} ({text}) is illegal for "
+                f"player_{self.current_player[bad]}; "
                 f"legal actions: {', '.join(f'{x} ({action_str(x)})' for x in legal)}"
             )
 
-    def _observe(self, active: np.ndarray, observations: bool | None = None) -> None:
+    def observe_rows(self, active: np.ndarray, observations: bool | None = None) -> None:
+        """Fill ``masks`` (and ``obs_buffer`` unless ``observations`` is False) for the seat on
+        turn of the active rows."""
         K.observe_rows(
-            self._r, active, self.m, self.scores, self.hands, self.bits, self.hlen, self.voids,
-            self.line, self.bone, self._masks, self._obs, self._cur,
+            self.rule_array, active, self.m, self.scores, self.hands, self.bits, self.hlen,
+            self.voids, self.line, self.bone, self.masks, self.obs_buffer, self.current_player,
             self.observations if observations is None else observations,
         )  # fmt: skip
 
     def _obs_dict(self) -> dict[str, np.ndarray]:
-        masks = self._masks.copy() if self.copy else self._masks
+        masks = self.masks.copy() if self.copy else self.masks
         if not self.observations:
             return {"action_mask": masks}
-        return {"observation": self._obs.copy() if self.copy else self._obs, "action_mask": masks}
+        return {
+            "observation": self.obs_buffer.copy() if self.copy else self.obs_buffer,
+            "action_mask": masks,
+        }
 
     def __repr__(self) -> str:
         return f"BergenVectorEnv({self.rules.name}, {self.num_players}p, num_envs={self.num_envs})"

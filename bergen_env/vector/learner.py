@@ -140,10 +140,10 @@ class BergenLearnerVectorEnv(gym.vector.VectorEnv):
         self, *, seed: int | None = None, options: dict[str, Any] | None = None
     ) -> tuple[np.ndarray, dict[str, Any]]:
         """Start a match in every row (``options={"deals": [...]}`` as in BergenVectorEnv)."""
-        first = not self.batch._has_reset
+        first = not self.batch.has_reset
         self.batch.reset(seed=seed, options=options)
         if seed is not None or first:
-            base = np.random.SeedSequence(self.batch._seed if seed is None else seed)
+            base = np.random.SeedSequence(self.batch.initial_seed if seed is None else seed)
             K.seed_streams(base.generate_state(3, np.uint64)[2], 0, self._seat_rng)
         self._draw_seats(np.ones(self.num_envs, dtype=np.bool_))
         self._acted[:] = False
@@ -160,15 +160,15 @@ class BergenLearnerVectorEnv(gym.vector.VectorEnv):
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
         """The learner's action in every match, then the opponents' replies."""
         b = self.batch
-        if not b._has_reset:
+        if not b.has_reset:
             raise RuntimeError("call reset() before step()")
-        acts = b._check_actions(actions)
+        acts = b.check_actions(actions)
         self._reward[:] = self._carry
         self._carry[:] = 0.0
         self._term[:] = False
         self._trunc[:] = False
         self._acted[:] = True
-        self._apply(acts, b._all, "the learner")
+        self._apply(acts, b.all_rows, "the learner")
         self._advance()
         return (
             self._learner_obs(),
@@ -184,21 +184,21 @@ class BergenLearnerVectorEnv(gym.vector.VectorEnv):
         """Step the active rows and book each result for its learner."""
         b = self.batch
         try:
-            b._step(acts, active)
+            b.step_rows(acts, active)
         except IllegalActionError as exc:
             raise IllegalActionError(f"{who}: {exc}") from None
         rows = self._rows[active]
-        gained = b._rewards[rows, self.seats[rows]]
+        gained = b.rewards_buffer[rows, self.seats[rows]]
         acted = self._acted[rows]
-        ended = b._terminated[rows] | b._truncated[rows]
+        ended = b.terminated_buffer[rows] | b.truncated_buffer[rows]
         # before the learner's first decision of a match its gains wait for its first step
         self._reward[rows[acted]] += gained[acted]
         self._carry[rows[~acted]] += gained[~acted]
         done = rows[ended]
         if len(done):
             real = done[self._acted[done]]  # a match that ended before its learner acted
-            self._term[real] |= b._terminated[real]  # (tiny targets) is replaced silently
-            self._trunc[real] |= b._truncated[real]
+            self._term[real] |= b.terminated_buffer[real]  # (tiny targets) is replaced silently
+            self._trunc[real] |= b.truncated_buffer[real]
             self._carry[done] = 0.0
             self._acted[done] = False
             fresh = np.zeros(self.num_envs, dtype=np.bool_)
@@ -210,9 +210,9 @@ class BergenLearnerVectorEnv(gym.vector.VectorEnv):
         if not self._needs_obs:  # built-in opponents only: one compiled pass over the rows
             b = self.batch
             K.advance_rows(
-                b._r, self._kinds, self._seat_option, self.auto_forced, *b._state(),
-                b._agent_rng, self._seat_rng, self.seats, self._acted, self._reward, self._carry,
-                self._term, self._trunc, b._masks, self._seat_rewards, self._ended,
+                b.rule_array, self._kinds, self._seat_option, self.auto_forced, *b.state_arrays(),
+                b.agent_rng, self._seat_rng, self.seats, self._acted, self._reward, self._carry,
+                self._term, self._trunc, b.masks, self._seat_rewards, self._ended,
             )  # fmt: skip
             return
         self._advance_in_python()
@@ -221,10 +221,10 @@ class BergenLearnerVectorEnv(gym.vector.VectorEnv):
         """:meth:`_advance` round by round, asking callable opponents for their rows."""
         b = self.batch
         n = self.rules.num_players
-        masks, acts = b._masks, self._actions
+        masks, acts = b.masks, self._actions
         while True:
-            b._observe(b._all, self._needs_obs)
-            cur = b._cur
+            b.observe_rows(b.all_rows, self._needs_obs)
+            cur = b.current_player
             rel = (cur - self.seats) % n
             waiting = rel != 0
             if self.auto_forced:
@@ -239,11 +239,11 @@ class BergenLearnerVectorEnv(gym.vector.VectorEnv):
                 if not rows.any():
                     continue
                 if spec == "random":
-                    K.random_actions(masks, rows, b._agent_rng, acts)
+                    K.random_actions(masks, rows, b.agent_rng, acts)
                 elif spec == "greedy":
-                    K.greedy_actions(b._r, masks, rows, b.m, b.scores, b.hlen, acts)
+                    K.greedy_actions(b.rule_array, masks, rows, b.m, b.scores, b.hlen, acts)
                 else:
-                    chosen = np.asarray(spec(b._obs[rows], masks[rows]))
+                    chosen = np.asarray(spec(b.obs_buffer[rows], masks[rows]))
                     if chosen.shape != (int(rows.sum()),) or chosen.dtype.kind not in "iu":
                         raise IllegalActionError(
                             f"opponent {spec!r} must return one integer action per row, got "
@@ -256,11 +256,11 @@ class BergenLearnerVectorEnv(gym.vector.VectorEnv):
     def _learner_obs(self) -> np.ndarray:
         b = self.batch
         if not self._needs_obs:
-            b._observe(b._all, True)
-        return b._obs.copy()
+            b.observe_rows(b.all_rows, True)
+        return b.obs_buffer.copy()
 
     def _infos(self) -> dict[str, Any]:
-        return {"action_mask": self.batch._masks.copy(), "seat": self.seats.copy()}
+        return {"action_mask": self.batch.masks.copy(), "seat": self.seats.copy()}
 
     def _draw_seats(self, rows: np.ndarray) -> None:
         n = self.rules.num_players
