@@ -24,12 +24,13 @@ from typing import Any
 import numpy as np
 
 from bergen_env.actions import action_str
-from bergen_env.aec_env import DEFAULT_MAX_HANDS, REWARD_MODES
 from bergen_env.engine import validate_deal
+from bergen_env.env_options import DEFAULT_MAX_HANDS, EnvOptions
 from bergen_env.errors import IllegalActionError, InvalidOptionError
 from bergen_env.observation import OBS_SIZE
-from bergen_env.rules import Rules, make_rules
+from bergen_env.rules import Rules
 from bergen_env.tiles import NUM_TILES
+from bergen_env.validation import check_bool, check_int
 from bergen_env.vector import kernels as K
 
 __all__ = ["BergenVectorEnv"]
@@ -61,34 +62,14 @@ class BergenVectorEnv:
         copy: bool = True,
         **overrides: Any,
     ) -> None:
-        if (
-            isinstance(num_envs, bool)
-            or not isinstance(num_envs, (int, np.integer))
-            or num_envs < 1
-        ):
-            raise InvalidOptionError(f"option 'num_envs' must be an int >= 1, got {num_envs!r}")
-        seating = {"num_players": num_players, "partnerships": partnerships}
-        self.rules = make_rules(
-            rules, **{k: v for k, v in seating.items() if v is not None}, **overrides
+        num_envs = check_int("num_envs", num_envs, minimum=1)
+        options = EnvOptions.resolve(
+            rules, num_players, partnerships, reward, max_hands, **overrides
         )
-        if reward not in REWARD_MODES:
-            raise InvalidOptionError(
-                f"option 'reward' must be one of {REWARD_MODES}, got {reward!r}"
-            )
-        if max_hands is not None and (
-            isinstance(max_hands, bool)
-            or not isinstance(max_hands, (int, np.integer))
-            or max_hands < 1
-        ):
-            raise InvalidOptionError(
-                f"option 'max_hands' must be a positive int or None, got {max_hands!r}"
-            )
-        if not isinstance(copy, bool):
-            raise InvalidOptionError(f"option 'copy' must be True or False, got {copy!r}")
-        if not isinstance(observations, bool):
-            raise InvalidOptionError(
-                f"option 'observations' must be True or False, got {observations!r}"
-            )
+        self.rules = options.rules
+        reward, max_hands = options.reward, options.max_hands
+        check_bool("copy", copy)
+        check_bool("observations", observations)
         self.num_envs = n = int(num_envs)
         self.num_players = self.rules.num_players
         self.num_actions = self.rules.num_actions

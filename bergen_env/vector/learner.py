@@ -36,7 +36,7 @@ import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
 
-from bergen_env.aec_env import DEFAULT_MAX_HANDS
+from bergen_env.env_options import DEFAULT_MAX_HANDS
 from bergen_env.errors import IllegalActionError, InvalidOptionError
 from bergen_env.observation import OBS_SIZE, obs_bounds
 from bergen_env.rules import Rules
