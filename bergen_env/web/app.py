@@ -39,8 +39,17 @@ from bergen_env.web.tables import PERSON, Table, TableError, TableManager
 STATIC = Path(__file__).parent / "static"
 
 #: Query parameters of ``/play`` besides the rule options.
-PLAY_PARAMS = ("players", "num_players", "partnerships", "preset", "rules", "opponents", "seats",
-               "seed", "lang")
+PLAY_PARAMS = (
+    "players",
+    "num_players",
+    "partnerships",
+    "preset",
+    "rules",
+    "opponents",
+    "seats",
+    "seed",
+    "lang",
+)
 #: Keys of a ``POST /api/tables`` body.
 CREATE_KEYS = ("preset", "num_players", "partnerships", "options", "seats", "seed", "lang")
 
@@ -126,9 +135,7 @@ def build_rules(
                 elif isinstance(current, int):
                     value = _parse_int(name, value)
             overrides[name] = value
-        return Rules.preset(
-            preset, num_players=num_players, partnerships=partnerships, **overrides
-        )
+        return Rules.preset(preset, num_players=num_players, partnerships=partnerships, **overrides)
     except InvalidOptionError as exc:
         raise TableError(400, str(exc)) from None
 
@@ -295,7 +302,7 @@ def create_app(manager: TableManager | None = None, *, sweep_seconds: float = 30
         body = await _json_body(request)
         unknown = sorted(set(body) - {"action"})
         if "action" not in body or unknown:
-            raise TableError(400, "a move is {\"action\": id or move text}, e.g. \"[3|5]>left\"")
+            raise TableError(400, 'a move is {"action": id or move text}, e.g. "[3|5]>left"')
         table.move(seat, body["action"])
         return JSONResponse(seat_snapshot(table, seat))
 
@@ -437,9 +444,7 @@ def create_app(manager: TableManager | None = None, *, sweep_seconds: float = 30
         WebSocketRoute("/ws/w/{table}", watch_socket),
         Mount("/static", StaticFiles(directory=STATIC), name="static"),
     ]
-    app = Starlette(
-        routes=routes, exception_handlers={TableError: table_error}, lifespan=lifespan
-    )
+    app = Starlette(routes=routes, exception_handlers={TableError: table_error}, lifespan=lifespan)
     app.state.tables = tables
     app.add_middleware(BodyLimit, max_bytes=tables.limits.max_body_bytes)
     return app

@@ -26,8 +26,8 @@ from bergen_env.errors import BergenError
 from bergen_env.observation import Encoder
 from bergen_env.replay import MatchRecorder, hands_at_end
 from bergen_env.rules import Rules
-from bergen_env.web.replays import place
 from bergen_env.tiles import IS_DOUBLE, OTHER_HALF, PIPS, TILES
+from bergen_env.web.replays import place
 
 #: The seat kind of a person (every other kind names an agent of the menu).
 PERSON = "person"

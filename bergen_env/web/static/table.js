@@ -47,6 +47,8 @@ function show(next) {
 
 function render() {
   if (!msg) return;
+  document.body.dataset.version = msg.version; // for tests and tools: the view shown
+  document.body.dataset.over = msg.over;
   translatePage();
   $("rules-link").href = `/rules?lang=${lang}`;
   const g = msg.game;
@@ -186,17 +188,12 @@ function renderLog() {
   if (!last) return;
   box.replaceChildren(node("h3", "", t("hand_ended", { n: last.hand + 1 })));
   for (const line of resultLines(msg, last, last.tallies)) box.appendChild(node("p", "", line));
-  if (last.line && last.line.length) {
-    const wrap = node("div", "mini-line");
-    wrap.appendChild(lineSVG(last.line, { u: 16, gap: 1 }));
-    box.appendChild(wrap);
-  }
   box.appendChild(node("div", "revealed-title", t("revealed")));
   last.hands.forEach((tiles, seat) => {
     const row = node("div", "revealed");
     row.appendChild(node("span", "who", seatName(msg, seat)));
     if (!tiles.length) row.appendChild(node("span", "none", "—"));
-    for (const [a, b] of tiles) row.appendChild(tileSVG(a, b, { u: 12 }));
+    for (const [a, b] of tiles) row.appendChild(tileSVG(a, b, { u: 16 }));
     box.appendChild(row);
   });
 }
