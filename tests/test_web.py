@@ -403,3 +403,12 @@ def test_meta_lists_every_preset_and_option() -> None:
     assert set(meta["agents"]) == set(FAST_AGENTS)
     for page in ("/", "/replay", "/static/table.js", "/static/i18n.json"):
         assert client.get(page).status_code == 200
+
+
+def test_load_benchmark_small_run() -> None:
+    """benchmarks/web_load.py on two tables: a real server, sockets, every match checked."""
+    pytest.importorskip("websockets")
+    from benchmarks import web_load
+
+    out = web_load.main(["--tables", "2", "--timeout", "120"])
+    assert out["unfinished"] == 0 and out["mismatched"] == 0 and out["person_moves"] > 0

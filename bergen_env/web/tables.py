@@ -197,6 +197,8 @@ class Table:
         hand_end_points = [sum(r.points[s] for r in ended) for s in range(self.rules.num_sides)]
         gained = state.scores[side] - before[side] - hand_end_points[side]
         event: dict[str, Any] = {"seat": seat, **move_dict(a), "points": gained}
+        if a < DRAW and not line:
+            event["opens"] = True  # the hand's first tile
         if reason is not None and gained > 0:
             event["score"] = reason
         event["scores"] = state.scores[:]

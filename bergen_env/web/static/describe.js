@@ -45,6 +45,7 @@ export function eventText(msg, ev) {
   if (ev.kind === "draw") text = t("ev_draw", { who });
   else if (ev.kind === "pass") text = t("ev_pass", { who });
   else if (ev.kind === "double_play") text = t("ev_double", { who, tile: tileText(ev.tile) });
+  else if (ev.opens) text = t("ev_open", { who, tile: tileText(ev.tile) });
   else text = t("ev_play", { who, tile: tileText(ev.tile), end: t(ev.end ? "right" : "left") });
   const scored = scoreText(ev.score, ev.points);
   return scored ? `${text} — ${scored}` : text;
