@@ -5,8 +5,9 @@ tables (half 2-player: a person against greedy; half 4-player partnerships: two 
 greedy and heuristic), and plays every person seat by a scripted client that listens on the
 table's WebSocket and POSTs a random legal move whenever its seat is on turn. At the end every
 table's replay is re-simulated through the engine and compared with what the clients saw:
-every match finished, no move lost. Prints moves/s and the latency of a person's move (POST to
-answer).
+every match finished, no move lost. Prints moves/s (every seat's moves over the wall time), the
+latency of a person's move as the client sees it (POST to answer, which includes the client
+process's own delays) and the server's share of it (its ``Server-Timing`` header).
 
     python -m benchmarks.web_load --tables 50 --seed 0
 """
@@ -41,6 +42,7 @@ async def person(
     token: str,
     rng: np.random.Generator,
     latencies: list[float],
+    server_ms: list[float],
     timeout: float,
 ) -> dict:
     """Play one seat to the match end; returns the last view."""
@@ -60,6 +62,8 @@ async def person(
                 start = time.perf_counter()
                 r = await http.post(f"/api/s/{token}/move", json={"action": action})
                 latencies.append(time.perf_counter() - start)
+                if r.status_code == 200:
+                    server_ms.append(float(r.headers["server-timing"].split("dur=")[1]))
                 if r.status_code != 200:
                     raise RuntimeError(f"move refused: {r.status_code} {r.text}")
                 last = r.json()
@@ -70,6 +74,7 @@ async def person(
 async def run(args: argparse.Namespace, base: str) -> dict:
     ws_url = base.replace("http", "ws", 1)
     latencies: list[float] = []
+    server_ms: list[float] = []
     limits = httpx.Limits(max_connections=400, max_keepalive_connections=400)
     async with httpx.AsyncClient(base_url=base, limits=limits, timeout=60) as http:
         tables = []
@@ -99,6 +104,7 @@ async def run(args: argparse.Namespace, base: str) -> dict:
                             token,
                             np.random.default_rng(rng.integers(2**32)),
                             latencies,
+                            server_ms,
                             args.timeout,
                         )
                     )
@@ -128,6 +134,8 @@ async def run(args: argparse.Namespace, base: str) -> dict:
         "moves_per_s": round(moves / elapsed, 1),
         "person_move_ms_p50": round(float(np.percentile(lat, 50)), 2),
         "person_move_ms_p99": round(float(np.percentile(lat, 99)), 2),
+        "server_ms_p50": round(float(np.percentile(server_ms, 50)), 3),
+        "server_ms_p99": round(float(np.percentile(server_ms, 99)), 3),
     }
 
 
@@ -136,9 +144,18 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--tables", type=int, default=50)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--timeout", type=float, default=600.0, help="seconds per match at most")
+    parser.add_argument(
+        "--url", help="use a server already running at this http://127.0.0.1:PORT (else start one)"
+    )
     args = parser.parse_args(argv)
     if not 1 <= args.tables <= 500:
         parser.error("--tables must be in 1..500")
+    if args.url:
+        if not args.url.startswith(("http://127.", "http://localhost")):
+            parser.error("--url must be a server on this machine (http://127.0.0.1:PORT)")
+        result = asyncio.run(run(args, args.url.rstrip("/")))
+        print(json.dumps(result, indent=1))
+        return result
     port = free_port()
     env = dict(os.environ, PYTHONPATH=os.getcwd())
     server = subprocess.Popen(

@@ -19,7 +19,8 @@ from test_hidden_information import hidden_swap  # noqa: E402
 from bergen_env.engine import BergenState  # noqa: E402
 from bergen_env.replay import MatchRecorder, write_jsonl  # noqa: E402
 from bergen_env.rules import PRESETS, RULE_OPTIONS, Rules  # noqa: E402
-from bergen_env.web import Limits, TableManager, create_app  # noqa: E402
+from bergen_env.web import Limits, TableManager
+from bergen_env.web.app import create_app  # noqa: E402
 from bergen_env.web.i18n import LANGUAGES, catalog  # noqa: E402
 from bergen_env.web.replays import place, replay_frames  # noqa: E402
 
@@ -412,3 +413,44 @@ def test_load_benchmark_small_run() -> None:
 
     out = web_load.main(["--tables", "2", "--timeout", "120"])
     assert out["unfinished"] == 0 and out["mismatched"] == 0 and out["person_moves"] > 0
+
+
+def test_a_failing_agent_stops_its_table_visibly() -> None:
+    from bergen_env.agents.base import register_agent
+
+    class Broken:
+        name = "broken"
+        needs_observation = False
+        needs_view = False
+
+        def reset(self, rules, seat, rng) -> None:
+            pass
+
+        def act(self, observation, action_mask, view) -> int:
+            return 57 if action_mask[57] == 0 else 0  # always illegal
+
+    register_agent("broken_for_test", Broken, overwrite=True)
+    client, manager = make_client()
+    manager.agents["broken"] = "broken_for_test"
+    with client:
+        r = client.get("/play?seats=broken,broken&seed=1", follow_redirects=False)
+        table_id = r.headers["location"].split("/w/")[1].split("?")[0]
+        table = manager.by_id(table_id)
+        with client.websocket_connect(f"/ws/w/{table_id}") as ws:
+            for _ in range(50):
+                msg = ws.receive_json()
+                if msg["error"]:
+                    break
+        assert "broken" in msg["error"] and "illegal" in msg["error"]
+        assert not table.terminal
+
+
+def test_cli_refuses_bad_agents() -> None:
+    from bergen_env.web import cli
+
+    with pytest.raises(SystemExit):
+        cli.main(["--agent", "no-equals-sign"])
+    with pytest.raises(SystemExit, match="wizard"):
+        cli.main(["--agent", "w=wizard"])
+    with pytest.raises(SystemExit, match="ppo"):
+        cli.main(["--agent", "p=ppo:/nonexistent/policy.zip"])

@@ -10,7 +10,8 @@ from contextlib import contextmanager
 
 import uvicorn
 
-from bergen_env.web import TableManager, create_app
+from bergen_env.web import TableManager
+from bergen_env.web.app import create_app
 
 
 def free_port() -> int:

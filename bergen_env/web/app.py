@@ -18,6 +18,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import time
 from collections.abc import AsyncIterator, Mapping
 from pathlib import Path
 from typing import Any
@@ -298,13 +299,17 @@ def create_app(manager: TableManager | None = None, *, sweep_seconds: float = 30
         return JSONResponse(seat_snapshot(table, seat))
 
     async def seat_move(request: Request) -> Response:
+        start = time.perf_counter()
         table, seat = tables.by_token(request.path_params["token"])
         body = await _json_body(request)
         unknown = sorted(set(body) - {"action"})
         if "action" not in body or unknown:
             raise TableError(400, 'a move is {"action": id or move text}, e.g. "[3|5]>left"')
         table.move(seat, body["action"])
-        return JSONResponse(seat_snapshot(table, seat))
+        response = JSONResponse(seat_snapshot(table, seat))
+        # the server's own share of the move's latency (read by benchmarks/web_load.py)
+        response.headers["server-timing"] = f"app;dur={(time.perf_counter() - start) * 1000:.3f}"
+        return response
 
     async def watch_state(request: Request) -> Response:
         table = tables.by_id(request.path_params["table"])

@@ -11,6 +11,7 @@ everyone saw them, hands revealed at a hand's end), never from the state itself.
 from __future__ import annotations
 
 import asyncio
+import logging
 import secrets
 import time
 from collections.abc import Callable, Sequence
@@ -22,12 +23,14 @@ import numpy as np
 from bergen_env.actions import DOUBLE_PLAY, DRAW, NUM_PLAY_ACTIONS, PASS, action_str, parse_action
 from bergen_env.agents.base import Agent, make_agent
 from bergen_env.engine import BergenState, PublicView
-from bergen_env.errors import BergenError
+from bergen_env.errors import BergenError, IllegalActionError
 from bergen_env.observation import Encoder
 from bergen_env.replay import MatchRecorder, hands_at_end
 from bergen_env.rules import Rules
 from bergen_env.tiles import IS_DOUBLE, OTHER_HALF, PIPS, TILES
 from bergen_env.web.replays import place
+
+logger = logging.getLogger(__name__)
 
 #: The seat kind of a person (every other kind names an agent of the menu).
 PERSON = "person"
@@ -134,6 +137,7 @@ class Table:
         self.results: list[dict[str, Any]] = []  # per finished hand: result and revealed hands
         self.version = 0
         self.closed = False
+        self.error: str | None = None  # set when an agent failed and the table stopped
         self._changed: asyncio.Event | None = None
         self._listeners: set[asyncio.Event] = set()
         self._runner: asyncio.Task | None = None
@@ -243,8 +247,16 @@ class Table:
             )
             mask = state.legal_mask()
             hand = state.hand_number
-            action = await asyncio.to_thread(agent.act, obs, mask, view)
-            if self.closed:
+            try:
+                action = await asyncio.to_thread(agent.act, obs, mask, view)
+                if self.closed:
+                    return
+                if not state.is_legal(int(action)):
+                    raise IllegalActionError(f"chose the illegal action {action!r}")
+            except Exception as exc:  # a broken agent stops its table, visibly
+                self.error = f"agent {seat.kind!r} (seat {seat.index}) failed: {exc}"
+                logger.exception(self.error)
+                self.notify()
                 return
             self._apply(seat.index, int(action))
             if self.pace and self.state.hand_number != hand:
@@ -293,6 +305,7 @@ class Table:
             over=self.state.terminal,
             winner=self.state.winner,
             lang=self.lang,
+            error=self.error,
         )
 
     def replay_record(self) -> dict[str, Any]:
@@ -432,6 +445,7 @@ def build_message(
     over: bool,
     winner: int | None,
     lang: str = "en",
+    error: str | None = None,
 ) -> dict[str, Any]:
     """The message for ``seat`` (None: a spectator) from its public view and the public log."""
     rules = view.rules
@@ -470,6 +484,7 @@ def build_message(
         "results": list(results),
         "over": over,
         "winner": winner,
+        "error": error,
     }
 
 

@@ -4,6 +4,7 @@ import { t } from "./i18n.js";
 export const tileText = ([a, b]) => `[${a}|${b}]`;
 
 export function kindName(kind) {
+  if (kind === "person") return t("person");
   const key = `agent_${kind}`;
   const text = t(key);
   return text === key ? kind : text;

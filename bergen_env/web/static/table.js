@@ -42,6 +42,7 @@ async function move(action) {
 function show(next) {
   if (msg && next.version < msg.version && next.table === msg.table) return; // an older view
   msg = next;
+  if (msg.error) notice(msg.error);
   render();
 }
 
