@@ -35,6 +35,9 @@ logger = logging.getLogger(__name__)
 #: The seat kind of a person (every other kind names an agent of the menu).
 PERSON = "person"
 
+#: An agent whose decisions all took less than this acts in the event loop, not in a thread.
+INLINE_SECONDS = 0.002
+
 #: The agents a table may seat, by menu name: what :func:`make_agent` builds for each.
 DEFAULT_AGENTS: dict[str, str] = {
     "random": "random",
@@ -61,7 +64,8 @@ class Seat:
     kind: str
     token: str | None = None
     agent: Agent | None = None
-    connections: int = 0
+    #: The agent's slowest decision so far (seconds); a slow agent thinks in a worker thread.
+    slowest: float = float("inf")
 
 
 @dataclass
@@ -248,7 +252,15 @@ class Table:
             mask = state.legal_mask()
             hand = state.hand_number
             try:
-                action = await asyncio.to_thread(agent.act, obs, mask, view)
+                start = time.perf_counter()
+                if seat.slowest < INLINE_SECONDS:  # quick agents act in the loop
+                    action = agent.act(obs, mask, view)
+                else:  # a slow one (search, a network) must not hold up the other tables
+                    action = await asyncio.to_thread(agent.act, obs, mask, view)
+                elapsed = time.perf_counter() - start
+                seat.slowest = (
+                    elapsed if seat.slowest == float("inf") else max(seat.slowest, elapsed)
+                )
                 if self.closed:
                     return
                 if not state.is_legal(int(action)):
