@@ -42,6 +42,7 @@ function render() {
     const tile = ev.tile ? `[${ev.tile[0]}|${ev.tile[1]}]` : "";
     what = ev.kind === "draw" ? t("ev_draw", { who }) : ev.kind === "pass" ? t("ev_pass", { who })
       : ev.kind === "double_play" ? t("ev_double", { who, tile })
+      : f.line.length === 1 ? t("ev_open", { who, tile })
       : t("ev_play", { who, tile, end: t(ev.action & 1 ? "right" : "left") });
   }
   $("what").textContent = what;
@@ -63,8 +64,25 @@ function render() {
   res.hidden = !f.result;
   if (f.result) {
     res.replaceChildren();
-    for (const line of resultLines(v, f.result)) { const p = document.createElement("p"); p.textContent = line; res.appendChild(p); }
+    for (const line of resultLines(v, f.result, tallies(f.hands))) { const p = document.createElement("p"); p.textContent = line; res.appendChild(p); }
   }
+}
+
+// Each side's doubles and pips in the hands shown (what a blocked rule compares).
+function tallies(hands) {
+  const g = data.game;
+  const out = Array.from({ length: g.num_sides }, () => ({ doubles: 0, lowest_double: null, pips: 0 }));
+  hands.forEach((tiles, seat) => {
+    const tl = out[g.side_of[seat]];
+    for (const [a, b] of tiles) {
+      tl.pips += a + b;
+      if (a === b) {
+        tl.doubles += 1;
+        tl.lowest_double = tl.lowest_double === null ? a : Math.min(tl.lowest_double, a);
+      }
+    }
+  });
+  return out;
 }
 
 function go(i) { pos = Math.max(0, Math.min(data.frames.length - 1, i)); render(); }
