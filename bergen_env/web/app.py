@@ -31,6 +31,7 @@ from starlette.staticfiles import StaticFiles
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from starlette.websockets import WebSocket, WebSocketDisconnect
 
+from bergen_env import rules as rules_module
 from bergen_env.errors import BergenError, InvalidOptionError
 from bergen_env.rules import PRESETS, RULE_OPTIONS, Rules
 from bergen_env.web.i18n import LANGUAGES, rules_page
@@ -257,10 +258,16 @@ def create_app(manager: TableManager | None = None, *, sweep_seconds: float = 30
                     continue
                 seatings[f"{n}{'p' if p else ''}"] = {k: getattr(r, k) for k in RULE_OPTIONS}
             presets[preset] = seatings
+        choices = {}  # the allowed values of text options: rules.LEADS for lead, ...
+        for name in RULE_OPTIONS:
+            values = getattr(rules_module, f"{name.upper()}S", None)
+            if isinstance(values, tuple) and all(isinstance(v, str) for v in values):
+                choices[name] = list(values)
         return JSONResponse(
             {
                 "presets": presets,
                 "options": list(RULE_OPTIONS),
+                "choices": choices,
                 "agents": sorted(tables.agents),
                 "languages": LANGUAGES,
                 "limits": {

@@ -41,10 +41,18 @@ function renderOptions() {
   for (const [name, value] of Object.entries(defaults)) {
     const label = document.createElement("label");
     label.textContent = name + " ";
-    const input = document.createElement("input");
+    const choices = meta.choices[name];
+    const input = document.createElement(choices ? "select" : "input");
     input.name = name;
     input.dataset.default = String(value);
-    if (typeof value === "boolean") { input.type = "checkbox"; input.checked = value; }
+    if (choices) {
+      for (const c of choices) {
+        const opt = document.createElement("option");
+        opt.value = opt.textContent = c;
+        input.appendChild(opt);
+      }
+      input.value = value;
+    } else if (typeof value === "boolean") { input.type = "checkbox"; input.checked = value; }
     else if (typeof value === "number") { input.type = "number"; input.value = value; }
     else input.value = value;
     label.appendChild(input);
@@ -56,6 +64,7 @@ function render() {
   translatePage();
   $("rules-link").href = `/rules?lang=${lang}`;
   $("quick").href = `/play?players=2&opponents=greedy&lang=${lang}`;
+  $("watch").href = `/play?seats=heuristic,search&lang=${lang}`;
   const preset = $("preset");
   const chosen = preset.value;
   preset.replaceChildren();
@@ -73,7 +82,7 @@ function render() {
 async function create(event) {
   event.preventDefault();
   const options = {};
-  for (const input of $("options").querySelectorAll("input")) {
+  for (const input of $("options").querySelectorAll("input, select")) {
     const value = input.type === "checkbox" ? input.checked : input.type === "number" ? Number(input.value) : input.value;
     if (String(value) !== input.dataset.default) options[input.name] = value;
   }

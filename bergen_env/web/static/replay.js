@@ -32,7 +32,7 @@ function render() {
   f.scores.forEach((s, side) => {
     const d = document.createElement("div");
     d.className = "score";
-    d.textContent = `${g.partnerships ? t("team_n", { n: side + 1, seats: "" }) : seatLabel(side)}: ${t("score_of", { s, target: g.target })}`;
+    d.textContent = `${g.partnerships ? t("team_n", { n: side + 1, seats: "" }) : seatLabel(side)}: ${g.target > 0 ? t("score_of", { s, target: g.target }) : s}`;
     scores.appendChild(d);
   });
   const ev = f.event;

@@ -70,12 +70,15 @@ function renderScores() {
     const row = node("div", "score");
     if (msg.turn !== null && msg.game.side_of[msg.turn] === side) row.classList.add("turn");
     row.appendChild(node("span", "who", sideName(msg, side)));
-    const bar = node("span", "bar");
-    const fill = node("span", "fill");
-    fill.style.width = `${Math.max(0, Math.min(100, (100 * score) / msg.game.target))}%`;
-    bar.appendChild(fill);
-    row.appendChild(bar);
-    row.appendChild(node("span", "num", t("score_of", { s: score, target: msg.game.target })));
+    const target = msg.game.target; // 0: no target (a one-hand game)
+    if (target > 0) {
+      const bar = node("span", "bar");
+      const fill = node("span", "fill");
+      fill.style.width = `${Math.max(0, Math.min(100, (100 * score) / target))}%`;
+      bar.appendChild(fill);
+      row.appendChild(bar);
+    }
+    row.appendChild(node("span", "num", target > 0 ? t("score_of", { s: score, target }) : String(score)));
     box.appendChild(row);
   });
 }
