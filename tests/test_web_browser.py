@@ -119,3 +119,25 @@ def test_language_switch_and_rules_page(browser):
         page.goto(f"{base}/rules?lang=cs")
         assert "Petice" in page.locator("h1").inner_text()
         page.close()
+
+
+def test_new_table_form(browser):
+    """The home page's form makes a 3-player table with two people: it shows both links."""
+    with running_server(TableManager(pace=0.01)) as base:
+        page = browser.new_page()
+        page.goto(f"{base}/?lang=en")
+        page.wait_for_selector("#preset option", state="attached")
+        page.select_option("#players", "3")
+        page.select_option("select[name=seat1]", "person")
+        page.select_option("select[name=seat2]", "heuristic")
+        page.locator("#create details summary").click()  # the rule options
+        page.fill("input[name=target]", "5")
+        page.locator("#create button[type=submit]").click()
+        page.wait_for_selector("#links:not([hidden])")
+        links = page.locator("#links a")
+        assert links.count() == 3  # two seats and the spectators
+        links.first.click()
+        page.wait_for_selector("#status")
+        assert "/s/" in page.url
+        assert page.locator("#scores").inner_text().count("/ 5") == 3
+        page.close()
