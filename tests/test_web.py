@@ -468,3 +468,21 @@ def test_default_agent_menu_builds() -> None:
         agent.reset(rules, state.current_player, np.random.default_rng(0))
         view = state.public_view(state.current_player)
         assert state.is_legal(agent.act(None, state.legal_mask(), view)), name
+
+
+def test_an_agent_that_refuses_the_rules_is_a_clear_400() -> None:
+    from bergen_env.agents.base import register_agent
+    from bergen_env.agents.greedy import GreedyAgent
+
+    class TwoPlayersOnly(GreedyAgent):
+        def reset(self, rules, seat, rng) -> None:
+            if rules.num_players != 2:
+                raise ValueError(f"trained for 2 players, not {rules.num_players}")
+            super().reset(rules, seat, rng)
+
+    register_agent("two_only_for_test", TwoPlayersOnly, overwrite=True)
+    client, manager = make_client()
+    manager.agents["net"] = "two_only_for_test"
+    r = client.get("/play?players=3&opponents=net")
+    assert r.status_code == 400 and "trained for 2 players" in r.text and "seat 1" in r.text
+    assert client.get("/play?players=2&opponents=net", follow_redirects=False).status_code == 303

@@ -118,12 +118,14 @@ class Table:
                     f"seat {index}: unknown seat kind {kind!r}; choose {PERSON!r} or an agent "
                     f"of {sorted(agent_specs)}",
                 )
-            agent = make_agent(agent_specs[kind])
-            agent.reset(
-                rules,
-                index,
-                np.random.default_rng(np.random.SeedSequence(seed, spawn_key=(1, index))),
-            )
+            rng = np.random.default_rng(np.random.SeedSequence(seed, spawn_key=(1, index)))
+            try:
+                agent = make_agent(agent_specs[kind])
+                agent.reset(rules, index, rng)
+            except (ValueError, OSError) as exc:  # e.g. a policy trained for other rules
+                raise TableError(
+                    400, f"seat {index}: agent {kind!r} cannot play this game: {exc}"
+                ) from None
             self.seats.append(Seat(index, kind, agent=agent))
         self.state = BergenState(
             rules, seed=np.random.default_rng(np.random.SeedSequence(seed, spawn_key=(0,)))
