@@ -166,12 +166,6 @@ class Table:
     def touch(self) -> None:
         self.last_active = self._clock()
 
-    def seat_of_token(self, token: str) -> int | None:
-        for seat in self.seats:
-            if seat.token is not None and secrets.compare_digest(seat.token, token):
-                return seat.index
-        return None
-
     # ------------------------------------------------------------------ moves
 
     def move(self, seat: int, action: Any) -> None:
