@@ -41,7 +41,9 @@ def _check_agent(name: str, spec: str) -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(prog="bergen-web", description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(
+        prog="bergen-web", description="Serve the browser game (127.0.0.1:8000 by default)."
+    )
     parser.add_argument("--host", default="127.0.0.1", help="address to listen on")
     parser.add_argument("--port", type=int, default=8000, help="port to listen on")
     parser.add_argument(
@@ -55,12 +57,14 @@ def main(argv: Sequence[str] | None = None) -> None:
         metavar="NAME=SPEC",
         help="add an agent to the menu, e.g. ppo2p=ppo:policies/standard_2p.zip",
     )
-    parser.add_argument("--max-tables", type=int, default=Limits.max_tables)
+    parser.add_argument(
+        "--max-tables", type=int, default=Limits.max_tables, help="tables held at once"
+    )
     parser.add_argument(
         "--idle-minutes",
         type=float,
         default=Limits.idle_seconds / 60,
-        help="remove a table after this long with no move and nobody connected",
+        help="remove a table after this many minutes with no move and nobody connected",
     )
     args = parser.parse_args(argv)
     if args.pace < 0 or args.max_tables < 1 or args.idle_minutes <= 0:
