@@ -228,14 +228,14 @@ def play_match(
             side = side_of[seat]
             before = state.scores[side]
             results = len(state.hand_results)
-            state._apply(a)
+            state.apply_unchecked(a)
             gained = state.scores[side] - before
             gained -= sum(r.points[side] for r in state.hand_results[results:])
             if gained > 0:
                 headers[seat] += 1
                 header_points[seat] += gained
         else:
-            state._apply(a)
+            state.apply_unchecked(a)
         if recorder is not None:
             recorder.record(seat, a)
         if deals is not None and state.hand_number != hand and not state.terminal:
@@ -361,9 +361,9 @@ def _worker_init(plan: _Plan, kinds: Sequence[tuple[str, str, Any]]) -> None:
     """Make the parent's agent kinds known in this process, then build the agents once."""
     global _WORKER_TABLE
     for kind, module, factory in kinds:
-        if kind not in agent_base._REGISTRY:
+        if agent_base.agent_factory(kind) is None:
             import_module(module)  # registering modules register on import
-        if kind not in agent_base._REGISTRY and factory is not None:
+        if agent_base.agent_factory(kind) is None and factory is not None:
             agent_base.register_agent(kind, factory)
     _WORKER_TABLE = _Table(plan)
 
@@ -376,12 +376,13 @@ def _worker_play(specs: Sequence[tuple[int, int]]) -> list[MatchRecord]:
 def _kinds_for_workers(sources: Sequence[AgentSource]) -> list[tuple[str, str, Any]]:
     out = []
     for kind in sorted({parse_agent_spec(s)[0] for s in sources if isinstance(s, str)}):
-        factory = agent_base._REGISTRY[kind]
+        registered = agent_base.agent_factory(kind)
+        factory = registered
         try:
             pickle.dumps(factory)
         except Exception:
             factory = None  # a lambda: rely on importing its module
-        out.append((kind, getattr(agent_base._REGISTRY[kind], "__module__", ""), factory))
+        out.append((kind, getattr(registered, "__module__", ""), factory))
     return out
 
 

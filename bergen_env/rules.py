@@ -20,10 +20,13 @@ from typing import Any
 import numpy as np
 
 from bergen_env.errors import InvalidOptionError
+from bergen_env.scoring import OUT_SCORINGS, PLAY_SCORINGS
 from bergen_env.tiles import NUM_TILES
 
 PRESETS = ("standard", "traditional", "double_set")
-LEADS = ("lowest", "highest")
+LEADS = ("lowest", "highest", "highest_any", "rotate")
+#: Leads decided by a double: a deal in which no seat holds one is redealt (RULES.md §4, §9).
+DOUBLE_LEADS = ("lowest", "highest", "highest_any")
 BLOCKED_RULES = ("german", "american", "pips", "most_doubles")
 
 #: Options that a preset sets and a keyword argument may override (RULES.md §3 and §5).
@@ -39,6 +42,9 @@ RULE_OPTIONS = (
     "end_caps",
     "target",
     "voluntary_draw",
+    "play_scoring",
+    "out_scoring",
+    "single_hand",
 )
 
 _INT_OPTIONS = (
@@ -51,7 +57,7 @@ _INT_OPTIONS = (
     "leftover_penalty",
     "target",
 )
-_BOOL_OPTIONS = ("partnerships", "end_caps", "voluntary_draw")
+_BOOL_OPTIONS = ("partnerships", "end_caps", "voluntary_draw", "single_hand")
 
 
 def _preset_values(preset: str, num_players: int, num_sides: int) -> dict[str, Any]:
@@ -108,6 +114,9 @@ class Rules:
     end_caps: bool
     target: int
     voluntary_draw: bool = False
+    play_scoring: str = "headers"
+    out_scoring: str = "fixed"
+    single_hand: bool = False
     #: The preset this was built from (informational; ``"custom"`` for direct construction).
     name: str = "custom"
 
@@ -170,7 +179,37 @@ class Rules:
         for name in ("reserve", "domino_points", "blocked_points", "leftover_penalty"):
             if getattr(self, name) < 0:
                 raise InvalidOptionError(f"option {name!r} must be >= 0, got {getattr(self, name)}")
-        if self.target < 1:
+        if self.play_scoring not in PLAY_SCORINGS:
+            raise InvalidOptionError(
+                f"option 'play_scoring' must be one of {PLAY_SCORINGS}, got {self.play_scoring!r}"
+            )
+        if self.out_scoring not in OUT_SCORINGS:
+            raise InvalidOptionError(
+                f"option 'out_scoring' must be one of {OUT_SCORINGS}, got {self.out_scoring!r}"
+            )
+        if self.end_caps and self.play_scoring != "headers":
+            raise InvalidOptionError(
+                f"option 'end_caps' applies to play_scoring='headers' only, "
+                f"not {self.play_scoring!r}; set end_caps=False"
+            )
+        if self.double_play and self.play_scoring != "headers":
+            raise InvalidOptionError(
+                f"option 'sets'=2 (the double play) needs play_scoring='headers', "
+                f"got {self.play_scoring!r}"
+            )
+        if self.out_scoring != "fixed":
+            for name in ("domino_points", "blocked_points", "leftover_penalty"):
+                if getattr(self, name):
+                    raise InvalidOptionError(
+                        f"option {name!r} applies to out_scoring='fixed' only, not "
+                        f"{self.out_scoring!r}; set {name}=0"
+                    )
+        if self.single_hand:
+            if self.target < 0:
+                raise InvalidOptionError(
+                    f"option 'target' must be >= 0 (0: none) with single_hand, got {self.target}"
+                )
+        elif self.target < 1:
             raise InvalidOptionError(f"option 'target' must be >= 1, got {self.target}")
         dealt = self.num_players * self.hand_size + self.reserve
         if dealt > self.num_tiles:
@@ -203,6 +242,16 @@ class Rules:
     def double_play(self) -> bool:
         """Whether the double play of both ``[n|n]`` copies exists (two sets only)."""
         return self.sets == 2
+
+    @property
+    def has_target(self) -> bool:
+        """Whether reaching ``target`` ends the match (not so for ``target=0`` of a single hand)."""
+        return self.target > 0
+
+    @property
+    def score_scale(self) -> int:
+        """What scores are measured against: the target, or 100 points without one."""
+        return self.target if self.target > 0 else 100
 
     @property
     def num_actions(self) -> int:

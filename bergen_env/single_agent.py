@@ -262,7 +262,7 @@ class BergenSingleAgentEnv(gym.Env):
                 f"action {a} ({action_str(a)}) is illegal for the learner (player_{self.seat}); "
                 f"legal actions: {legal}"
             )
-        game._apply(a)
+        game.apply_unchecked(a)
         self._advance()
         terminated = game.terminal
         truncated = not terminated and self._truncated()
@@ -358,7 +358,7 @@ class BergenSingleAgentEnv(gym.Env):
                 legal = game.legal_actions()
                 if len(legal) != 1:
                     return
-                game._apply(legal[0])
+                game.apply_unchecked(legal[0])
                 continue
             need_obs, need_view = self._needs[p]
             game.legal_mask(mask)
@@ -373,7 +373,7 @@ class BergenSingleAgentEnv(gym.Env):
                     f"opponent {agents[p]!r} in seat {p} chose illegal action {a!r}; "
                     f"legal actions: {legal}"
                 )
-            game._apply(int(a))
+            game.apply_unchecked(int(a))
 
     def _observe(self) -> np.ndarray:
         obs = self._encoder.observe(self.game, self.seat)

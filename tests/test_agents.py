@@ -55,7 +55,7 @@ def _positions(rules: Rules, seed: int, count: int, min_legal: int = 1) -> list[
             legal = s.legal_actions()
             if len(legal) >= min_legal and rng.random() < 0.3:
                 out.append(s.clone())
-            s._apply(legal[rng.integers(len(legal))])
+            s.apply_unchecked(legal[rng.integers(len(legal))])
     return out
 
 
@@ -500,7 +500,7 @@ def test_belief_rebuilds_past_hands_exactly(players: int, partnerships: bool) ->
             assert np.isfinite(model.log_weight(truth))
             held.append(list(s.hands[s.current_player]))
             legal = s.legal_actions()
-            s._apply(legal[rng.integers(len(legal))])
+            s.apply_unchecked(legal[rng.integers(len(legal))])
     assert scored > 50
 
 
@@ -531,7 +531,7 @@ class _FirstMove(Exception):
 class _StopAtFirstMove(BergenState):
     __slots__ = ()
 
-    def _apply(self, a: int) -> None:
+    def apply_unchecked(self, a: int) -> None:
         raise _FirstMove(a)
 
 

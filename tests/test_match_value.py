@@ -58,7 +58,7 @@ def test_table_predicts_heuristic_matches() -> None:
             legal = s.legal_actions()
             if len(legal) > 1:
                 legal = [agent.act(None, None, s.public_view(s.current_player))]
-            s._apply(legal[0])
+            s.apply_unchecked(legal[0])
         wins += s.winner == first
     sigma = np.sqrt(expected * (1 - expected) / matches)
     assert abs(wins / matches - expected) < 4 * sigma, (wins / matches, expected)
@@ -141,10 +141,10 @@ def _hand_end_position(players: int = 2) -> BergenState:
             legal = s.legal_actions()
             if s.hand_len[s.current_player] == 1 and len(legal) == 1 and legal[0] < 56:
                 c = s.clone()
-                c._apply(legal[0])
+                c.apply_unchecked(legal[0])
                 if c.hand_number == 1 and not c.terminal and c.hand_results[0].reason == "domino":
                     return s
-            s._apply(legal[int(rng.integers(len(legal)))])
+            s.apply_unchecked(legal[int(rng.integers(len(legal)))])
     raise AssertionError("no position found")
 
 
@@ -158,7 +158,7 @@ def test_leaf_value_of_a_hand_end(value: str, players: int) -> None:
     agent.reset(s.rules, p, np.random.default_rng(0))
     legal = s.legal_actions()
     after = s.clone()
-    after._apply(legal[0])
+    after.apply_unchecked(legal[0])
     own = after.scores[p]
     others = [after.scores[(p + k) % players] for k in range(1, players)]  # in turn order
     (got,) = agent.playout_values(s, legal)

@@ -96,7 +96,7 @@ def hand_events(state: BergenState) -> list[Event]:
             a = agent.act(None, None, state.public_view(state.current_player))
         before = state.scores[:]
         ended = len(state.hand_results)
-        state._apply(a)
+        state.apply_unchecked(a)
         over = len(state.hand_results) > ended
         end = state.hand_results[-1].points if over else (0,) * len(before)
         for side in sides:

@@ -93,7 +93,7 @@ def greedy_rollout(s: BergenState, hand: int, clairvoyant: bool = True) -> None:
     voids = s.voids
     end_num = s.end_num
     end_dbl = s.end_dbl
-    apply = s._apply
+    apply = s.apply_unchecked
     on_line = 0
     if not clairvoyant:
         for t in range(NUM_TILES):
@@ -148,7 +148,7 @@ def greedy_rollout(s: BergenState, hand: int, clairvoyant: bool = True) -> None:
                                 first = 2 * t + 1
                     if a < 0:
                         a = first
-            elif s.bone_pos < s._limit:
+            elif s.bone_pos < s.draw_limit:
                 a = DRAW
             else:
                 a = PASS
@@ -162,7 +162,7 @@ def greedy_rollout(s: BergenState, hand: int, clairvoyant: bool = True) -> None:
 def heuristic_rollout(s: BergenState, hand: int, agent: HeuristicAgent) -> None:
     """Play ``s`` to the end of hand ``hand`` (or of the match) with ``agent`` deciding every
     real choice from the public view of the seat on turn (its own hand, never the others')."""
-    apply = s._apply
+    apply = s.apply_unchecked
     legal_actions = s.legal_actions
     while True:
         legal = legal_actions()
@@ -174,7 +174,7 @@ def heuristic_rollout(s: BergenState, hand: int, agent: HeuristicAgent) -> None:
 
 def random_rollout(s: BergenState, hand: int, rng: np.random.Generator) -> None:
     """Play ``s`` to the end of hand ``hand`` (or of the match) with uniform legal moves."""
-    apply = s._apply
+    apply = s.apply_unchecked
     legal_actions = s.legal_actions
     # A block of uniforms per playout: far cheaper than one Generator call per move.
     uniforms = rng.random(64).tolist()
@@ -302,7 +302,7 @@ class SearchAgent(Agent):
         out = []
         for a in legal:
             s = root.clone(rng=rng)
-            s._apply(a)
+            s.apply_unchecked(a)
             if not s.terminal and s.hand_number == hand:
                 if rollout == "random":
                     random_rollout(s, hand, rng)
