@@ -30,7 +30,8 @@ hand (final scores summed over matches / hands played, so leftover penalties cou
 (hands that ended by domino or block and that its side won); headers it scored (count and points,
 the opening double included, measured as the mover's score change on a play minus that play's
 hand-end points); blocked hands its side won; mean match length in hands. A match still running
-after ``max_hands`` hands has no winner and counts as unfinished (not a win for anyone).
+after ``max_hands`` hands has no winner and counts as unfinished (not a win for anyone); a tied
+single-hand match (Draw) is no win for anyone either, and counted in ``config["tied"]``.
 Head-to-head: the share of shared matches in which one agent placed ahead of another (the match
 winner first, then by final score; ties count half; partners are not compared). Ratings: a
 Bradley-Terry fit of those pairwise outcomes on the Elo scale (:mod:`bergen_env.ratings`).
@@ -78,7 +79,7 @@ class MatchRecord:
     group: int
     rotation: int
     lineup: tuple[int, ...]  # agent index per seat
-    winner: int | None  # winning side; None for an unfinished match
+    winner: int | None  # winning side; None for an unfinished or tied match
     scores: tuple[int, ...]  # final score per side
     hands: int  # hands played (the last one possibly cut short by the target)
     hands_ended: int  # hands that ended by domino or block
@@ -88,6 +89,7 @@ class MatchRecord:
     header_points: tuple[int, ...]  # per seat
     deals: list[dict[str, list]] | None = None  # per hand played, when asked for
     replay: dict[str, Any] | None = field(default=None, repr=False)
+    tied: bool = False  # the match ended with no winner (a single-hand Draw blocked and tied)
 
 
 @dataclass
@@ -255,6 +257,7 @@ def play_match(
         rotation=-1,
         lineup=(),
         winner=state.winner if state.terminal else None,
+        tied=state.terminal and state.winner is None,
         scores=tuple(state.scores),
         hands=played,
         hands_ended=len(state.hand_results),
@@ -605,7 +608,8 @@ def run_tournament(
         "lineups": [[names[i] for i in lineup] for lineup in lineups],
         "workers": workers,
         "max_hands": max_hands,
-        "unfinished": sum(r.winner is None for r in records),
+        "unfinished": sum(r.winner is None and not r.tied for r in records),
+        "tied": sum(r.tied for r in records),
         "replays": str(replays) if replays else None,
         "note": (
             f"matches rounded up to whole deal groups of {rotations} seatings"
@@ -659,7 +663,7 @@ def summarize(
             s = side[i]
             acc["points"].append(r.scores[s])
             acc["wins"] += r.winner == s
-            acc["unfinished"] += r.winner is None
+            acc["unfinished"] += r.winner is None and not r.tied
             acc["hands"] += r.hands
             acc["ended"] += r.hands_ended
             acc["hands_won"] += r.hands_won[s]

@@ -22,10 +22,12 @@ partner         4      1 for the partner's relative seat (partnerships)
 hand_sizes      4      tiles held, per relative seat
 voids           28     4 relative seats x 7 numbers: 1 = known not to hold that number
 boneyard        2      [tiles in the boneyard, tiles that may still be drawn]
-scores          4      score / target per relative side, clipped to [-2, 1]
+scores          4      score / target per relative side, clipped to [-2, 1] (no target: / 100)
 need            24     4 relative sides x one-hot of target - score in {1,2,3,4,5,>=6}
-play_points     65     by action id: points each legal action scores now (header after end
-                       caps, plus domino points if it goes out); 0 off turn, for draw/pass
+                       (all 0 without a target: Draw)
+play_points     65     by action id: points each legal action scores now (the header after end
+                       caps, or the Fives count's points; plus domino points if it goes out
+                       under fixed hand-end points); 0 off turn, for draw/pass
 ==============  =====  ===================================================================
 
 The global state (``STATE_SIZE``), for centralized critics, uses absolute seats and sides and
@@ -204,11 +206,12 @@ class Encoder:
         v["boneyard"][1] = s.drawable
 
     def _scores(self, scores: np.ndarray, need: np.ndarray, s: BergenState, first: int) -> None:
-        target = self.rules.target
+        target, scale = self.rules.target, self.rules.score_scale
         for j in range(self.sides):
             score = s.scores[(first + j) % self.sides]
-            scores[j] = min(1.0, max(-2.0, score / target))
-            need[j, min(max(target - score, 1), NEED_BINS) - 1] = 1.0
+            scores[j] = min(1.0, max(-2.0, score / scale))
+            if target:  # no target (a single-hand match with target=0): need stays 0
+                need[j, min(max(target - score, 1), NEED_BINS) - 1] = 1.0
 
     def observe(self, s: BergenState, seat: int, legal: Sequence[int] | None = None) -> np.ndarray:
         """The observation of ``seat`` (a new array).
@@ -238,7 +241,8 @@ class Encoder:
         b[_BONE] = s.boneyard_size
         b[_BONE + 1] = s.drawable
         target, sides, first = self.rules.target, self.sides, s.side_of[seat]
-        for j in range(sides):
+        scale = self.rules.score_scale
+        for j in range(sides if target else 0):
             score = s.scores[(first + j) % sides]
             b[_NEED + j * NEED_BINS + min(max(target - score, 1), NEED_BINS) - 1] = 1
         if legal is None:
@@ -252,7 +256,7 @@ class Encoder:
         unseen -= ba[_LINE : _LINE + NUM_TILES]
         out = ba.astype(np.float32)  # the one float conversion, into a new array
         for j in range(sides):
-            out[_SCORES + j] = min(1.0, max(-2.0, s.scores[(first + j) % sides] / target))
+            out[_SCORES + j] = min(1.0, max(-2.0, s.scores[(first + j) % sides] / scale))
         return out
 
     def state(self, s: BergenState) -> np.ndarray:

@@ -5,6 +5,8 @@
 (5, 15, 2)
 >>> Rules.preset("standard", lead="highest", domino_points=5).lead
 'highest'
+>>> Rules.preset("fives", num_players=4).num_sides  # Fives and Draw: partners by default
+2
 >>> Rules.preset("standard", reserve=-1)
 Traceback (most recent call last):
 ...
@@ -23,7 +25,9 @@ from bergen_env.errors import InvalidOptionError
 from bergen_env.scoring import OUT_SCORINGS, PLAY_SCORINGS
 from bergen_env.tiles import NUM_TILES
 
-PRESETS = ("standard", "traditional", "double_set")
+PRESETS = ("standard", "traditional", "double_set", "draw", "fives")
+#: Presets that seat four players as two partnerships unless ``partnerships=False`` (RULES.md §9).
+PARTNERSHIP_PRESETS = ("draw", "fives")
 LEADS = ("lowest", "highest", "highest_any", "rotate")
 #: Leads decided by a double: a deal in which no seat holds one is redealt (RULES.md §4, §9).
 DOUBLE_LEADS = ("lowest", "highest", "highest_any")
@@ -90,6 +94,24 @@ def _preset_values(preset: str, num_players: int, num_sides: int) -> dict[str, A
             target=25 if preset == "double_set" else 15,
             voluntary_draw=False,
         )
+    if preset in ("draw", "fives"):
+        fives = preset == "fives"
+        return dict(
+            sets=1,
+            hand_size={2: 7, 3: 5, 4: 5}[num_players],
+            lead="rotate" if fives else "highest_any",
+            reserve=(2 if num_players == 2 else 1) if fives else 0,
+            domino_points=0,
+            blocked_rule="pips",
+            blocked_points=0,
+            leftover_penalty=0,
+            end_caps=False,
+            target=61 if fives else 0,
+            voluntary_draw=False,
+            play_scoring="fives" if fives else "none",
+            out_scoring="pips_fives" if fives else "pips",
+            single_hand=not fives,
+        )
     raise InvalidOptionError(f"option 'rules': unknown preset {preset!r}; choose one of {PRESETS}")
 
 
@@ -126,16 +148,22 @@ class Rules:
         rules: str = "standard",
         *,
         num_players: int = 2,
-        partnerships: bool = False,
+        partnerships: bool | None = None,
         **overrides: Any,
     ) -> Rules:
-        """The preset ``rules`` for ``num_players`` seats, with single options overridden."""
+        """The preset ``rules`` for ``num_players`` seats, with single options overridden.
+
+        ``partnerships=None``: partnerships for ``draw`` and ``fives`` with four players (as
+        those games are played), individual play otherwise.
+        """
         unknown = sorted(set(overrides) - set(RULE_OPTIONS))
         if unknown:
             raise InvalidOptionError(
                 f"unknown rule option(s) {unknown}; valid options are {list(RULE_OPTIONS)}"
             )
         _check_int("num_players", num_players)
+        if partnerships is None:
+            partnerships = num_players == 4 and rules in PARTNERSHIP_PRESETS
         _check_bool("partnerships", partnerships)
         if num_players not in (2, 3, 4):
             raise InvalidOptionError(f"option 'num_players' must be 2, 3 or 4, got {num_players}")

@@ -97,7 +97,7 @@ class BergenSingleAgentEnv(gym.Env):
     def __init__(
         self,
         num_players: int = 2,
-        partnerships: bool = False,
+        partnerships: bool | None = None,
         rules: str | Rules = "standard",
         opponents: Sequence[OpponentSpec] = ("random",),
         learner_seat: str | int = "random",
@@ -109,9 +109,8 @@ class BergenSingleAgentEnv(gym.Env):
         privileged: bool = False,
         **overrides: Any,
     ) -> None:
-        self.rules = make_rules(
-            rules, num_players=num_players, partnerships=partnerships, **overrides
-        )
+        seating = {} if partnerships is None else {"partnerships": partnerships}
+        self.rules = make_rules(rules, num_players=num_players, **seating, **overrides)
         n = self.rules.num_players
         if reward not in REWARD_MODES:
             raise InvalidOptionError(
@@ -275,7 +274,7 @@ class BergenSingleAgentEnv(gym.Env):
             reward = self._points_reward(self._last_scores)
             self._last_scores = game.scores[:]
             if self.reward_mode == "shaped":
-                reward /= self.rules.target
+                reward /= self.rules.score_scale
                 if terminated:
                     reward += game.returns()[self.seat]
         elif terminated:

@@ -7,12 +7,30 @@ import pytest
 
 from bergen_env.agents import SearchAgent, make_agent
 from bergen_env.agents.heuristic import HeuristicAgent
-from bergen_env.agents.match_value import MAX_STATES, hand_events, table_states, win_table
+from bergen_env.agents.match_value import (
+    MAX_STATES,
+    hand_events,
+    has_table,
+    table_states,
+    win_table,
+)
 from bergen_env.agents.search import WIN_VALUE
 from bergen_env.engine import BergenState
 from bergen_env.rules import PRESETS, Rules
 
-TWO_SIDES = [(preset, 2, False) for preset in PRESETS] + [("standard", 4, True)]
+#: Two-side rule sets with a table (Draw, a single hand, has none: see the test below).
+TWO_SIDES = [(preset, 2, False) for preset in PRESETS if preset != "draw"] + [
+    ("standard", 4, True),
+    ("fives", 4, True),
+]
+
+
+def test_a_single_hand_match_has_no_table() -> None:
+    rules = Rules.preset("draw")
+    assert not has_table(rules)
+    with pytest.raises(ValueError, match="single-hand"):
+        win_table(rules)
+    assert has_table(Rules.preset("fives")) and not has_table(Rules.preset("fives", num_players=3))
 
 
 @pytest.mark.parametrize(("preset", "players", "partnerships"), TWO_SIDES)

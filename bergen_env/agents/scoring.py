@@ -64,7 +64,8 @@ def play_outcome(view: PublicView, action: int) -> PlayOutcome:
     reaches = rules.has_target and score + header >= rules.target
     if goes_out and not reaches and rules.out_scoring == "fixed":
         points += rules.domino_points
-    wins = rules.has_target and score + points >= rules.target
+    # going out wins a single-hand match (Draw): the hand's winner is the match's
+    wins = (rules.has_target and score + points >= rules.target) or (goes_out and rules.single_hand)
     return PlayOutcome(header, points, goes_out, wins, ends, flags)
 
 
