@@ -37,6 +37,7 @@ from bergen_env.actions import (
 from bergen_env.errors import GameOverError, IllegalActionError, InvalidDealError
 from bergen_env.rules import DOUBLE_LEADS, Rules
 from bergen_env.scoring import (
+    HEADER_BY_DOUBLES,
     OPENING_POINTS,
     PLAY_POINTS,
     blocked_winner,
@@ -149,6 +150,7 @@ class BergenState:
         "draw_limit",
         "_num_actions",
         "_play_points",
+        "_headers",
         "_opening_points",
         "_target",
         "_voluntary_draw",
@@ -190,6 +192,7 @@ class BergenState:
         self._voluntary_draw = self.rules.voluntary_draw
         self._two_sets = self.rules.double_play
         self._play_points = PLAY_POINTS[self.rules.play_scoring]
+        self._headers = self.rules.play_scoring == "headers"
         self._opening_points = OPENING_POINTS[self.rules.play_scoring]
         #: The score that ends the match (none: beyond any score of a single hand).
         self._target = self.rules.target if self.rules.has_target else 1 << 30
@@ -497,9 +500,14 @@ class BergenState:
                 self.line.append((n, other))
             else:
                 self.line.insert(0, (other, n))
-            points = self._play_points[
-                ((t * 7 + end_num[0]) * 7 + end_num[1]) * 4 + 2 * end_dbl[0] + end_dbl[1]
-            ]
+            if self._headers:  # the common Bergen case: only equal ends score
+                points = (
+                    HEADER_BY_DOUBLES[end_dbl[0] + end_dbl[1]] if end_num[0] == end_num[1] else 0
+                )
+            else:
+                points = self._play_points[
+                    ((t * 7 + end_num[0]) * 7 + end_num[1]) * 4 + 2 * end_dbl[0] + end_dbl[1]
+                ]
         self._remove(p, t)
         self._after_play(p, points)
 
@@ -609,6 +617,7 @@ class BergenState:
         c._voluntary_draw = self._voluntary_draw
         c._two_sets = self._two_sets
         c._play_points = self._play_points
+        c._headers = self._headers
         c._opening_points = self._opening_points
         c._target = self._target
         if rng is not None:
