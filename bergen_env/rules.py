@@ -19,11 +19,10 @@ import dataclasses
 from dataclasses import dataclass, fields
 from typing import Any
 
-import numpy as np
-
 from bergen_env.errors import InvalidOptionError
 from bergen_env.scoring import OUT_SCORINGS, PLAY_SCORINGS
 from bergen_env.tiles import NUM_TILES
+from bergen_env.validation import check_bool, check_int
 
 PRESETS = ("standard", "traditional", "double_set", "draw", "fives")
 #: Presets that seat four players as two partnerships unless ``partnerships=False`` (RULES.md §9).
@@ -161,10 +160,10 @@ class Rules:
             raise InvalidOptionError(
                 f"unknown rule option(s) {unknown}; valid options are {list(RULE_OPTIONS)}"
             )
-        _check_int("num_players", num_players)
+        check_int("num_players", num_players)
         if partnerships is None:
             partnerships = num_players == 4 and rules in PARTNERSHIP_PRESETS
-        _check_bool("partnerships", partnerships)
+        check_bool("partnerships", partnerships)
         if num_players not in (2, 3, 4):
             raise InvalidOptionError(f"option 'num_players' must be 2, 3 or 4, got {num_players}")
         num_sides = 2 if partnerships else num_players
@@ -181,11 +180,9 @@ class Rules:
 
     def __post_init__(self) -> None:
         for name in _INT_OPTIONS:
-            _check_int(name, getattr(self, name))
-            object.__setattr__(self, name, int(getattr(self, name)))  # numpy ints -> int
+            object.__setattr__(self, name, check_int(name, getattr(self, name)))  # numpy -> int
         for name in _BOOL_OPTIONS:
-            _check_bool(name, getattr(self, name))
-            object.__setattr__(self, name, bool(getattr(self, name)))
+            object.__setattr__(self, name, check_bool(name, getattr(self, name)))
         if self.num_players not in (2, 3, 4):
             raise InvalidOptionError(
                 f"option 'num_players' must be 2, 3 or 4, got {self.num_players}"
@@ -309,16 +306,6 @@ class Rules:
         opts = ", ".join(f"{k}={getattr(self, k)!r}" for k in RULE_OPTIONS)
         seats = f"{self.num_players}p" + (" partnerships" if self.partnerships else "")
         return f"{self.name} ({seats}): {opts}"
-
-
-def _check_int(name: str, value: object) -> None:
-    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
-        raise InvalidOptionError(f"option {name!r} must be an int, got {value!r}")
-
-
-def _check_bool(name: str, value: object) -> None:
-    if not isinstance(value, (bool, np.bool_)):
-        raise InvalidOptionError(f"option {name!r} must be True or False, got {value!r}")
 
 
 def make_rules(rules: str | Rules = "standard", **kwargs: Any) -> Rules:

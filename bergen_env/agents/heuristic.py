@@ -39,6 +39,7 @@ from bergen_env.agents.scoring import cap_header, header_threat_value, play_outc
 from bergen_env.engine import PublicView
 from bergen_env.scoring import FIVE, out_points, play_result
 from bergen_env.tiles import CONTAINS, IS_DOUBLE, NUM_TILES, NUMBER_BITS, PIPS, TILE_ID
+from bergen_env.validation import check_number
 
 #: Points-equivalent of winning (or losing) the match, used to rank decisive plays.
 MATCH_VALUE = 20.0
@@ -74,8 +75,7 @@ class HeuristicAgent(Agent):
             partner=partner,
             keep=keep,
         ).items():
-            if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0:
-                raise ValueError(f"parameter {key!r} must be a number >= 0, got {value!r}")
+            check_number(key, value, minimum=0, label="parameter", error=ValueError)
         self.w_threat = float(threat)
         self.w_stuck = float(stuck)
         self.w_shed = float(shed)
