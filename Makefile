@@ -5,20 +5,24 @@ PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed-stamp
 CONFIG ?= configs/quick.yaml
 
-.PHONY: setup train test lint bench soak clean
+.PHONY: setup train test lint bench soak clean play
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	# CPU build of torch first: an unpinned torch would pull a multi-GB CUDA build.
 	$(PY) -m pip install --quiet torch==2.13.0
-	$(PY) -m pip install --quiet -e ".[train,dev,rllib,render,vector]"
+	$(PY) -m pip install --quiet -e ".[train,dev,rllib,render,vector,web]"
 	touch $(STAMP)
 
 setup: $(STAMP)
 
 train: $(STAMP)
 	$(PY) -m training.train --config $(CONFIG)
+
+# The browser game on http://127.0.0.1:8000/ (PORT=... to change).
+play: $(STAMP)
+	$(VENV)/bin/bergen-web --port $(or $(PORT),8000)
 
 test: $(STAMP)
 	$(PY) -m pytest -n 2 -q
