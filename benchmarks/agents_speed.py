@@ -40,7 +40,7 @@ def collect_positions(
             p = s.current_player
             out.append((encoder.observe(s, p), s.legal_mask(), s.public_view(p)))
             legal = s.legal_actions()
-            s._apply(legal[rng.integers(len(legal))])
+            s.apply_unchecked(legal[rng.integers(len(legal))])
     return out
 
 

@@ -1,12 +1,14 @@
 """The strength ladder of the scripted agents: duplicate tournaments between neighbouring rungs.
 
     python -m benchmarks.ladder [--matches 2000] [--workers 2] [--seed 0] [--json PATH]
-                                [--players 2] [--partnerships] [--pair A B ...]
+                                [--players 2] [--partnerships] [--rules standard]
+                                [--pair A B ...]
 
-Each pair plays ``--matches`` duplicate matches (same deals, seats rotated) under the standard
-preset; the table gives the first agent's match-win rate with its 95% Wilson interval and the
-wall time of the pair. With 3 or 4 individual players the first agent plays against that many
-copies of the second (``--players 3 --pair search heuristic``: search against two heuristics).
+Each pair plays ``--matches`` duplicate matches (same deals, seats rotated) under the preset
+``--rules`` (default ``standard``; also ``draw`` and ``fives``); the table gives the first
+agent's match-win rate with its 95% Wilson interval and the wall time of the pair. With 3 or 4
+individual players the first agent plays against that many copies of the second
+(``--players 3 --pair search heuristic``: search against two heuristics).
 """
 
 from __future__ import annotations
@@ -33,7 +35,12 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--workers", type=int, default=2)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--players", type=int, default=2)
-    p.add_argument("--partnerships", action="store_true")
+    p.add_argument(
+        "--partnerships",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="4 players in two teams (default: on for draw and fives)",
+    )
     p.add_argument("--rules", default="standard")
     p.add_argument(
         "--pair",
@@ -50,7 +57,7 @@ def main(argv: list[str] | None = None) -> int:
     rows = []
     for first, second in args.pairs or DEFAULT_PAIRS:
         start = time.perf_counter()
-        copies = 1 if args.partnerships else args.players - 1
+        copies = 1 if rules.partnerships else args.players - 1
         lineup = [first, *[second] * copies]
         result = run_tournament(
             lineup,
@@ -69,7 +76,7 @@ def main(argv: list[str] | None = None) -> int:
         )
         out[f"{first} vs {second}"] = result.to_dict()
         print(result.table(), flush=True)
-    seats = f"{args.players}p" + (" partnerships" if args.partnerships else "")
+    seats = f"{args.players}p" + (" partnerships" if rules.partnerships else "")
     print(f"\n{args.rules} {seats}, duplicate, seed {args.seed}, {args.workers} worker(s)")
     print("| agent | opponent | matches | win rate | 95% CI | wall |")
     print("|---|---|---|---|---|---|")

@@ -77,7 +77,7 @@ def play(
             a = oracle_action(search, state, samples)
         else:
             a = other.act(np.zeros(0), state.legal_mask(), state.public_view(seat))
-        state._apply(a)
+        state.apply_unchecked(a)
     return state.winner == rules.side_of[oracle_seat]
 
 

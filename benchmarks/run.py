@@ -11,7 +11,8 @@ randomness is seeded, so the work done per step is the same from run to run.
 Rows
 ----
 * ``engine``: random legal play on :class:`~bergen_env.engine.BergenState` through
-  ``legal_actions()`` + ``_apply`` (no observation), and through the validating ``apply_action``.
+  ``legal_actions()`` + ``apply_unchecked`` (no observation), and through the validating
+  ``apply_action``.
 * ``aec``: ``bergen_env.env()`` (wrapped) driven exactly as
   ``pettingzoo.test.performance_benchmark`` drives an env (``env.last()`` with observation and
   mask, a random legal action from the mask), and the same loop over PettingZoo's
@@ -94,7 +95,7 @@ def engine_loop(rules: Rules, validate: bool) -> Callable[[float], int]:
         clock = time.perf_counter
         while clock() < deadline:
             state = BergenState(rules, seed=next(seeds))
-            apply = state.apply_action if validate else state._apply
+            apply = state.apply_action if validate else state.apply_unchecked
             while not state.terminal:
                 legal = state.legal_actions()
                 apply(legal[int(pick.random() * len(legal))])
@@ -332,7 +333,7 @@ def run(quick: bool) -> dict[str, Any]:
     print("engine (random legal play, no observation)")
     for label, config in ENGINE_CONFIGS.items():
         rules = _rules(config)
-        add(f"engine _apply {label}", "steps/s", best_rate(engine_loop(rules, False), t))
+        add(f"engine apply_unchecked {label}", "steps/s", best_rate(engine_loop(rules, False), t))
     rules = _rules(ENGINE_CONFIGS["standard 2p"])
     add("engine apply_action standard 2p", "steps/s", best_rate(engine_loop(rules, True), t))
 
@@ -429,7 +430,7 @@ def run(quick: bool) -> dict[str, Any]:
     def rate(name: str) -> float | None:
         return next((r["rate"] for r in rows if r["name"] == name and "rate" in r), None)
 
-    engine = rate("engine _apply standard 2p")
+    engine = rate("engine apply_unchecked standard 2p")
     single_rate = rate("single_agent standard 2p vs random")
     checks = {
         "aec_vs_tictactoe": ratios.get("bergen_vs_tictactoe_v3"),

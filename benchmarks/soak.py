@@ -12,8 +12,9 @@ Run from the repository root::
     python -m benchmarks.soak                       # 100,000 matches on 2 worker processes
     python -m benchmarks.soak --matches 2000 --workers 1
 
-Match ``i`` plays configuration ``i mod 12`` with its own seed ``SeedSequence([seed, i])``, so
-any failure is reproduced by ``--only INDEX``. Exit status 1 when any match failed.
+Match ``i`` plays configuration ``i mod 20`` (five presets x four seatings) with its own seed
+``SeedSequence([seed, i])``, so any failure is reproduced by ``--only INDEX``. Exit status 1
+when any match failed.
 """
 
 from __future__ import annotations

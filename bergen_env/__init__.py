@@ -15,7 +15,7 @@ from importlib import import_module
 from typing import Any
 
 from bergen_env.actions import DOUBLE_PLAY, DRAW, PASS, action_str, parse_action, play_action
-from bergen_env.engine import BergenState, HandResult, PublicView, blocked_winner
+from bergen_env.engine import BergenState, HandResult, PublicView
 from bergen_env.errors import (
     BergenError,
     GameOverError,
@@ -27,6 +27,7 @@ from bergen_env.errors import (
 from bergen_env.observation import OBS_SIZE, STATE_SIZE, Encoder
 from bergen_env.registration import register_envs
 from bergen_env.rules import PRESETS, Rules
+from bergen_env.scoring import blocked_winner
 from bergen_env.tiles import TILES, parse_tile, tile_str
 
 __version__ = "0.1.0"

@@ -301,7 +301,7 @@ class raw_env(AECEnv):
             )
         self._cumulative_rewards[agent] = 0.0
         before = game.scores[:] if self.reward_mode == "points" else None
-        game._apply(a)
+        game.apply_unchecked(a)
         if before is not None:
             self._points_rewards(before)
         if game.terminal:

@@ -30,7 +30,8 @@ hand (final scores summed over matches / hands played, so leftover penalties cou
 (hands that ended by domino or block and that its side won); headers it scored (count and points,
 the opening double included, measured as the mover's score change on a play minus that play's
 hand-end points); blocked hands its side won; mean match length in hands. A match still running
-after ``max_hands`` hands has no winner and counts as unfinished (not a win for anyone).
+after ``max_hands`` hands has no winner and counts as unfinished (not a win for anyone); a tied
+single-hand match (Draw) is no win for anyone either, and counted in ``config["tied"]``.
 Head-to-head: the share of shared matches in which one agent placed ahead of another (the match
 winner first, then by final score; ties count half; partners are not compared). Ratings: a
 Bradley-Terry fit of those pairwise outcomes on the Elo scale (:mod:`bergen_env.ratings`).
@@ -79,7 +80,7 @@ class MatchRecord:
     group: int
     rotation: int
     lineup: tuple[int, ...]  # agent index per seat
-    winner: int | None  # winning side; None for an unfinished match
+    winner: int | None  # winning side; None for an unfinished or tied match
     scores: tuple[int, ...]  # final score per side
     hands: int  # hands played (the last one possibly cut short by the target)
     hands_ended: int  # hands that ended by domino or block
@@ -89,6 +90,7 @@ class MatchRecord:
     header_points: tuple[int, ...]  # per seat
     deals: list[dict[str, list]] | None = None  # per hand played, when asked for
     replay: dict[str, Any] | None = field(default=None, repr=False)
+    tied: bool = False  # the match ended with no winner (a single-hand Draw blocked and tied)
 
 
 @dataclass
@@ -225,14 +227,14 @@ def play_match(
             side = side_of[seat]
             before = state.scores[side]
             results = len(state.hand_results)
-            state._apply(a)
+            state.apply_unchecked(a)
             gained = state.scores[side] - before
             gained -= sum(r.points[side] for r in state.hand_results[results:])
             if gained > 0:
                 headers[seat] += 1
                 header_points[seat] += gained
         else:
-            state._apply(a)
+            state.apply_unchecked(a)
         if recorder is not None:
             recorder.record(seat, a)
         if deals is not None and state.hand_number != hand and not state.terminal:
@@ -252,6 +254,7 @@ def play_match(
         rotation=-1,
         lineup=(),
         winner=state.winner if state.terminal else None,
+        tied=state.terminal and state.winner is None,
         scores=tuple(state.scores),
         hands=played,
         hands_ended=len(state.hand_results),
@@ -358,9 +361,9 @@ def _worker_init(plan: _Plan, kinds: Sequence[tuple[str, str, Any]]) -> None:
     """Make the parent's agent kinds known in this process, then build the agents once."""
     global _WORKER_TABLE
     for kind, module, factory in kinds:
-        if kind not in agent_base._REGISTRY:
+        if agent_base.agent_factory(kind) is None:
             import_module(module)  # registering modules register on import
-        if kind not in agent_base._REGISTRY and factory is not None:
+        if agent_base.agent_factory(kind) is None and factory is not None:
             agent_base.register_agent(kind, factory)
     _WORKER_TABLE = _Table(plan)
 
@@ -373,12 +376,13 @@ def _worker_play(specs: Sequence[tuple[int, int]]) -> list[MatchRecord]:
 def _kinds_for_workers(sources: Sequence[AgentSource]) -> list[tuple[str, str, Any]]:
     out = []
     for kind in sorted({parse_agent_spec(s)[0] for s in sources if isinstance(s, str)}):
-        factory = agent_base._REGISTRY[kind]
+        registered = agent_base.agent_factory(kind)
+        factory = registered
         try:
             pickle.dumps(factory)
         except Exception:
             factory = None  # a lambda: rely on importing its module
-        out.append((kind, getattr(agent_base._REGISTRY[kind], "__module__", ""), factory))
+        out.append((kind, getattr(registered, "__module__", ""), factory))
     return out
 
 
@@ -597,7 +601,8 @@ def run_tournament(
         "lineups": [[names[i] for i in lineup] for lineup in lineups],
         "workers": workers,
         "max_hands": max_hands,
-        "unfinished": sum(r.winner is None for r in records),
+        "unfinished": sum(r.winner is None and not r.tied for r in records),
+        "tied": sum(r.tied for r in records),
         "replays": str(replays) if replays else None,
         "note": (
             f"matches rounded up to whole deal groups of {rotations} seatings"
@@ -651,7 +656,7 @@ def summarize(
             s = side[i]
             acc["points"].append(r.scores[s])
             acc["wins"] += r.winner == s
-            acc["unfinished"] += r.winner is None
+            acc["unfinished"] += r.winner is None and not r.tied
             acc["hands"] += r.hands
             acc["ended"] += r.hands_ended
             acc["hands_won"] += r.hands_won[s]

@@ -4,6 +4,7 @@ Pure Python and numpy only; no RL library. A :class:`BergenState` is a whole mat
 dealt one after another until a side reaches the target). Its API:
 
 - ``current_player``, ``legal_actions()``, ``legal_mask(out)``, ``apply_action(a)``,
+  ``apply_unchecked(a)`` (no legality check: for hot loops that apply only legal actions),
 - ``terminal``, ``winner`` (side), ``returns()``, ``scores``, ``clone()``,
 - ``public_view(seat)`` (what that seat may know) and ``from_view`` (a determinization).
 
@@ -34,7 +35,17 @@ from bergen_env.actions import (
     check_action_id,
 )
 from bergen_env.errors import GameOverError, IllegalActionError, InvalidDealError
-from bergen_env.rules import Rules
+from bergen_env.rules import DOUBLE_LEADS, Rules
+from bergen_env.scoring import (
+    HEADER_BY_DOUBLES,
+    OPENING_POINTS,
+    PLAY_POINTS,
+    blocked_winner,
+    cap_header,
+    double_play_points,
+    leftover_penalties,
+    out_points,
+)
 from bergen_env.tiles import (
     CONTAINS,
     DOUBLE_ID,
@@ -136,8 +147,12 @@ class BergenState:
         "winner",
         "moves",
         "hand_results",
-        "_limit",
+        "draw_limit",
         "_num_actions",
+        "_play_points",
+        "_headers",
+        "_opening_points",
+        "_target",
         "_voluntary_draw",
         "_two_sets",
         "_run_draws",
@@ -161,8 +176,9 @@ class BergenState:
         self._deals = [validate_deal(d, rules) for d in deals] if deals else []
         self._deals.reverse()  # pop() from the end takes them in order
         self._pool = TILE_POOLS[rules.sets]
-        #: boneyard index beyond which nobody may draw (the reserve stays).
-        self._limit = 0
+        #: Boneyard index up to which draws are allowed (``bone_pos < draw_limit``: the reserve
+        #: stays undrawn). Public for fast policies that decide draws themselves.
+        self.draw_limit = 0
         self.scores = [0] * self.num_sides
         self.hand_number = 0
         self.terminal = False
@@ -175,6 +191,11 @@ class BergenState:
         self._num_actions = self.rules.num_actions
         self._voluntary_draw = self.rules.voluntary_draw
         self._two_sets = self.rules.double_play
+        self._play_points = PLAY_POINTS[self.rules.play_scoring]
+        self._headers = self.rules.play_scoring == "headers"
+        self._opening_points = OPENING_POINTS[self.rules.play_scoring]
+        #: The score that ends the match (none: beyond any score of a single hand).
+        self._target = self.rules.target if self.rules.has_target else 1 << 30
 
     @property
     def rng(self) -> np.random.Generator:
@@ -218,7 +239,7 @@ class BergenState:
         self.hand_len = [size] * n
         self.boneyard = list(boneyard)
         self.bone_pos = 0
-        self._limit = len(self.boneyard) - self.rules.reserve
+        self.draw_limit = len(self.boneyard) - self.rules.reserve
         self.line: list[tuple[int, int]] = []
         self.line_counts = [0] * NUM_TILES
         self.line_len = 0
@@ -236,7 +257,7 @@ class BergenState:
     @property
     def drawable(self) -> int:
         """Boneyard tiles that may still be drawn (its size minus the reserve, at least 0)."""
-        return max(0, self._limit - self.bone_pos)
+        return max(0, self.draw_limit - self.bone_pos)
 
     @property
     def boneyard_size(self) -> int:
@@ -267,6 +288,8 @@ class BergenState:
             return [2 * self.lead_tile]
         p = self.current_player
         bits = self.hand_bits[p]
+        if not self.line_len:  # a free lead (RULES.md §9): any tile, laid with end 0
+            return [2 * t for t in bits_to_tiles(bits)]
         e0, e1 = self.end_num
         m0 = bits & CONTAINS[e0]
         m1 = bits & CONTAINS[e1]
@@ -281,7 +304,7 @@ class BergenState:
                 out.append(2 * t)
             if m1 & low:
                 out.append(2 * t + 1)
-        can_draw = self.bone_pos < self._limit
+        can_draw = self.bone_pos < self.draw_limit
         if can_draw and (not playable or self._voluntary_draw):
             out.append(DRAW)
         if not playable and not can_draw:
@@ -320,11 +343,13 @@ class BergenState:
         p = self.current_player
         if self.lead_tile is not None:
             return action == 2 * self.lead_tile
+        if not self.line_len:  # a free lead: any own tile on end 0
+            return action < NUM_PLAY_ACTIONS and not action & 1 and self.hands[p][action >> 1] > 0
         if action < NUM_PLAY_ACTIONS:
             t = action >> 1
             return bool(self.hand_bits[p] >> t & 1 and CONTAINS[self.end_num[action & 1]] >> t & 1)
         playable = self.has_playable(p)
-        can_draw = self.bone_pos < self._limit
+        can_draw = self.bone_pos < self.draw_limit
         if action == DRAW:
             return can_draw and (not playable or self._voluntary_draw)
         if action == PASS:
@@ -336,36 +361,44 @@ class BergenState:
     def action_points(self, action: int) -> int:
         """Points the player on turn scores by the legal ``action`` now, without applying it.
 
-        The header after end caps, plus ``domino_points`` if the play empties the hand (unless
-        the header alone already reaches the target); 0 for a draw or a pass.
+        The play's points (RULES.md §6 headers after end caps, or §9 the Fives count), plus
+        ``domino_points`` if the play empties the hand under ``out_scoring='fixed'`` (unless the
+        play alone already reaches the target); 0 for a draw or a pass. A hand won under
+        ``out_scoring='pips'``/``'pips_fives'`` scores the other hands' pips, which the player
+        cannot know: that award is not included.
         """
         if action in (DRAW, PASS):
             return 0
         p = self.current_player
         used = 1
         if action >= DOUBLE_PLAY:
-            header, used = 5, 2
-        elif self.lead_tile is not None:
-            header = 2
+            points, used = double_play_points(self.rules.play_scoring), 2
+        elif not self.line_len:
+            points = self._opening_points[action >> 1]
         else:
             t, e = action >> 1, action & 1
-            header = 0
-            if OTHER_HALF[t * 7 + self.end_num[e]] == self.end_num[1 - e]:
-                header = (2, 3, 4)[IS_DOUBLE[t] + self.end_dbl[1 - e]]
+            ends = [self.end_num[0], self.end_num[1]]
+            flags = [self.end_dbl[0], self.end_dbl[1]]
+            ends[e] = OTHER_HALF[t * 7 + ends[e]]
+            flags[e] = IS_DOUBLE[t]
+            points = self._play_points[
+                ((t * 7 + ends[0]) * 7 + ends[1]) * 4 + 2 * flags[0] + flags[1]
+            ]
         side = self.side_of[p]
-        header = self._capped(side, header)
-        if self.hand_len[p] == used and header < self.rules.target - self.scores[side]:
-            return header + self.rules.domino_points
-        return header
+        points = self._capped(side, points)
+        rules = self.rules
+        if (
+            self.hand_len[p] == used
+            and rules.out_scoring == "fixed"
+            and points < self._target - self.scores[side]
+        ):
+            return points + rules.domino_points
+        return points
 
     def _capped(self, side: int, header: int) -> int:
         """A header's value after end caps (RULES.md §6) for ``side``."""
         if header and self.rules.end_caps:
-            need = self.rules.target - self.scores[side]
-            if need <= 2:
-                return 1
-            if need == 3 and header > 2:
-                return 2
+            return cap_header(header, self.rules.target - self.scores[side], True)
         return header
 
     def returns(self) -> list[float]:
@@ -388,10 +421,14 @@ class BergenState:
                 f"action {a} ({action_str(a)}) is illegal for player_{self.current_player}; "
                 f"legal actions: {legal}"
             )
-        self._apply(a)
+        self.apply_unchecked(a)
 
-    def _apply(self, a: int) -> None:
-        """Apply an action already known to be legal (the hot path of search playouts)."""
+    def apply_unchecked(self, a: int) -> None:
+        """Apply ``a`` without checking it: for hot loops (playouts, envs that checked the mask).
+
+        ``a`` must be a plain ``int`` from :meth:`legal_actions`; anything else corrupts the
+        state silently. Use :meth:`apply_action` for input from outside.
+        """
         p = self.current_player
         self.moves.append((p, a))
         if a < NUM_PLAY_ACTIONS:
@@ -443,29 +480,36 @@ class BergenState:
         self.line_len += 1
 
     def _play(self, p: int, t: int, e: int) -> None:
-        self._remove(p, t)
         dbl = IS_DOUBLE[t]
-        if self.lead_tile is not None:  # the opening double: both ends show its number
+        end_num = self.end_num
+        end_dbl = self.end_dbl
+        if not self.line_len:  # the opening: both ends show the tile's numbers
             self.lead_tile = None
             a, b = TILES[t]
-            self.end_num[0] = a
-            self.end_num[1] = b
-            self.end_dbl[0] = self.end_dbl[1] = dbl
+            end_num[0] = a
+            end_num[1] = b
+            end_dbl[0] = end_dbl[1] = dbl
             self.line.append((a, b))
-            header = 2
+            points = self._opening_points[t]
         else:
-            n = self.end_num[e]
+            n = end_num[e]
             other = OTHER_HALF[t * 7 + n]
-            self.end_num[e] = other
-            self.end_dbl[e] = dbl
+            end_num[e] = other
+            end_dbl[e] = dbl
             if e:
                 self.line.append((n, other))
             else:
                 self.line.insert(0, (other, n))
-            header = 0
-            if self.end_num[0] == self.end_num[1]:
-                header = (2, 3, 4)[self.end_dbl[0] + self.end_dbl[1]]
-        self._after_play(p, header)
+            if self._headers:  # the common Bergen case: only equal ends score
+                points = (
+                    HEADER_BY_DOUBLES[end_dbl[0] + end_dbl[1]] if end_num[0] == end_num[1] else 0
+                )
+            else:
+                points = self._play_points[
+                    ((t * 7 + end_num[0]) * 7 + end_num[1]) * 4 + 2 * end_dbl[0] + end_dbl[1]
+                ]
+        self._remove(p, t)
+        self._after_play(p, points)
 
     def _double_play(self, p: int, n: int) -> None:
         t = DOUBLE_ID[n]
@@ -474,11 +518,11 @@ class BergenState:
         self.end_dbl[0] = self.end_dbl[1] = True
         self.line.insert(0, (n, n))
         self.line.append((n, n))
-        self._after_play(p, 5)
+        self._after_play(p, double_play_points(self.rules.play_scoring))
 
-    def _after_play(self, p: int, header: int) -> None:
+    def _after_play(self, p: int, points: int) -> None:
         side = self.side_of[p]
-        if header and self._score(side, self._capped(side, header)):
+        if points and self._score(side, self._capped(side, points)):
             return
         if not self.hand_len[p]:
             self._end_hand("domino", side, seat=p)
@@ -489,14 +533,14 @@ class BergenState:
     def _score(self, side: int, points: int) -> bool:
         """Add points; end the match (and return True) when the side reaches the target."""
         self.scores[side] += points
-        if self.scores[side] >= self.rules.target:
+        if self.scores[side] >= self._target:
             self.terminal = True
             self.winner = side
             return True
         return False
 
     def _check_blocked(self) -> None:
-        if self.bone_pos < self._limit:
+        if self.bone_pos < self.draw_limit:
             return
         fits = MATCH_EITHER[self.end_num[0] * 7 + self.end_num[1]]
         for bits in self.hand_bits:
@@ -527,18 +571,25 @@ class BergenState:
         rules = self.rules
         done = False
         if winner is not None:
-            gain = rules.domino_points if reason == "domino" else rules.blocked_points
+            fixed = rules.domino_points if reason == "domino" else rules.blocked_points
+            pips = 0
+            if rules.out_scoring != "fixed":
+                pips = sum(
+                    tally[1] for side, tally in enumerate(self.side_tallies()) if side != winner
+                )
+            gain = out_points(rules.out_scoring, pips, fixed)
             points[winner] = gain
             done = self._score(winner, gain)
         if not done and rules.leftover_penalty:
             left = [0] * self.num_sides
             for s, size in enumerate(self.hand_len):
                 left[self.side_of[s]] += size
-            for side in range(self.num_sides):
-                if side != winner and left[side]:
-                    loss = rules.leftover_penalty * left[side]
-                    points[side] -= loss
-                    self.scores[side] -= loss
+            for side, loss in enumerate(leftover_penalties(rules.leftover_penalty, left, winner)):
+                points[side] += loss
+                self.scores[side] += loss
+        if rules.single_hand and not self.terminal:  # the match is this one hand
+            self.terminal = True
+            self.winner = winner
         self.hand_results.append(
             HandResult(
                 hand=self.hand_number,
@@ -565,6 +616,10 @@ class BergenState:
         c._num_actions = self._num_actions
         c._voluntary_draw = self._voluntary_draw
         c._two_sets = self._two_sets
+        c._play_points = self._play_points
+        c._headers = self._headers
+        c._opening_points = self._opening_points
+        c._target = self._target
         if rng is not None:
             c.rng = rng
         elif self._rng is None:  # this state's own copy is still pending: share its snapshot
@@ -574,7 +629,7 @@ class BergenState:
             c._rng, c._rng_state = None, (type(bit_generator), bit_generator.state)
         c._deals = list(self._deals)
         c._pool = self._pool
-        c._limit = self._limit
+        c.draw_limit = self.draw_limit
         c.hands = [row[:] for row in self.hands]
         c.hand_bits = self.hand_bits[:]
         c.hand_len = self.hand_len[:]
@@ -673,7 +728,7 @@ class BergenState:
         c.hand_len = [len(h) for h in hands]
         c.boneyard = list(boneyard)
         c.bone_pos = 0
-        c._limit = len(c.boneyard) - rules.reserve
+        c.draw_limit = len(c.boneyard) - rules.reserve
         c.line = list(view.line)
         c.line_counts = list(view.line_counts)
         c.line_len = sum(view.line_counts)
@@ -728,7 +783,13 @@ def _bits_of(row: list[int]) -> int:
 
 
 def _find_lead(counts: list[list[int]], lead: str, first: int) -> tuple[int | None, int | None]:
-    """The seat that must lead and its double (RULES.md §4), or (None, None) for a redeal."""
+    """The seat that leads and the tile it must lead (RULES.md §4, §9).
+
+    ``(seat, None)`` for a free lead (any tile); ``(None, None)`` when nobody holds the double
+    a ``lowest``/``highest``/``highest_any`` lead needs (a redeal).
+    """
+    if lead == "rotate":
+        return first, None
     n = len(counts)
     numbers = range(NUM_NUMBERS) if lead == "lowest" else range(NUM_NUMBERS - 1, -1, -1)
     for num in numbers:
@@ -736,45 +797,8 @@ def _find_lead(counts: list[list[int]], lead: str, first: int) -> tuple[int | No
         for k in range(n):
             seat = (first + k) % n
             if counts[seat][t]:
-                return seat, t
+                return seat, (None if lead == "highest_any" else t)
     return None, None
-
-
-def blocked_winner(rule: str, tallies: Sequence[tuple[int, int, int]]) -> int | None:
-    """The side that wins a blocked hand under ``rule`` (RULES.md §7), None on a tie.
-
-    ``tallies[side] = (doubles, pips, lowest double or 7)``.
-
-    >>> blocked_winner("german", [(1, 10, 2), (0, 30, 7)])
-    1
-    >>> blocked_winner("pips", [(1, 10, 2), (0, 10, 7)]) is None
-    True
-    """
-    sides = range(len(tallies))
-
-    def best(candidates: Sequence[int], key: int, highest: bool = False) -> list[int]:
-        values = [tallies[s][key] for s in candidates]
-        target = max(values) if highest else min(values)
-        return [s for s in candidates if tallies[s][key] == target]
-
-    def single(candidates: list[int]) -> int | None:
-        return candidates[0] if len(candidates) == 1 else None
-
-    if rule == "pips":
-        return single(best(sides, 1))
-    if rule == "german":
-        return single(best(best(sides, 0), 1))
-    if rule == "american":
-        without = [s for s in sides if tallies[s][0] == 0]
-        if without:
-            return single(best(without, 1))
-        return single(best(sides, 2))
-    if rule == "most_doubles":
-        most = best(sides, 0, highest=True)
-        if tallies[most[0]][0] == 0:
-            return single(best(sides, 1))
-        return single(best(most, 2))
-    raise ValueError(f"unknown blocked_rule {rule!r}")
 
 
 def validate_deal(deal: Any, rules: Rules) -> Deal:
@@ -810,6 +834,8 @@ def validate_deal(deal: Any, rules: Rules) -> Deal:
             f"deal is not a split of {rules.sets} set(s): each tile must appear {rules.sets} "
             f"time(s); wrong counts for {', '.join(wrong)}"
         )
-    if not any(IS_DOUBLE[t] for h in hands for t in h):
-        raise InvalidDealError("deal gives no seat a double: nobody can lead (RULES.md §4)")
+    if rules.lead in DOUBLE_LEADS and not any(IS_DOUBLE[t] for h in hands for t in h):
+        raise InvalidDealError(
+            f"deal gives no seat a double: nobody can lead under lead={rules.lead!r} (RULES.md §4)"
+        )
     return hands, boneyard

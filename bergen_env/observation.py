@@ -22,10 +22,12 @@ partner         4      1 for the partner's relative seat (partnerships)
 hand_sizes      4      tiles held, per relative seat
 voids           28     4 relative seats x 7 numbers: 1 = known not to hold that number
 boneyard        2      [tiles in the boneyard, tiles that may still be drawn]
-scores          4      score / target per relative side, clipped to [-2, 1]
+scores          4      score / target per relative side, clipped to [-2, 1] (no target: / 100)
 need            24     4 relative sides x one-hot of target - score in {1,2,3,4,5,>=6}
-play_points     65     by action id: points each legal action scores now (header after end
-                       caps, plus domino points if it goes out); 0 off turn, for draw/pass
+                       (all 0 without a target: Draw)
+play_points     65     by action id: points each legal action scores now (the header after end
+                       caps, or the Fives count's points; plus domino points if it goes out
+                       under fixed hand-end points); 0 off turn, for draw/pass
 ==============  =====  ===================================================================
 
 The global state (``STATE_SIZE``), for centralized critics, uses absolute seats and sides and
@@ -159,16 +161,16 @@ def _fill_shared(
     b[bone] = s.boneyard_size
     b[bone + 1] = s.drawable
     target, sides, scores = s.rules.target, s.num_sides, s.scores
-    for j in range(sides):
+    for j in range(sides if target else 0):  # no target (target=0, one hand): need stays 0
         score = scores[(first_side + j) % sides]
         b[need + j * NEED_BINS + min(max(target - score, 1), NEED_BINS) - 1] = 1
 
 
 def _write_scores(out: np.ndarray, start: int, s: BergenState, first_side: int) -> None:
-    """Score / target per side from ``first_side`` on, clipped to [-2, 1] (not a byte)."""
-    target, sides, scores = s.rules.target, s.num_sides, s.scores
+    """Score / target (100 without one) per side from ``first_side`` on, clipped to [-2, 1]."""
+    scale, sides, scores = s.rules.score_scale, s.num_sides, s.scores
     for j in range(sides):
-        out[start + j] = min(1.0, max(-2.0, scores[(first_side + j) % sides] / target))
+        out[start + j] = min(1.0, max(-2.0, scores[(first_side + j) % sides] / scale))
 
 
 def obs_bounds(rules: Rules, layout: str = "obs") -> tuple[np.ndarray, np.ndarray]:

@@ -33,13 +33,28 @@ def ends_str(state: BergenState) -> str:
     return ", ".join(parts)
 
 
+def game_title(rules: Rules) -> str:
+    """``Bergen standard``, ``Draw`` or ``Fives`` (a custom rule set by its scoring)."""
+    if rules.name in ("draw", "fives"):
+        return rules.name.capitalize()
+    game = {"headers": "Bergen", "fives": "Fives", "none": "Draw"}[rules.play_scoring]
+    return f"{game} {rules.name}"
+
+
+def target_str(rules: Rules) -> str:
+    """``target 15``, or ``one hand`` for a single-hand match without a target."""
+    if not rules.has_target:
+        return "one hand"
+    return f"target {rules.target}" + (", one hand" if rules.single_hand else "")
+
+
 def render_text(state: BergenState) -> str:
     """A readable table of the whole (omniscient) state."""
     r = state.rules
     seats = f"{r.num_players}p" + (" partnerships" if r.partnerships else "")
     scores = "  ".join(f"side {i}: {s}" for i, s in enumerate(state.scores))
     lines = [
-        f"Bergen {r.name} {seats} | hand {state.hand_number} | target {r.target} | {scores}",
+        f"{game_title(r)} {seats} | hand {state.hand_number} | {target_str(r)} | {scores}",
         f"line : {line_str(state)}",
         f"ends : {ends_str(state)}",
         f"boneyard: {state.boneyard_size} tiles ({state.drawable} drawable)",
@@ -49,7 +64,11 @@ def render_text(state: BergenState) -> str:
         hand = " ".join(tile_str(t) for t in state.hand_tiles(seat)) or "-"
         lines.append(f"{mark}player_{seat} (side {state.side_of[seat]}): {hand}")
     if state.terminal:
-        lines.append(f"match over: side {state.winner} wins")
+        lines.append(
+            "match over: a tie, nobody wins"
+            if state.winner is None
+            else f"match over: side {state.winner} wins"
+        )
     return "\n".join(lines)
 
 
@@ -77,7 +96,7 @@ def scores_str(rules: Rules, scores: Sequence[int]) -> str:
     """Every side's score and the target, e.g. ``player_0 4, player_1 7 (target 15)``."""
     label = "player_{}" if not rules.partnerships else "side {}"
     parts = ", ".join(f"{label.format(i)} {s}" for i, s in enumerate(scores))
-    return f"{parts} (target {rules.target})"
+    return f"{parts} ({target_str(rules)})"
 
 
 def hand_end_str(
@@ -91,7 +110,7 @@ def hand_end_str(
     reason, winner = result["reason"], result["winner"]
     lines = []
     if reason == "target":
-        return f"the match ends mid-hand: a header by player_{result['seat']} reached the target"
+        return f"the match ends mid-hand: a play by player_{result['seat']} reached the target"
     if reason == "domino":
         lines.append(
             f"domino by player_{result['seat']}: {side_name(rules, winner)} "
@@ -131,10 +150,17 @@ def hand_end_str(
     return "\n".join(lines)
 
 
-def match_end_str(rules: Rules, scores: Sequence[int], winner: int | None) -> str:
-    """Who won the match and how (the target reached), or that it did not finish."""
+def match_end_str(
+    rules: Rules, scores: Sequence[int], winner: int | None, tied: bool = False
+) -> str:
+    """Who won the match and how (the target reached), that a single-hand match ended ``tied``,
+    or that it did not finish."""
     if winner is None:
+        if tied:
+            return f"match over: the hand tied, nobody wins; {scores_str(rules, scores)}"
         return f"match unfinished: {scores_str(rules, scores)}"
+    if not rules.has_target:
+        return f"match over: {side_name(rules, winner)} wins the hand; {scores_str(rules, scores)}"
     return (
         f"match over: {side_name(rules, winner)} reached the target {rules.target} "
         f"with {scores[winner]}; {scores_str(rules, scores)}"

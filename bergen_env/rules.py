@@ -5,6 +5,8 @@
 (5, 15, 2)
 >>> Rules.preset("standard", lead="highest", domino_points=5).lead
 'highest'
+>>> Rules.preset("fives", num_players=4).num_sides  # Fives and Draw: partners by default
+2
 >>> Rules.preset("standard", reserve=-1)
 Traceback (most recent call last):
 ...
@@ -18,11 +20,16 @@ from dataclasses import dataclass, fields
 from typing import Any
 
 from bergen_env.errors import InvalidOptionError
+from bergen_env.scoring import OUT_SCORINGS, PLAY_SCORINGS
 from bergen_env.tiles import NUM_TILES
 from bergen_env.validation import check_bool, check_int
 
-PRESETS = ("standard", "traditional", "double_set")
-LEADS = ("lowest", "highest")
+PRESETS = ("standard", "traditional", "double_set", "draw", "fives")
+#: Presets that seat four players as two partnerships unless ``partnerships=False`` (RULES.md §9).
+PARTNERSHIP_PRESETS = ("draw", "fives")
+LEADS = ("lowest", "highest", "highest_any", "rotate")
+#: Leads decided by a double: a deal in which no seat holds one is redealt (RULES.md §4, §9).
+DOUBLE_LEADS = ("lowest", "highest", "highest_any")
 BLOCKED_RULES = ("german", "american", "pips", "most_doubles")
 
 #: Options that a preset sets and a keyword argument may override (RULES.md §3 and §5).
@@ -38,6 +45,9 @@ RULE_OPTIONS = (
     "end_caps",
     "target",
     "voluntary_draw",
+    "play_scoring",
+    "out_scoring",
+    "single_hand",
 )
 
 _INT_OPTIONS = (
@@ -50,7 +60,7 @@ _INT_OPTIONS = (
     "leftover_penalty",
     "target",
 )
-_BOOL_OPTIONS = ("partnerships", "end_caps", "voluntary_draw")
+_BOOL_OPTIONS = ("partnerships", "end_caps", "voluntary_draw", "single_hand")
 
 
 def _preset_values(preset: str, num_players: int, num_sides: int) -> dict[str, Any]:
@@ -83,6 +93,24 @@ def _preset_values(preset: str, num_players: int, num_sides: int) -> dict[str, A
             target=25 if preset == "double_set" else 15,
             voluntary_draw=False,
         )
+    if preset in ("draw", "fives"):
+        fives = preset == "fives"
+        return dict(
+            sets=1,
+            hand_size={2: 7, 3: 5, 4: 5}[num_players],
+            lead="rotate" if fives else "highest_any",
+            reserve=(2 if num_players == 2 else 1) if fives else 0,
+            domino_points=0,
+            blocked_rule="pips",
+            blocked_points=0,
+            leftover_penalty=0,
+            end_caps=False,
+            target=61 if fives else 0,
+            voluntary_draw=False,
+            play_scoring="fives" if fives else "none",
+            out_scoring="pips_fives" if fives else "pips",
+            single_hand=not fives,
+        )
     raise InvalidOptionError(f"option 'rules': unknown preset {preset!r}; choose one of {PRESETS}")
 
 
@@ -107,6 +135,9 @@ class Rules:
     end_caps: bool
     target: int
     voluntary_draw: bool = False
+    play_scoring: str = "headers"
+    out_scoring: str = "fixed"
+    single_hand: bool = False
     #: The preset this was built from (informational; ``"custom"`` for direct construction).
     name: str = "custom"
 
@@ -116,16 +147,22 @@ class Rules:
         rules: str = "standard",
         *,
         num_players: int = 2,
-        partnerships: bool = False,
+        partnerships: bool | None = None,
         **overrides: Any,
     ) -> Rules:
-        """The preset ``rules`` for ``num_players`` seats, with single options overridden."""
+        """The preset ``rules`` for ``num_players`` seats, with single options overridden.
+
+        ``partnerships=None``: partnerships for ``draw`` and ``fives`` with four players (as
+        those games are played), individual play otherwise.
+        """
         unknown = sorted(set(overrides) - set(RULE_OPTIONS))
         if unknown:
             raise InvalidOptionError(
                 f"unknown rule option(s) {unknown}; valid options are {list(RULE_OPTIONS)}"
             )
         check_int("num_players", num_players)
+        if partnerships is None:
+            partnerships = num_players == 4 and rules in PARTNERSHIP_PRESETS
         check_bool("partnerships", partnerships)
         if num_players not in (2, 3, 4):
             raise InvalidOptionError(f"option 'num_players' must be 2, 3 or 4, got {num_players}")
@@ -167,7 +204,37 @@ class Rules:
         for name in ("reserve", "domino_points", "blocked_points", "leftover_penalty"):
             if getattr(self, name) < 0:
                 raise InvalidOptionError(f"option {name!r} must be >= 0, got {getattr(self, name)}")
-        if self.target < 1:
+        if self.play_scoring not in PLAY_SCORINGS:
+            raise InvalidOptionError(
+                f"option 'play_scoring' must be one of {PLAY_SCORINGS}, got {self.play_scoring!r}"
+            )
+        if self.out_scoring not in OUT_SCORINGS:
+            raise InvalidOptionError(
+                f"option 'out_scoring' must be one of {OUT_SCORINGS}, got {self.out_scoring!r}"
+            )
+        if self.end_caps and self.play_scoring != "headers":
+            raise InvalidOptionError(
+                f"option 'end_caps' applies to play_scoring='headers' only, "
+                f"not {self.play_scoring!r}; set end_caps=False"
+            )
+        if self.double_play and self.play_scoring != "headers":
+            raise InvalidOptionError(
+                f"option 'sets'=2 (the double play) needs play_scoring='headers', "
+                f"got {self.play_scoring!r}"
+            )
+        if self.out_scoring != "fixed":
+            for name in ("domino_points", "blocked_points", "leftover_penalty"):
+                if getattr(self, name):
+                    raise InvalidOptionError(
+                        f"option {name!r} applies to out_scoring='fixed' only, not "
+                        f"{self.out_scoring!r}; set {name}=0"
+                    )
+        if self.single_hand:
+            if self.target < 0:
+                raise InvalidOptionError(
+                    f"option 'target' must be >= 0 (0: none) with single_hand, got {self.target}"
+                )
+        elif self.target < 1:
             raise InvalidOptionError(f"option 'target' must be >= 1, got {self.target}")
         dealt = self.num_players * self.hand_size + self.reserve
         if dealt > self.num_tiles:
@@ -200,6 +267,16 @@ class Rules:
     def double_play(self) -> bool:
         """Whether the double play of both ``[n|n]`` copies exists (two sets only)."""
         return self.sets == 2
+
+    @property
+    def has_target(self) -> bool:
+        """Whether reaching ``target`` ends the match (not so for ``target=0`` of a single hand)."""
+        return self.target > 0
+
+    @property
+    def score_scale(self) -> int:
+        """What scores are measured against: the target, or 100 points without one."""
+        return self.target if self.target > 0 else 100
 
     @property
     def num_actions(self) -> int:

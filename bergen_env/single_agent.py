@@ -118,7 +118,7 @@ class BergenSingleAgentEnv(gym.Env):
     def __init__(
         self,
         num_players: int = 2,
-        partnerships: bool = False,
+        partnerships: bool | None = None,
         rules: str | Rules = "standard",
         opponents: Sequence[OpponentSpec] = ("random",),
         learner_seat: str | int = "random",
@@ -271,7 +271,7 @@ class BergenSingleAgentEnv(gym.Env):
                 f"action {a} ({action_str(a)}) is illegal for the learner (player_{self.seat}); "
                 f"legal actions: {legal}"
             )
-        game._apply(a)
+        game.apply_unchecked(a)
         self._advance()
         terminated = game.terminal
         truncated = not terminated and self._truncated()
@@ -284,7 +284,7 @@ class BergenSingleAgentEnv(gym.Env):
             reward = self._points_reward(self._last_scores)
             self._last_scores = game.scores[:]
             if self.reward_mode == "shaped":
-                reward /= self.rules.target
+                reward /= self.rules.score_scale
                 if terminated:
                     reward += game.returns()[self.seat]
         elif terminated:
@@ -378,7 +378,7 @@ class BergenSingleAgentEnv(gym.Env):
                 legal = game.legal_actions()
                 if len(legal) != 1:
                     return
-                game._apply(legal[0])
+                game.apply_unchecked(legal[0])
                 continue
             need_obs, need_view = self._needs[p]
             game.legal_mask(mask)
@@ -393,7 +393,7 @@ class BergenSingleAgentEnv(gym.Env):
                     f"opponent {agents[p]!r} in seat {p} chose illegal action {a!r}; "
                     f"legal actions: {legal}"
                 )
-            game._apply(int(a))
+            game.apply_unchecked(int(a))
 
     def _observe_with_info(self) -> tuple[np.ndarray, dict[str, Any]]:
         """The learner's observation and ``info`` (one legal-action list serves both)."""

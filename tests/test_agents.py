@@ -55,7 +55,7 @@ def _positions(rules: Rules, seed: int, count: int, min_legal: int = 1) -> list[
             legal = s.legal_actions()
             if len(legal) >= min_legal and rng.random() < 0.3:
                 out.append(s.clone())
-            s._apply(legal[rng.integers(len(legal))])
+            s.apply_unchecked(legal[rng.integers(len(legal))])
     return out
 
 
@@ -354,10 +354,13 @@ def test_agents_take_a_winning_header(spec: str) -> None:
     assert a in {parse_action("[0|2]>left"), parse_action("[0|2]>right")}
 
 
-@pytest.mark.parametrize("preset", PRESETS)
+@pytest.mark.parametrize("preset", [p for p in PRESETS if not Rules.preset(p).single_hand])
 @pytest.mark.parametrize("spec", ["greedy", "heuristic", "search:samples=6"])
 def test_agents_take_a_winning_play(preset: str, spec: str) -> None:
-    """Whenever a play (header or domino) wins the match now, the agent plays a winning one."""
+    """Whenever a play (header or domino) wins the match now, the agent plays a winning one.
+
+    (Draw is left out: its only winning play is going out with the last tile, never a choice.)
+    """
     rules = Rules.preset(preset)
     found = 0
     for s in _positions(rules, seed=31, count=800, min_legal=2):
@@ -500,7 +503,7 @@ def test_belief_rebuilds_past_hands_exactly(players: int, partnerships: bool) ->
             assert np.isfinite(model.log_weight(truth))
             held.append(list(s.hands[s.current_player]))
             legal = s.legal_actions()
-            s._apply(legal[rng.integers(len(legal))])
+            s.apply_unchecked(legal[rng.integers(len(legal))])
     assert scored > 50
 
 
@@ -531,7 +534,7 @@ class _FirstMove(Exception):
 class _StopAtFirstMove(BergenState):
     __slots__ = ()
 
-    def _apply(self, a: int) -> None:
+    def apply_unchecked(self, a: int) -> None:
         raise _FirstMove(a)
 
 

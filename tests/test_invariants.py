@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 from bergen_env import BergenState, Encoder, InvalidOptionError, Rules, raw_env
 from bergen_env.actions import DOUBLE_PLAY, DRAW, NUM_PLAY_ACTIONS, PASS
 from bergen_env.rules import BLOCKED_RULES, LEADS, PRESETS
-from bergen_env.tiles import DOUBLE_ID, NUM_NUMBERS, NUM_TILES, TILES
+from bergen_env.tiles import DOUBLE_ID, NUM_NUMBERS, NUM_TILES, PIPS, TILES
 
 #: Every preset x seat configuration (RULES.md §1 and §3).
 SEATINGS = ((2, False), (3, False), (4, False), (4, True))
@@ -67,12 +67,19 @@ def check_state(s: BergenState) -> None:
     assert 0 <= s.bone_pos <= len(s.boneyard)
     assert s.drawable == max(0, len(s.boneyard) - rules.reserve - s.bone_pos)
     if s.terminal:
+        assert s.legal_actions() == []
+        ended_by_hand = rules.single_hand and s.hand_results and s.hand_number == 0
+        if ended_by_hand and not (rules.has_target and max(s.scores) >= rules.target):
+            # a single-hand match: the hand's winner wins it, a tied block has no winner
+            assert len(s.hand_results) == 1 and s.winner == s.hand_results[0].winner
+            return
         assert s.winner is not None
         assert s.scores[s.winner] >= rules.target
         assert all(x < rules.target for k, x in enumerate(s.scores) if k != s.winner)
-        assert s.legal_actions() == []
         return
-    assert all(x < rules.target for x in s.scores)
+    assert not rules.single_hand or not s.hand_results
+    if rules.has_target:
+        assert all(x < rules.target for x in s.scores)
     assert 0 <= s.current_player < n
     legal = s.legal_actions()
     assert legal, "the player on turn has no legal action"
@@ -89,6 +96,15 @@ def check_state(s: BergenState) -> None:
         num = TILES[s.lead_tile][0]
         better = range(num) if rules.lead == "lowest" else range(num + 1, NUM_NUMBERS)
         assert not any(row[DOUBLE_ID[m]] for row in s.hands for m in better)
+    elif not s.line_len:  # a free lead (RULES.md §9): any own tile, laid with end 0
+        assert rules.lead in ("highest_any", "rotate")
+        assert legal == [2 * t for t in range(NUM_TILES) if s.hands[s.current_player][t]]
+        assert s.bone_pos == 0 and not s.moves
+        if rules.lead == "rotate":
+            assert s.current_player == s.hand_number % n
+        else:
+            held = [m for m in range(NUM_NUMBERS) if any(row[DOUBLE_ID[m]] for row in s.hands)]
+            assert held and s.hands[s.current_player][DOUBLE_ID[max(held)]]
 
 
 def _cap(header: int, need: int, end_caps: bool) -> int:
@@ -108,11 +124,14 @@ def check_scoring(
     hand_len_before: Sequence[int],
     was_lead: bool,
     results_before: int,
+    pips_after: Sequence[int] | None = None,
 ) -> None:
-    """The score change of one action is what RULES.md §6-§7 allow.
+    """The score change of one action is what RULES.md §6-§7 and §9 allow.
 
-    A header (1..5) for the mover's side, plus at a hand end the engine's ``HandResult``:
-    domino/blocked points for the winning side and ``-leftover_penalty * tiles`` for the others.
+    A header (1..5) or a Fives count (1..4) for the mover's side, plus at a hand end the
+    engine's ``HandResult``: domino/blocked points (or, under pip scoring, the other sides'
+    pips, ``pips_after``: per side, held after the action) for the winning side and
+    ``-leftover_penalty * tiles`` for the others.
     """
     rules = s.rules
     sides = rules.num_sides
@@ -142,8 +161,13 @@ def check_scoring(
             assert res.reason == "blocked" and res.blocked_rule == rules.blocked_rule
             assert res.winner is None or 0 <= res.winner < sides
         gain = rules.domino_points if res.reason == "domino" else rules.blocked_points
+        if rules.out_scoring != "fixed" and res.winner is not None:
+            assert pips_after is not None
+            others = sum(p for k, p in enumerate(pips_after) if k != res.winner)
+            gain = others if rules.out_scoring == "pips" else int(others / 5 + 0.5)
         # the match ends the moment the winner reaches the target: no penalties then
-        penalised = not s.terminal and rules.leftover_penalty > 0
+        reached = s.terminal and rules.has_target and max(s.scores) >= rules.target
+        penalised = not reached and rules.leftover_penalty > 0
         for k in range(sides):
             expected = gain if k == res.winner else 0
             if penalised and k != res.winner:
@@ -155,8 +179,10 @@ def check_scoring(
     assert all(h == 0 for k, h in enumerate(header) if k != side), f"non-mover scored: {header}"
     h = header[side]
     need = rules.target - scores_before[side]
-    if action in (DRAW, PASS):
+    if action in (DRAW, PASS) or rules.play_scoring == "none":
         assert h == 0
+    elif rules.play_scoring == "fives":  # a count of 5..20 (a single tile: 5 or 10 pips)
+        assert h in (0, 1, 2, 3, 4)
     elif action >= DOUBLE_PLAY:
         assert h == _cap(5, need, rules.end_caps)
     elif was_lead:
@@ -191,8 +217,15 @@ def play_checked_match(
         action = legal[choose(legal)]
         mover = s.current_player
         before = (s.scores[:], s.hand_len[:], s.lead_tile is not None, len(s.hand_results))
+        pips = [0] * rules.num_sides  # per side, held after the action (before a new deal)
+        for seat in range(n):
+            pips[s.side_of[seat]] += sum(PIPS[t] * c for t, c in enumerate(s.hands[seat]))
+        if action < NUM_PLAY_ACTIONS:
+            pips[s.side_of[mover]] -= PIPS[action >> 1]
+        elif action == DRAW:
+            pips[s.side_of[mover]] += PIPS[s.boneyard[s.bone_pos]]
         s.apply_action(action)
-        check_scoring(s, mover, action, *before)
+        check_scoring(s, mover, action, *before, pips_after=pips)
         check_state(s)
         if encoder is not None:
             for seat in range(n):
@@ -218,23 +251,25 @@ def rules_strategy(draw: st.DrawFn) -> Rules:
     """Any playable rules: a preset, a seating and a random subset of overridden options."""
     preset = draw(st.sampled_from(PRESETS))
     n, partnerships = draw(st.sampled_from(SEATINGS))
-    overrides = draw(
-        st.fixed_dictionaries(
-            {},
-            optional={
-                "reserve": st.integers(0, 4),
-                "hand_size": st.integers(1, 7),
-                "voluntary_draw": st.booleans(),
-                "lead": st.sampled_from(LEADS),
-                "blocked_rule": st.sampled_from(BLOCKED_RULES),
-                "end_caps": st.booleans(),
-                "target": st.integers(1, 30),
-                "domino_points": st.integers(0, 5),
-                "blocked_points": st.integers(0, 5),
-                "leftover_penalty": st.integers(0, 2),
-            },
-        )
-    )
+    optional = {
+        "reserve": st.integers(0, 4),
+        "hand_size": st.integers(1, 7),
+        "voluntary_draw": st.booleans(),
+        "lead": st.sampled_from(LEADS),
+        "blocked_rule": st.sampled_from(BLOCKED_RULES),
+        "single_hand": st.booleans(),
+    }
+    if preset in ("draw", "fives"):  # pip scoring: the fixed hand-end points do not apply
+        optional["target"] = st.integers(0 if preset == "draw" else 1, 80)
+    else:
+        optional |= {
+            "end_caps": st.booleans(),
+            "target": st.integers(1, 30),
+            "domino_points": st.integers(0, 5),
+            "blocked_points": st.integers(0, 5),
+            "leftover_penalty": st.integers(0, 2),
+        }
+    overrides = draw(st.fixed_dictionaries({}, optional=optional))
     try:
         return Rules.preset(preset, num_players=n, partnerships=partnerships, **overrides)
     except InvalidOptionError:  # e.g. hands plus reserve larger than the set
@@ -323,7 +358,9 @@ def test_env_turns_rewards_and_termination(
         own = game.side_of[seat]
         if reward == "match":
             expected = game.returns()[seat]
-            if game.terminal:
+            if game.terminal and game.winner is None:  # a single hand that ends tied
+                assert expected == 0.0 and rules.single_hand
+            elif game.terminal:
                 assert expected == (1.0 if own == game.winner else -1.0 / (sides - 1))
         else:  # dense: own side's points minus the mean of the other sides'
             others = sum(game.scores) - game.scores[own]

@@ -7,12 +7,30 @@ import pytest
 
 from bergen_env.agents import SearchAgent, make_agent
 from bergen_env.agents.heuristic import HeuristicAgent
-from bergen_env.agents.match_value import MAX_STATES, hand_events, table_states, win_table
+from bergen_env.agents.match_value import (
+    MAX_STATES,
+    hand_events,
+    has_table,
+    table_states,
+    win_table,
+)
 from bergen_env.agents.search import WIN_VALUE
 from bergen_env.engine import BergenState
 from bergen_env.rules import PRESETS, Rules
 
-TWO_SIDES = [(preset, 2, False) for preset in PRESETS] + [("standard", 4, True)]
+#: Two-side rule sets with a table (Draw, a single hand, has none: see the test below).
+TWO_SIDES = [(preset, 2, False) for preset in PRESETS if preset != "draw"] + [
+    ("standard", 4, True),
+    ("fives", 4, True),
+]
+
+
+def test_a_single_hand_match_has_no_table() -> None:
+    rules = Rules.preset("draw")
+    assert not has_table(rules)
+    with pytest.raises(ValueError, match="single-hand"):
+        win_table(rules)
+    assert has_table(Rules.preset("fives")) and not has_table(Rules.preset("fives", num_players=3))
 
 
 @pytest.mark.parametrize(("preset", "players", "partnerships"), TWO_SIDES)
@@ -58,7 +76,7 @@ def test_table_predicts_heuristic_matches() -> None:
             legal = s.legal_actions()
             if len(legal) > 1:
                 legal = [agent.act(None, None, s.public_view(s.current_player))]
-            s._apply(legal[0])
+            s.apply_unchecked(legal[0])
         wins += s.winner == first
     sigma = np.sqrt(expected * (1 - expected) / matches)
     assert abs(wins / matches - expected) < 4 * sigma, (wins / matches, expected)
@@ -141,10 +159,10 @@ def _hand_end_position(players: int = 2) -> BergenState:
             legal = s.legal_actions()
             if s.hand_len[s.current_player] == 1 and len(legal) == 1 and legal[0] < 56:
                 c = s.clone()
-                c._apply(legal[0])
+                c.apply_unchecked(legal[0])
                 if c.hand_number == 1 and not c.terminal and c.hand_results[0].reason == "domino":
                     return s
-            s._apply(legal[int(rng.integers(len(legal)))])
+            s.apply_unchecked(legal[int(rng.integers(len(legal)))])
     raise AssertionError("no position found")
 
 
@@ -158,7 +176,7 @@ def test_leaf_value_of_a_hand_end(value: str, players: int) -> None:
     agent.reset(s.rules, p, np.random.default_rng(0))
     legal = s.legal_actions()
     after = s.clone()
-    after._apply(legal[0])
+    after.apply_unchecked(legal[0])
     own = after.scores[p]
     others = [after.scores[(p + k) % players] for k in range(1, players)]  # in turn order
     (got,) = agent.playout_values(s, legal)

@@ -20,7 +20,7 @@ def _choice_positions(count: int) -> list[BergenState]:
             legal = s.legal_actions()
             if len(legal) > 2 and s.drawable > 1:
                 out.append(s.clone())
-            s._apply(legal[int(rng.integers(len(legal)))])
+            s.apply_unchecked(legal[int(rng.integers(len(legal)))])
     return out
 
 

@@ -38,7 +38,7 @@ def random_positions(rules_name: str, n: int, seed: int, **kw):
         while not s.terminal:
             yield rules, s
             legal = s.legal_actions()
-            s._apply(int(legal[rng.integers(len(legal))]))
+            s.apply_unchecked(int(legal[rng.integers(len(legal))]))
 
 
 @pytest.mark.parametrize(
@@ -76,7 +76,7 @@ def test_hidden_holds_the_other_hands_the_boneyard_and_the_next_draw(rules_name,
             tile = int(np.flatnonzero(enc.hidden(s, player)[HIDDEN_SLICES["next_draw"]])[0])
             c = s.clone()
             before = np.asarray(c.hands[player]).copy()
-            c._apply(DRAW)
+            c.apply_unchecked(DRAW)
             gained = np.asarray(c.hands[player]) - before
             if gained.sum() == 1:  # (a draw that ends the hand empties nothing into the hand)
                 assert int(np.flatnonzero(gained)[0]) == tile

@@ -55,6 +55,10 @@ CONFIGS = [
     dict(num_players=3, rules="traditional", opponents=[FirstLegal(), lambda: FirstLegal()]),
     dict(num_players=3, reward="win", opponents=["greedy"]),
     dict(num_players=4, partnerships=True, rules="traditional", reward="win", learner_seat=3),
+    dict(num_players=2, rules="fives", reward="win", opponents=["greedy"]),
+    dict(num_players=4, rules="fives", reward="shaped", learner_seat=1),
+    dict(num_players=3, rules="draw", reward="points"),
+    dict(num_players=4, rules="draw", learner_seat=2),
 ]
 
 

@@ -87,7 +87,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         help="agent strings: random, greedy, heuristic, search:samples=200, ppo:PATH",
     )
     p.add_argument("--players", type=int, default=2, help="seats: 2, 3 or 4 (default 2)")
-    p.add_argument("--partnerships", action="store_true", help="4 players in two teams")
+    p.add_argument(
+        "--partnerships",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="4 players in two teams (default: on for draw and fives, off otherwise)",
+    )
     p.add_argument("--rules", default="standard", help=f"rules preset: {', '.join(PRESETS)}")
     p.add_argument(
         "--rule-override",

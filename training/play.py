@@ -193,8 +193,11 @@ def play_match(
         say(f"input ended: match abandoned in hand {state.hand_number}")
         say(match_end_str(rules, state.scores, None))
         return recorder.finish()
-    say(match_end_str(rules, state.scores, state.winner))
-    if rules.side_of[human_seat] == state.winner:
+    tied = state.winner is None
+    say(match_end_str(rules, state.scores, state.winner, tied=tied))
+    if tied:
+        say("a tie.")
+    elif rules.side_of[human_seat] == state.winner:
         say("you win!")
     else:
         say("you lose.")
@@ -211,8 +214,9 @@ def _partner_note(rules: Rules, seat: int) -> str:
 def _hand_header(state: BergenState, labels: Sequence[str], human_seat: int) -> str:
     leader = state.current_player
     leads = "lead" if leader == human_seat else "leads"
+    tile = "any tile" if state.lead_tile is None else tile_str(state.lead_tile)
     return (
-        f"=== hand {state.hand_number}: {labels[leader]} {leads} with {tile_str(state.lead_tile)} "
+        f"=== hand {state.hand_number}: {labels[leader]} {leads} with {tile} "
         f"(boneyard {state.boneyard_size}, {state.drawable} drawable) ==="
     )
 
@@ -256,7 +260,12 @@ def build_parser() -> argparse.ArgumentParser:
         "e.g. heuristic, greedy, random, 'search:samples=200', ppo:PATH",
     )
     p.add_argument("--players", type=int, default=2, choices=(2, 3, 4), help="seats (default 2)")
-    p.add_argument("--partnerships", action="store_true", help="4 players in two partnerships")
+    p.add_argument(
+        "--partnerships",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="4 players in two partnerships (default: on for draw and fives, off otherwise)",
+    )
     p.add_argument("--rules", default="standard", choices=PRESETS, help="rules preset")
     p.add_argument("--seed", type=int, default=None, help="match seed (default: random, printed)")
     p.add_argument("--seat", type=int, default=0, help="your seat, 0..players-1 (default 0)")

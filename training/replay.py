@@ -57,7 +57,14 @@ def match_text(record: dict[str, Any], index: int = 0, show_hands: bool = False)
         if hand["result"] is not None:
             final = hands_at_end(deal, events)
             lines.append(f"=== hand {h} ends: " + hand_end_str(rules, hand["result"], final))
-    lines.append(match_end_str(rules, record["final_scores"], record["winner"]))
+    hands = record["hands"]
+    tied = (
+        record["winner"] is None
+        and rules.single_hand
+        and bool(hands)
+        and hands[-1]["result"] is not None
+    )
+    lines.append(match_end_str(rules, record["final_scores"], record["winner"], tied=tied))
     return "\n".join(lines)
 
 

@@ -6,6 +6,7 @@ Registered kinds: ``random``, ``greedy``, ``heuristic`` and ``search`` (PIMC), e
 
 from bergen_env.agents.base import (
     Agent,
+    agent_factory,
     make_agent,
     parse_agent_spec,
     register_agent,
@@ -30,6 +31,7 @@ __all__ = [
     "HeuristicAgent",
     "RandomAgent",
     "SearchAgent",
+    "agent_factory",
     "make_agent",
     "parse_agent_spec",
     "register_agent",

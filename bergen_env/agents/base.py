@@ -98,6 +98,11 @@ def registered_agents() -> list[str]:
     return sorted(_REGISTRY)
 
 
+def agent_factory(kind: str) -> AgentFactory | None:
+    """The factory registered for ``kind``, or None if :func:`make_agent` does not know it."""
+    return _REGISTRY.get(kind)
+
+
 def _parse_value(text: str) -> Any:
     for cast in (int, float):
         try:

@@ -115,7 +115,7 @@ class BeliefModel:
             if a in (DRAW, PASS):
                 raws.append(0)
                 continue
-            raw, ends, flags = raw_play(a, ends, flags)
+            raw, ends, flags = raw_play(a, ends, flags, rules.play_scoring)
             raws.append(raw if states[-1][0] is not None else 0)  # the opening scores nothing
             for t in _tiles_of(a):
                 line[t] += 1

@@ -14,6 +14,17 @@ Each legal play gets a score, the best one is played (lowest action id on ties):
 - partnerships: avoid leaving two ends the partner is known to be void in (it would have to
   draw or pass).
 
+Fives and Draw (RULES.md §9) change what the rules above weigh:
+
+- Fives: points now are the count's; the threat is the next opponent's best count on the ends
+  left behind (a multiple of 5 within its reach), from the chance it holds each fitting tile;
+  the five-tiles (pips a multiple of 5) and the heavy doubles are kept for scoring (``keep``)
+  unless they score now; going out is worth the other hands' expected pips rounded to fives;
+  heavy pips are shed as a block nears.
+- Draw: going out wins the hand (and the one-hand match); heavy tiles are shed from the start
+  (a block is won on pips); variety is kept; ends the next opponent is known or likely to lack
+  are preferred (``stuck``).
+
 When only a draw or a pass is legal it is taken; a voluntary draw is never chosen over a play.
 Weights are parameters, e.g. ``"heuristic:threat=1.5,shed=0.5"``.
 """
@@ -26,11 +37,18 @@ from bergen_env.actions import DOUBLE_PLAY, NUM_PLAY_ACTIONS
 from bergen_env.agents.base import Agent
 from bergen_env.agents.scoring import cap_header, header_threat_value, play_outcome
 from bergen_env.engine import PublicView
+from bergen_env.scoring import FIVE, out_points, play_result
 from bergen_env.tiles import CONTAINS, IS_DOUBLE, NUM_TILES, NUMBER_BITS, PIPS, TILE_ID
 from bergen_env.validation import check_number
 
 #: Points-equivalent of winning (or losing) the match, used to rank decisive plays.
 MATCH_VALUE = 20.0
+#: Fives: tiles worth keeping for a count (pips a multiple of 5, and the heavy doubles).
+SCORING_TILES = frozenset(
+    t
+    for t in range(NUM_TILES)
+    if (PIPS[t] and PIPS[t] % FIVE == 0) or (IS_DOUBLE[t] and PIPS[t] >= 8)
+)
 
 
 class HeuristicAgent(Agent):
@@ -46,9 +64,16 @@ class HeuristicAgent(Agent):
         variety: float = 0.15,
         follow: float = 0.3,
         partner: float = 0.4,
+        keep: float = 0.3,
     ) -> None:
         for key, value in dict(
-            threat=threat, stuck=stuck, shed=shed, variety=variety, follow=follow, partner=partner
+            threat=threat,
+            stuck=stuck,
+            shed=shed,
+            variety=variety,
+            follow=follow,
+            partner=partner,
+            keep=keep,
         ).items():
             check_number(key, value, minimum=0, label="parameter", error=ValueError)
         self.w_threat = float(threat)
@@ -57,6 +82,7 @@ class HeuristicAgent(Agent):
         self.w_variety = float(variety)
         self.w_follow = float(follow)
         self.w_partner = float(partner)
+        self.w_keep = float(keep)
 
     def act(self, observation: np.ndarray, action_mask: np.ndarray, view: PublicView) -> int:
         legal = view.legal_actions
@@ -92,14 +118,21 @@ class HeuristicAgent(Agent):
             counts[t] -= 1
         value += self._shed_value(view, tiles)
         if out.goes_out:
-            return value
+            if rules.out_scoring == "fixed":
+                return value
+            return value + self._out_value(view, view.side, 0)
+        if rules.play_scoring == "fives" and not out.header:
+            value -= self.w_keep * sum(t in SCORING_TILES for t in tiles)
         n = rules.num_players
         side_of = rules.side_of
         ends, flags = out.ends, out.end_doubles
         fits = CONTAINS[ends[0]] | CONTAINS[ends[1]]
         nxt = (view.seat + 1) % n
         if side_of[nxt] != view.side:
-            value -= self.w_threat * self._header_threat(view, nxt, ends, flags)
+            if rules.play_scoring == "headers":
+                value -= self.w_threat * self._header_threat(view, nxt, ends, flags)
+            elif rules.play_scoring == "fives":
+                value -= self.w_threat * self._fives_threat(view, nxt, ends, flags)
             value -= self.w_threat * self._domino_threat(view, nxt, fits)
             value += self.w_stuck * (1.0 - self._play_chance(view, nxt, fits))
         if rules.partnerships:
@@ -123,6 +156,8 @@ class HeuristicAgent(Agent):
         rules = view.rules
         near = 1.0 if view.drawable == 0 else 1.0 / (1.0 + view.drawable)
         weight = self.w_shed * (0.25 + near)
+        if rules.out_scoring != "fixed":  # the other hands' pips are the award: shed always
+            weight = self.w_shed * (1.0 + near)
         rule = rules.blocked_rule
         value = 0.0
         for t in tiles:
@@ -198,7 +233,64 @@ class HeuristicAgent(Agent):
             return 0.0
         rules = view.rules
         chance = self._play_chance(view, seat, fits)
+        if rules.out_scoring != "fixed":
+            return chance * self._out_value(view, rules.side_of[seat], 1)
         score = view.scores[rules.side_of[seat]]
         if score + rules.domino_points >= rules.target:
             return chance * MATCH_VALUE
         return chance * rules.domino_points
+
+    def _out_value(self, view: PublicView, side: int, playing: int) -> float:
+        """Expected award (or ``MATCH_VALUE`` for a match won) when ``side`` wins the hand by
+        going out under pip scoring: the other sides' tiles times the mean unseen pips.
+
+        ``playing``: tiles the going-out seat still holds (0 when it is the viewer going out).
+        """
+        rules = view.rules
+        if rules.single_hand:
+            return MATCH_VALUE
+        hidden = sum(view.unseen_counts)
+        mean = (
+            sum(c * PIPS[t] for t, c in enumerate(view.unseen_counts) if c) / hidden
+            if hidden
+            else 0.0
+        )
+        pips = 0.0
+        for seat, size in enumerate(view.hand_sizes):
+            if rules.side_of[seat] == side:
+                continue
+            if seat == view.seat:
+                pips += sum(PIPS[t] * c for t, c in enumerate(view.hand_counts) if c)
+            else:
+                pips += mean * size
+        award = out_points(rules.out_scoring, round(pips))
+        if rules.has_target and view.scores[side] + award >= rules.target:
+            return MATCH_VALUE
+        return float(award)
+
+    def _fives_threat(
+        self, view: PublicView, seat: int, ends: tuple[int, int], flags: tuple[bool, bool]
+    ) -> float:
+        """Expected points (a match loss as ``MATCH_VALUE``) of ``seat``'s best Fives count next:
+        the largest chance-weighted count over the unseen tiles fitting the ends."""
+        if not view.hand_sizes[seat] or view.voids[seat] & (1 << ends[0] | 1 << ends[1]) == (
+            1 << ends[0] | 1 << ends[1]
+        ):
+            return 0.0
+        rules = view.rules
+        score = view.scores[rules.side_of[seat]]
+        fits = CONTAINS[ends[0]] | CONTAINS[ends[1]]
+        worst = 0.0
+        for t in range(NUM_TILES):
+            if not fits >> t & 1 or not view.unseen_counts[t]:
+                continue
+            best = 0
+            for e in (0, 1):
+                if CONTAINS[ends[e]] >> t & 1:
+                    best = max(best, play_result("fives", 2 * t + e, ends, flags)[0])
+            if not best:
+                continue
+            chance = self._tile_chance(view, seat, t)
+            worth = MATCH_VALUE if score + best >= rules.target else best
+            worst = max(worst, chance * worth)
+        return worst

@@ -15,7 +15,9 @@ with two sides, once as played and once mirrored), so no side is favoured. The p
 follow by value iteration over the sparse transitions (hands that score nothing, or lower scores
 under leftover penalties, make the chain cyclic). Scores below ``-target`` are counted as
 ``-target``. Any number of sides is covered up to ``MAX_STATES`` score combinations (two sides
-under every preset; three or four individual players under the standard preset).
+under every preset, Fives' 61 included; three or four individual players under the standard
+preset). The events of Fives are its counts during play, then the hand-end award. A single-hand
+match (Draw) has no table: the hand decides it.
 """
 
 from __future__ import annotations
@@ -82,6 +84,14 @@ def table_states(rules: Rules) -> int:
     return (rules.target - table_low(rules)) ** rules.num_sides
 
 
+def has_table(rules: Rules) -> bool:
+    """Whether :func:`win_table` covers ``rules``: a match of hands to a target, small enough.
+
+    A single-hand match (Draw) has none: a playout reaches its end, and the winner is known.
+    """
+    return rules.has_target and not rules.single_hand and table_states(rules) <= MAX_STATES
+
+
 def hand_events(state: BergenState) -> list[Event]:
     """Play the current hand of ``state`` with the heuristic in every seat; its scoring events."""
     agent = HeuristicAgent()
@@ -96,7 +106,7 @@ def hand_events(state: BergenState) -> list[Event]:
             a = agent.act(None, None, state.public_view(state.current_player))
         before = state.scores[:]
         ended = len(state.hand_results)
-        state._apply(a)
+        state.apply_unchecked(a)
         over = len(state.hand_results) > ended
         end = state.hand_results[-1].points if over else (0,) * len(before)
         for side in sides:
@@ -110,6 +120,11 @@ def hand_events(state: BergenState) -> list[Event]:
 @lru_cache(maxsize=32)
 def win_table(rules: Rules) -> WinTable:
     """The match-win table of a rule set (see the module docstring)."""
+    if not rules.has_target or rules.single_hand:
+        raise ValueError(
+            f"win_table: a single-hand match or one without a target has no table "
+            f"(single_hand={rules.single_hand}, target={rules.target})"
+        )
     sides = rules.num_sides
     target = rules.target
     low = table_low(rules)

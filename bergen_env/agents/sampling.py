@@ -81,9 +81,10 @@ def excluded_tiles(view: PublicView) -> tuple[list[int], list[int]]:
 
     ``hard`` is certain: the numbers of :func:`inferred_voids`, and the doubles that would have
     led the hand instead of the opening double (lower ones with ``lead=lowest``, higher with
-    ``highest``) for seats that have not drawn this hand. ``soft`` assumes opponents take
-    headers: a seat that played on ends ``x``/``y`` without making a header (and has not drawn
-    since) is taken not to hold ``[x|y]``.
+    ``highest``; no such inference for the free leads of RULES.md §9) for seats that have not
+    drawn this hand. ``soft`` (header scoring only) assumes opponents take headers: a seat that
+    played on ends ``x``/``y`` without making a header (and has not drawn since) is taken not to
+    hold ``[x|y]``.
     """
     n = view.rules.num_players
     hard = [0] * n
@@ -96,16 +97,17 @@ def excluded_tiles(view: PublicView) -> tuple[list[int], list[int]]:
     moves = view.moves
     ends: tuple[int, int] | None = None
     flags = (False, False)
+    headers = view.rules.play_scoring == "headers"
     for i, (seat, a) in enumerate(moves):
         if a == DRAW:
             drew[seat] = True
             soft[seat] = 0
         elif a != PASS:
             header, after, flags_after = raw_play(a, ends, flags)
-            if i and not header and ends is not None:
+            if headers and i and not header and ends is not None:
                 soft[seat] |= 1 << TILE_ID[ends]
             ends, flags = after, flags_after
-    if moves:
+    if moves and view.rules.lead in ("lowest", "highest"):  # the lead was a forced double
         number = TILES[moves[0][1] >> 1][0]  # the opening double [number|number]
         lowest = view.rules.lead == "lowest"
         beaten = range(number) if lowest else range(number + 1, NUM_NUMBERS)

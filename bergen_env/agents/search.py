@@ -11,13 +11,16 @@ chance to win the match from the new scores (:func:`~bergen_env.agents.match_val
 rule sets with more than ``MAX_STATES`` score combinations have none), and with
 ``value="margin"`` the searcher's side's score minus the best other side's score.
 ``value="auto"`` (the default) is ``"win"`` where the rules have a table (two sides under every
-preset, three or four players under the standard one) and ``"margin"`` elsewhere.
+preset, Fives' 61 included; three or four players under the standard one) and ``"margin"``
+elsewhere. A single-hand match (Draw) has no table: every playout reaches the match's end, worth
+``+-WIN_VALUE * 100`` (0 for a tie).
 The action with the best mean wins (ties: the greedy order).
 
 Parameters: ``samples`` (default 200), ``budget_ms`` (stop sampling once this much time has
 passed; results then depend on the machine, so the default is None), ``rollout`` (default
 ``"public"``: the fast policy of :func:`greedy_rollout` with every player deciding from what its
 own seat may know; ``"greedy"``: the same policy reading the determinization's hidden hands;
+in games without headers (Fives, Draw) both are :func:`points_rollout`;
 ``"random"``: uniform legal moves; ``"heuristic"``: the heuristic agent makes every choice of the
 playout from the mover's own public view, a model of a strong player at several times the
 cost per sample; ``benchmarks/agents_speed.py`` measures each).
@@ -30,7 +33,9 @@ default 4) and ``samples`` of them resampled in proportion to their likelihood.
 the ``"public"`` and ``"greedy"`` rollouts with the compiled kernels of
 :mod:`bergen_env.vector.rollouts` (the ``[vector]`` extra: numba), with the same values and
 decisions, the random stream consumed the same way; ``"auto"`` (default) is ``"compiled"``
-where numba is installed and the rollout has compiled playouts, else ``"python"``.
+where numba is installed and the rollout has compiled playouts, else ``"python"``. The compiled
+kernels play Bergen's options only: under Draw and Fives (RULES.md §9) ``"auto"`` plays in
+Python and ``"compiled"`` is an error at ``reset``.
 With ``budget_ms=None`` decisions are reproducible from the RNG given to ``reset``.
 """
 
@@ -49,10 +54,11 @@ from bergen_env.agents.base import Agent
 from bergen_env.agents.belief import BeliefModel
 from bergen_env.agents.greedy import greedy_key
 from bergen_env.agents.heuristic import HeuristicAgent
-from bergen_env.agents.match_value import MAX_STATES, WinTable, table_states, win_table
+from bergen_env.agents.match_value import MAX_STATES, WinTable, has_table, table_states, win_table
 from bergen_env.agents.sampling import HiddenTileSampler
 from bergen_env.engine import TILE_POOLS, BergenState, PublicView
 from bergen_env.rules import Rules
+from bergen_env.scoring import OPENING_POINTS, PLAY_POINTS
 from bergen_env.tiles import (
     CONTAINS,
     DOUBLE_ID,
@@ -104,7 +110,7 @@ def greedy_rollout(s: BergenState, hand: int, clairvoyant: bool = True) -> None:
     voids = s.voids
     end_num = s.end_num
     end_dbl = s.end_dbl
-    apply = s._apply
+    apply = s.apply_unchecked
     on_line = 0
     if not clairvoyant:
         for t in range(NUM_TILES):
@@ -159,7 +165,7 @@ def greedy_rollout(s: BergenState, hand: int, clairvoyant: bool = True) -> None:
                                 first = 2 * t + 1
                     if a < 0:
                         a = first
-            elif s.bone_pos < s._limit:
+            elif s.bone_pos < s.draw_limit:
                 a = DRAW
             else:
                 a = PASS
@@ -170,10 +176,59 @@ def greedy_rollout(s: BergenState, hand: int, clairvoyant: bool = True) -> None:
             return
 
 
+def points_rollout(s: BergenState, hand: int) -> None:
+    """Play ``s`` to the end of hand ``hand`` (or of the match) with the fast greedy policy of the
+    games without headers (Fives, Draw): the play that scores the most now (the Fives count),
+    ties to the first in ``ROLLOUT_ORDER`` (doubles, then heavy tiles: shed weight before a
+    block); else draw, else pass. It reads the player's own hand and the line only.
+    """
+    table = PLAY_POINTS[s.rules.play_scoring]
+    opening = OPENING_POINTS[s.rules.play_scoring]
+    hand_bits = s.hand_bits
+    end_num = s.end_num
+    end_dbl = s.end_dbl
+    apply = s.apply_unchecked
+    while True:
+        p = s.current_player
+        bits = hand_bits[p]
+        if s.lead_tile is not None:
+            a = 2 * s.lead_tile
+        elif not s.line_len:  # a free lead: the best-scoring tile, then the order
+            a, best = -1, -1
+            for t in ROLLOUT_ORDER:
+                if bits >> t & 1 and opening[t] > best:
+                    a, best = 2 * t, opening[t]
+        else:
+            e0, e1 = end_num
+            d0, d1 = end_dbl
+            m0 = bits & CONTAINS[e0]
+            m1 = bits & CONTAINS[e1]
+            if m0 | m1:
+                a, best = -1, -1
+                for t in ROLLOUT_ORDER:
+                    if m0 >> t & 1:
+                        x = OTHER_HALF[t * 7 + e0]
+                        v = table[((t * 7 + x) * 7 + e1) * 4 + 2 * IS_DOUBLE[t] + d1]
+                        if v > best:
+                            a, best = 2 * t, v
+                    if m1 >> t & 1:
+                        x = OTHER_HALF[t * 7 + e1]
+                        v = table[((t * 7 + e0) * 7 + x) * 4 + 2 * d0 + IS_DOUBLE[t]]
+                        if v > best:
+                            a, best = 2 * t + 1, v
+            elif s.bone_pos < s.draw_limit:
+                a = DRAW
+            else:
+                a = PASS
+        apply(a)
+        if s.terminal or s.hand_number != hand:
+            return
+
+
 def heuristic_rollout(s: BergenState, hand: int, agent: HeuristicAgent) -> None:
     """Play ``s`` to the end of hand ``hand`` (or of the match) with ``agent`` deciding every
     real choice from the public view of the seat on turn (its own hand, never the others')."""
-    apply = s._apply
+    apply = s.apply_unchecked
     legal_actions = s.legal_actions
     while True:
         legal = legal_actions()
@@ -185,7 +240,7 @@ def heuristic_rollout(s: BergenState, hand: int, agent: HeuristicAgent) -> None:
 
 def random_rollout(s: BergenState, hand: int, rng: np.random.Generator) -> None:
     """Play ``s`` to the end of hand ``hand`` (or of the match) with uniform legal moves."""
-    apply = s._apply
+    apply = s.apply_unchecked
     legal_actions = s.legal_actions
     # A block of uniforms per playout: far cheaper than one Generator call per move.
     uniforms = rng.random(64).tolist()
@@ -224,6 +279,16 @@ def numba_installed() -> bool:
 
 _IS_DOUBLE = np.array(IS_DOUBLE, dtype=bool)
 _DEAL_BUFFERS = {sets: pool.copy() for sets, pool in TILE_POOLS.items()}
+
+
+def compiled_rules(rules: Rules) -> bool:
+    """Whether the compiled playouts play ``rules``: Bergen's options, not RULES.md §9's."""
+    return (
+        rules.play_scoring == "headers"
+        and rules.out_scoring == "fixed"
+        and not rules.single_hand
+        and rules.lead in ("lowest", "highest")
+    )
 
 
 class SearchAgent(Agent):
@@ -281,18 +346,30 @@ class SearchAgent(Agent):
 
     def reset(self, rules: Rules, seat: int, rng: np.random.Generator) -> None:
         self._win_table(rules)  # a bad value/rules pair fails here, before the first decision
+        if self.playouts == "compiled" and not compiled_rules(rules):
+            raise ValueError(
+                f"agent {self.name!r}: parameter playouts='compiled' plays Bergen's options "
+                f"only, not {rules.name!r} (play_scoring={rules.play_scoring!r}, "
+                f"out_scoring={rules.out_scoring!r}, lead={rules.lead!r}, "
+                f"single_hand={rules.single_hand}); use playouts='auto' or 'python'"
+            )
         super().reset(rules, seat, rng)
 
     def _win_table(self, rules: Rules) -> WinTable | None:
         """The match-win table the leaves of ``rules`` are valued by, or None for the margin."""
         if self._table_rules is not rules:
-            fits = table_states(rules) <= MAX_STATES
+            fits = has_table(rules)
             if self.value == "win" and not fits:
+                if not rules.has_target or rules.single_hand:
+                    why = "a single-hand match (or one without a target) has none"
+                else:
+                    why = (
+                        f"these rules ({rules.num_sides} sides to {rules.target}) have "
+                        f"{table_states(rules)} score combinations, more than {MAX_STATES}"
+                    )
                 raise ValueError(
                     f"agent {self.name!r}: parameter value='win' needs a match-win table, and "
-                    f"these rules ({rules.num_sides} sides to {rules.target}) have "
-                    f"{table_states(rules)} score combinations, more than {MAX_STATES} "
-                    "(use value='margin' or 'auto')"
+                    f"{why} (use value='margin' or 'auto')"
                 )
             use = self.value == "win" or (self.value == "auto" and fits)
             self._table = win_table(rules) if use else None
@@ -317,7 +394,8 @@ class SearchAgent(Agent):
         totals = [0.0] * len(legal)
         done = 0
         deals = self._weighted_deals(view, sampler) if self.belief else None
-        compiled = self._compiled_root(view) if self.compiled else None
+        use = self.compiled and compiled_rules(view.rules)
+        compiled = self._compiled_root(view) if use else None
         if compiled is not None and deals is None and deadline is None:  # one compiled call
             sums = compiled.search(rng, sampler, self.samples, self.rollout == "greedy")
             return {a: v / self.samples for a, v in zip(legal, sums.tolist())}
@@ -363,7 +441,7 @@ class SearchAgent(Agent):
         rng = self.rng
         rules = root.rules
         side = rules.side_of[root.current_player]
-        win = WIN_VALUE * rules.target
+        win = WIN_VALUE * rules.score_scale
         others = [x for x in range(rules.num_sides) if x != side]
         hand = root.hand_number
         rollout = self.rollout
@@ -371,16 +449,18 @@ class SearchAgent(Agent):
         out = []
         for a in legal:
             s = root.clone(rng=rng)
-            s._apply(a)
+            s.apply_unchecked(a)
             if not s.terminal and s.hand_number == hand:
                 if rollout == "random":
                     random_rollout(s, hand, rng)
                 elif rollout == "heuristic":
                     heuristic_rollout(s, hand, self._expert)
+                elif rules.play_scoring != "headers":
+                    points_rollout(s, hand)
                 else:
                     greedy_rollout(s, hand, clairvoyant=rollout == "greedy")
-            if s.terminal:
-                out.append(win if s.winner == side else -win)
+            if s.terminal:  # a single hand can end tied: nobody wins
+                out.append(0.0 if s.winner is None else win if s.winner == side else -win)
             elif table is not None:
                 out.append(win * (2.0 * table.of_side(s.scores, side) - 1.0))
             else:
