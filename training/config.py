@@ -24,8 +24,10 @@ from typing import Any
 
 import yaml
 
+from .cli import UsageError
 
-class ConfigError(ValueError):
+
+class ConfigError(UsageError, ValueError):
     """A bad config file or override; the message names the file and the key."""
 
 
