@@ -16,6 +16,7 @@ TORCH_INDEX_URL ?=
 # Tests of other extras skip where they are missing; CI installs those too (.ci/run).
 TEST_EXTRAS := train
 TEST_EXTRAS += dev
+TEST_EXTRAS += render
 
 LINT_PATHS := bergen_env training tests benchmarks examples
 

@@ -5,7 +5,8 @@ Import              ``gymnasium.make("bergen_env/Bergen-v0", opponents=["random"
 Class               ``bergen_env.single_agent.BergenSingleAgentEnv``
 Actions             Discrete(58); Discrete(65) with two sets (``rules="double_set"``)
 Observation         Box(240,) float32, the learner's view (``bergen_env.observation``)
-Action mask         ``env.action_masks()``: bool (A,), the learner's legal actions
+Action mask         ``info["action_mask"]``: int8 (A,) after ``reset`` and every ``step``;
+                    ``env.action_masks()``: bool (A,), the learner's legal actions
 Rewards             ``"match"``: +1 / -1/(sides-1) at the end; ``"points"``, ``"shaped"``, ``"win"``
 Episode             one whole match (truncated after ``max_hands`` hands)
 ==================  ==============================================================
@@ -36,23 +37,38 @@ of the learner's side's chance to win the match, read from the match-win table o
 and which values points by what they do for the match, not the margin; rule sets with more than
 ``MAX_STATES`` score combinations have no table and are refused).
 ``max_hands``: a match still running after this many hands is truncated (reward 0 in
-``"match"`` mode). ``illegal_action``: ``"raise"`` (default: an ``IllegalActionError`` naming
-the action and the legal ones) or ``"lose"`` (the episode ends as a lost match, reward -1, and
-``info["illegal_action"]`` holds the action; like PettingZoo's ``TerminateIllegalWrapper``).
-``render_mode``: ``"ansi"``. ``privileged``: append what the learner cannot see to its
+``"match"`` mode). ``illegal_action``: ``"lose"`` (default, as the AEC ``env()``: the episode
+ends as a lost match, reward -1, ``info["illegal_action"]`` holds the action, and a warning
+says so; like PettingZoo's ``TerminateIllegalWrapper``) or ``"raise"`` (an
+``IllegalActionError`` naming the action and the legal ones; for debugging). An action outside
+``0..A-1`` always raises.
+``render_mode``: ``"ansi"`` (the whole table as text) or ``"rgb_array"`` (the learner's view as
+a ``(544, 960, 3)`` uint8 image: :mod:`bergen_env.render_image`, needs Pillow, the ``render``
+extra). ``privileged``: append what the learner cannot see to its
 observation, ``Box(240 + 140,)``: the observation, then
 :meth:`~bergen_env.observation.Encoder.hidden` (the other hands by relative seat, the boneyard's
 contents and its next tile). For asymmetric actor-critic training, whose critic reads it and whose
 policy must read only the first ``OBS_SIZE`` entries (``training.oracle_critic``); off by default.
 
 ``action_space.sample()`` without a mask draws a legal action of the current position (its
-pickled form is a plain ``Discrete``). Gymnasium's ``check_env`` samples one action *before* a
-seeded reset and plays it after, so it needs ``illegal_action="lose"``.
+pickled form is a plain ``Discrete``, so a vector env's batched space samples without masks:
+its illegal draws follow ``illegal_action``). Gymnasium's ``check_env`` samples one action
+*before* a seeded reset and plays it after; the default ``"lose"`` lets it pass.
 
 Opponents are asked ``act(observation, action_mask, view)``; an agent class can set
 ``needs_observation = False`` and/or ``needs_view = False`` to receive ``None`` instead (the
 env then skips encoding that input, which is most of an opponent turn's cost). Their actions are
 checked with ``is_legal``; an illegal one raises ``IllegalActionError`` naming the agent.
+
+Masks in ``info`` and vector envs
+---------------------------------
+``info["action_mask"]`` holds the learner's legal actions while the episode runs, so
+``gymnasium.make_vec("bergen_env/Bergen-v0", num_envs=k)`` (sync or async) gives
+``infos["action_mask"]`` as a ``(k, A)`` int8 array. At the step that ends the episode
+(terminated, truncated or lost by an illegal action) it is all ones: no decision is left, and
+under Gymnasium's default autoreset the next step of that env only resets it and ignores the
+action, so any action is accepted (pgx's convention). A mask row is therefore never all zeros.
+``action_masks()`` (for sb3-contrib's ``MaskablePPO``) is all False once the episode is over.
 
 ``reset(options={"deals": [...]})`` passes scripted deals to the engine (see
 :func:`bergen_env.engine.validate_deal`). ``info`` holds ``scores`` (per side), ``seat`` (the
@@ -79,6 +95,7 @@ from bergen_env.engine import BergenState
 from bergen_env.errors import GameOverError, IllegalActionError, InvalidOptionError
 from bergen_env.observation import Encoder, obs_bounds
 from bergen_env.render import render_text
+from bergen_env.render_image import render_rgb
 from bergen_env.rules import Rules, make_rules
 
 REWARD_MODES = ("match", "points", "shaped", "win")
@@ -92,7 +109,7 @@ OpponentSpec = str | Agent | Callable[[], Agent]
 class BergenSingleAgentEnv(gym.Env):
     """One learner seat against agents in the other seats; see the module docstring."""
 
-    metadata = {"render_modes": ["ansi"], "render_fps": 1}
+    metadata = {"render_modes": ["ansi", "rgb_array"], "render_fps": 2}
 
     def __init__(
         self,
@@ -104,7 +121,7 @@ class BergenSingleAgentEnv(gym.Env):
         auto_forced: bool = True,
         reward: str = "match",
         max_hands: int | None = 2000,
-        illegal_action: str = "raise",
+        illegal_action: str = "lose",
         render_mode: str | None = None,
         privileged: bool = False,
         **overrides: Any,
@@ -151,7 +168,8 @@ class BergenSingleAgentEnv(gym.Env):
             raise InvalidOptionError(f"option 'privileged' must be a bool, got {privileged!r}")
         if render_mode is not None and render_mode not in self.metadata["render_modes"]:
             raise InvalidOptionError(
-                f"option 'render_mode' must be 'ansi' or None, got {render_mode!r}"
+                f"option 'render_mode' must be one of {self.metadata['render_modes']} or None, "
+                f"got {render_mode!r}"
             )
         if isinstance(opponents, (str, Agent)) or callable(opponents):
             raise InvalidOptionError(
@@ -253,7 +271,13 @@ class BergenSingleAgentEnv(gym.Env):
             raise RuntimeError("call reset() before step()")
         if game.terminal or self._truncated() or self._illegal:
             raise GameOverError("the episode is over: call reset() before step()")
-        a = check_action_id(action, self.rules.num_actions)
+        try:
+            a = check_action_id(action, self.rules.num_actions)
+        except IllegalActionError as exc:
+            raise IllegalActionError(
+                f"{exc} for the learner (player_{self.seat}); "
+                f"legal actions: {game.legal_actions_text()}"
+            ) from None
         if not game.is_legal(a):
             if self.illegal_action == "lose":
                 return self._lose_illegal(a)
@@ -291,12 +315,18 @@ class BergenSingleAgentEnv(gym.Env):
             return np.zeros(self.rules.num_actions, dtype=bool)
         return game.legal_mask(self._mask).astype(bool)
 
-    def render(self) -> str | None:
+    def render(self) -> str | np.ndarray | None:
+        """``"ansi"``: the whole table as text; ``"rgb_array"``: the learner's view as an image
+        (:func:`bergen_env.render_image.render_rgb`, needs Pillow)."""
         if self.render_mode is None:
-            gym.logger.warn("render() called without a render_mode; pass render_mode='ansi'")
+            gym.logger.warn(
+                "render() called without a render_mode; pass render_mode='ansi' or 'rgb_array'"
+            )
             return None
         if self.game is None:
             raise RuntimeError("call reset() before render()")
+        if self.render_mode == "rgb_array":
+            return render_rgb(self.game, self.seat)
         return render_text(self.game)
 
     # ------------------------------------------------------------------ internals
@@ -309,6 +339,10 @@ class BergenSingleAgentEnv(gym.Env):
 
     def _lose_illegal(self, a: int) -> tuple[np.ndarray, float, bool, bool, dict[str, Any]]:
         """End the episode as a lost match after an illegal learner action."""
+        gym.logger.warn(
+            "the learner played an illegal action: the episode ends as a lost match (reward -1, "
+            "info['illegal_action'] holds it); pass illegal_action='raise' to raise instead"
+        )
         self._illegal = True
         info = self._make_info()
         info["illegal_action"] = a
@@ -397,10 +431,24 @@ class BergenSingleAgentEnv(gym.Env):
 
     def _make_info(self) -> dict[str, Any]:
         game = self.game
-        info = {"scores": tuple(game.scores), "seat": self.seat, "hand": game.hand_number}
+        info = {
+            "scores": tuple(game.scores),
+            "seat": self.seat,
+            "hand": game.hand_number,
+            "action_mask": self._info_mask(),
+        }
         if game.terminal:
             info["winner"] = game.winner
         return info
+
+    def _info_mask(self) -> np.ndarray:
+        """``info["action_mask"]`` (a new int8 array): the learner's legal actions while the
+        episode runs; all ones once it has ended (no decision is left, and a vector env's next
+        step only resets this env and ignores the action), so it is never all zeros."""
+        game = self.game
+        if game.terminal or self._illegal or self._truncated():
+            return np.ones(self.rules.num_actions, dtype=np.int8)
+        return game.legal_mask()
 
 
 class LegalActionSpace(spaces.Discrete):
