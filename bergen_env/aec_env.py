@@ -69,14 +69,12 @@ from pettingzoo.utils import wrappers
 
 from bergen_env.actions import action_str, check_action_id
 from bergen_env.engine import BergenState, PublicView
+from bergen_env.env_options import DEFAULT_MAX_HANDS, EnvOptions
 from bergen_env.errors import GameOverError, IllegalActionError, InvalidOptionError
 from bergen_env.observation import OBS_SIZE, STATE_SIZE, Encoder, obs_bounds
 from bergen_env.render import render_text
 from bergen_env.render_image import render_rgb
-from bergen_env.rules import Rules, make_rules
-
-REWARD_MODES = ("match", "points")
-DEFAULT_MAX_HANDS = 2000
+from bergen_env.rules import Rules
 
 
 def env(**kwargs: Any) -> AECEnv:
@@ -95,7 +93,7 @@ class _UnwrappedAttribute:
     unwrapped env directly, for the wrappers that :func:`env` applies.
 
     PettingZoo's wrappers forward these reads through ``__getattr__``: a failed lookup and a
-    Python call per layer, read dozens of times per step (half of a wrapped step's time). This
+    Python call per layer, read dozens of times per step. This
     is a non-data descriptor, so an attribute set on the wrapper itself still shadows it, and
     before ``reset`` it defers to ``OrderEnforcingWrapper.__getattr__``, which raises.
     """
@@ -198,30 +196,21 @@ class raw_env(AECEnv):
         **overrides: Any,
     ) -> None:
         super().__init__()
-        # None: the given Rules' seating, or 2 players without partnerships for a preset
-        seating = {"num_players": num_players, "partnerships": partnerships}
-        seating = {k: v for k, v in seating.items() if v is not None}
-        self.rules = make_rules(rules, **seating, **overrides)
-        if reward not in REWARD_MODES:
-            raise InvalidOptionError(
-                f"option 'reward' must be one of {REWARD_MODES}, got {reward!r}"
-            )
-        if max_hands is not None and (
-            isinstance(max_hands, bool)
-            or not isinstance(max_hands, (int, np.integer))
-            or max_hands < 1
-        ):
-            raise InvalidOptionError(
-                f"option 'max_hands' must be a positive int or None, got {max_hands!r}"
-            )
-        if render_mode is not None and render_mode not in self.metadata["render_modes"]:
-            raise InvalidOptionError(
-                f"option 'render_mode' must be one of {self.metadata['render_modes']} or None, "
-                f"got {render_mode!r}"
-            )
-        self.reward_mode = reward
-        self.max_hands = max_hands
-        self.render_mode = render_mode
+        opts = EnvOptions.resolve(
+            rules,
+            num_players,
+            partnerships,
+            reward,
+            max_hands,
+            render_mode,
+            render_modes=self.metadata["render_modes"],
+            **overrides,
+        )
+        self.options = opts
+        self.rules = opts.rules
+        self.reward_mode = opts.reward
+        self.max_hands = opts.max_hands
+        self.render_mode = opts.render_mode
         n = self.rules.num_players
         self.possible_agents = [f"player_{i}" for i in range(n)]
         self.agents = self.possible_agents[:]

@@ -57,7 +57,7 @@ its illegal draws follow ``illegal_action``). Gymnasium's ``check_env`` samples 
 
 Opponents are asked ``act(observation, action_mask, view)``; an agent class can set
 ``needs_observation = False`` and/or ``needs_view = False`` to receive ``None`` instead (the
-env then skips encoding that input, which is most of an opponent turn's cost). Their actions are
+env then skips encoding that input). Their actions are
 checked with ``is_legal``; an illegal one raises ``IllegalActionError`` naming the agent.
 
 Masks in ``info`` and vector envs
@@ -92,13 +92,16 @@ from bergen_env.actions import action_str, check_action_id
 from bergen_env.agents.base import Agent, make_agent
 from bergen_env.agents.match_value import WinTable, win_table
 from bergen_env.engine import BergenState
+from bergen_env.env_options import DEFAULT_MAX_HANDS, EnvOptions
+from bergen_env.env_options import REWARD_MODES as AEC_REWARD_MODES
 from bergen_env.errors import GameOverError, IllegalActionError, InvalidOptionError
 from bergen_env.observation import Encoder, obs_bounds
 from bergen_env.render import render_text
 from bergen_env.render_image import render_rgb
-from bergen_env.rules import Rules, make_rules
+from bergen_env.rules import Rules
+from bergen_env.validation import check_bool, check_choice, invalid, is_int
 
-REWARD_MODES = ("match", "points", "shaped", "win")
+REWARD_MODES = (*AEC_REWARD_MODES, "shaped", "win")
 ILLEGAL_ACTION_MODES = ("raise", "lose")
 #: Redeals allowed when a match ends before the learner's first decision (tiny targets).
 _MAX_RESET_TRIES = 1000
@@ -120,34 +123,29 @@ class BergenSingleAgentEnv(gym.Env):
         learner_seat: str | int = "random",
         auto_forced: bool = True,
         reward: str = "match",
-        max_hands: int | None = 2000,
+        max_hands: int | None = DEFAULT_MAX_HANDS,
         illegal_action: str = "lose",
         render_mode: str | None = None,
         privileged: bool = False,
         **overrides: Any,
     ) -> None:
-        self.rules = make_rules(
-            rules, num_players=num_players, partnerships=partnerships, **overrides
+        opts = EnvOptions.resolve(
+            rules,
+            num_players,
+            partnerships,
+            reward,
+            max_hands,
+            render_mode,
+            reward_modes=REWARD_MODES,
+            render_modes=self.metadata["render_modes"],
+            **overrides,
         )
+        self.options = opts
+        self.rules = opts.rules
         n = self.rules.num_players
-        if reward not in REWARD_MODES:
-            raise InvalidOptionError(
-                f"option 'reward' must be one of {REWARD_MODES}, got {reward!r}"
-            )
-        if illegal_action not in ILLEGAL_ACTION_MODES:
-            raise InvalidOptionError(
-                f"option 'illegal_action' must be one of {ILLEGAL_ACTION_MODES}, "
-                f"got {illegal_action!r}"
-            )
-        if learner_seat != "random" and not (
-            isinstance(learner_seat, (int, np.integer))
-            and not isinstance(learner_seat, bool)
-            and 0 <= learner_seat < n
-        ):
-            raise InvalidOptionError(
-                f"option 'learner_seat' must be 'random' or a seat in 0..{n - 1}, "
-                f"got {learner_seat!r}"
-            )
+        check_choice("illegal_action", illegal_action, ILLEGAL_ACTION_MODES)
+        if learner_seat != "random" and not (is_int(learner_seat) and 0 <= learner_seat < n):
+            raise invalid("learner_seat", f"'random' or a seat in 0..{n - 1}", learner_seat)
         self._win_table: WinTable | None = None
         if reward == "win":
             try:
@@ -156,21 +154,7 @@ class BergenSingleAgentEnv(gym.Env):
                 raise InvalidOptionError(
                     f"option reward='win' needs a match-win table: {exc}"
                 ) from None
-        if max_hands is not None and (
-            isinstance(max_hands, bool) or not isinstance(max_hands, (int, np.integer))
-        ):
-            raise InvalidOptionError(
-                f"option 'max_hands' must be an int or None, got {max_hands!r}"
-            )
-        if max_hands is not None and max_hands < 1:
-            raise InvalidOptionError(f"option 'max_hands' must be >= 1, got {max_hands!r}")
-        if not isinstance(privileged, (bool, np.bool_)):
-            raise InvalidOptionError(f"option 'privileged' must be a bool, got {privileged!r}")
-        if render_mode is not None and render_mode not in self.metadata["render_modes"]:
-            raise InvalidOptionError(
-                f"option 'render_mode' must be one of {self.metadata['render_modes']} or None, "
-                f"got {render_mode!r}"
-            )
+        privileged = check_bool("privileged", privileged)
         if isinstance(opponents, (str, Agent)) or callable(opponents):
             raise InvalidOptionError(
                 f"option 'opponents' must be a list (one entry per other seat), got {opponents!r}"
@@ -199,13 +183,13 @@ class BergenSingleAgentEnv(gym.Env):
         self.opponents: list[Agent] = []
         self.learner_seat_option = learner_seat
         self.auto_forced = bool(auto_forced)
-        self.reward_mode = reward
+        self.reward_mode = opts.reward
         self.illegal_action = illegal_action
-        self.max_hands = max_hands
-        self.render_mode = render_mode
+        self.max_hands = opts.max_hands
+        self.render_mode = opts.render_mode
 
         num_actions = self.rules.num_actions
-        self.privileged = bool(privileged)
+        self.privileged = privileged
         low, high = obs_bounds(self.rules)
         if self.privileged:
             h_low, h_high = obs_bounds(self.rules, "hidden")

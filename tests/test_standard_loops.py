@@ -54,6 +54,29 @@ def test_cleanrl_style_loop_reads_masks_from_infos(mode: str) -> None:
         envs.close()
 
 
+def test_same_step_autoreset_gives_the_new_episode_mask() -> None:
+    envs = gymnasium.make_vec(
+        "bergen_env/Bergen-v0",
+        num_envs=NUM_ENVS,
+        vectorization_mode="sync",
+        vector_kwargs={"autoreset_mode": gymnasium.vector.AutoresetMode.SAME_STEP},
+    )
+    _, infos = envs.reset(seed=2)
+    rng = np.random.default_rng(2)
+    finals = 0
+    for _ in range(600):
+        masks = infos["action_mask"]
+        assert masks.any(axis=1).all()
+        _, _, terminated, truncated, infos = envs.step(masked_sample(masks, rng))
+        ended = terminated | truncated
+        if ended.any():
+            final = infos["final_info"]["action_mask"][ended]
+            assert final.all()  # the ended episode's last mask: all ones
+            finals += int(ended.sum())
+    assert finals > 10
+    envs.close()
+
+
 @pytest.mark.parametrize("mode", ["sync", "async"])
 def test_unmasked_vector_sampling_loses_instead_of_crashing(mode: str) -> None:
     envs = gymnasium.make_vec("bergen_env/Bergen-v0", num_envs=2, vectorization_mode=mode)

@@ -19,8 +19,8 @@ passed; results then depend on the machine, so the default is None), ``rollout``
 ``"public"``: the fast policy of :func:`greedy_rollout` with every player deciding from what its
 own seat may know; ``"greedy"``: the same policy reading the determinization's hidden hands;
 ``"random"``: uniform legal moves; ``"heuristic"``: the heuristic agent makes every choice of the
-playout from the mover's own public view, a model of a strong player at about four times the
-cost per sample: 100 samples take 40 ms a real choice, 200 of ``"public"`` 21 ms).
+playout from the mover's own public view, a model of a strong player at several times the
+cost per sample; ``benchmarks/agents_speed.py`` measures each).
 ``value``: see above.
 ``belief=1`` (default 0) weighs deals by how well they explain the other seats' plays of this
 hand (:class:`~bergen_env.agents.belief.BeliefModel`, a softmax with ``temperature``, default
@@ -56,6 +56,7 @@ from bergen_env.tiles import (
     PIPS,
     TILE_ID,
 )
+from bergen_env.validation import check_int, check_number
 
 ROLLOUTS = ("greedy", "public", "random", "heuristic")
 VALUES = ("auto", "win", "margin")
@@ -209,26 +210,16 @@ class SearchAgent(Agent):
         candidates: int = 4,
         value: str = "auto",
     ) -> None:
-        if isinstance(samples, bool) or not isinstance(samples, int) or samples < 1:
-            raise ValueError(f"parameter 'samples' must be an int >= 1, got {samples!r}")
-        if budget_ms is not None and (
-            isinstance(budget_ms, bool) or not isinstance(budget_ms, (int, float)) or budget_ms <= 0
-        ):
-            raise ValueError(f"parameter 'budget_ms' must be > 0, got {budget_ms!r}")
+        param = dict(label="parameter", error=ValueError)
+        check_int("samples", samples, minimum=1, **param)
+        check_number("budget_ms", budget_ms, above=0, allow_none=True, **param)
         if rollout not in ROLLOUTS:
             raise ValueError(f"parameter 'rollout' must be one of {ROLLOUTS}, got {rollout!r}")
         if value not in VALUES:
             raise ValueError(f"parameter 'value' must be one of {VALUES}, got {value!r}")
-        if belief not in (0, 1) or isinstance(belief, bool) or not isinstance(belief, int):
-            raise ValueError(f"parameter 'belief' must be 0 or 1, got {belief!r}")
-        if (
-            isinstance(temperature, bool)
-            or not isinstance(temperature, (int, float))
-            or not temperature > 0
-        ):
-            raise ValueError(f"parameter 'temperature' must be a number > 0, got {temperature!r}")
-        if isinstance(candidates, bool) or not isinstance(candidates, int) or candidates < 1:
-            raise ValueError(f"parameter 'candidates' must be an int >= 1, got {candidates!r}")
+        check_int("belief", belief, minimum=0, maximum=1, **param)
+        check_number("temperature", temperature, above=0, **param)
+        check_int("candidates", candidates, minimum=1, **param)
         self.samples = samples
         self.belief = belief
         self.temperature = float(temperature)
