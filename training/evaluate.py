@@ -196,6 +196,10 @@ def tournament(argv: Sequence[str] | None = None) -> int:
     check_agents(args.agents, rules)
     if args.plot:
         require_extra("train", "--plot", ["matplotlib"])
+    for flag in ("json", "csv", "plot", "replays"):
+        path = getattr(args, flag)
+        if path is not None and not path.parent.is_dir():
+            raise UsageError(f"--{flag} {str(path)!r}: folder {str(path.parent)!r} does not exist")
     result = run_tournament(
         args.agents,
         rules,

@@ -427,7 +427,10 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         check_config(cfg, str(args.config))
         stamp = time.strftime("%Y%m%d-%H%M%S")
         run_dir = args.run_dir or Path("runs") / f"{cfg.name}__{cfg.seed}__{stamp}"
-        run_dir.mkdir(parents=True, exist_ok=True)
+        try:
+            run_dir.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise UsageError(f"run folder {str(run_dir)!r}: {exc.strerror}") from None
         ckpt = None
     save_config(cfg, run_dir / "config.yaml")
     with (run_dir / "command.txt").open("a") as fh:
