@@ -1,12 +1,14 @@
 """Engine, env and encoder throughput of two commits, measured alternately in one run.
 
-Run ``python -m benchmarks.side_by_side --ref REF [--rounds 5] [--seconds 1.5]``. The commit
-``REF`` is exported (``git archive``) to a temporary folder; each round then measures every row
-once in a fresh interpreter for ``REF`` and once for the working tree, alternating which goes
-first, so both meet the same load on a shared machine. Both sides import the same libraries
-before timing (an env-free import of ``bergen_env`` would otherwise leave a smaller heap, which
-makes the garbage collector's passes cheaper on one side). A row reports each side's best rate over
-the rounds (the least disturbed, as ``timeit``) and the ratio working tree / ``REF``.
+Run ``python -m benchmarks.side_by_side --ref REF [--slices 15] [--seconds 0.3]``. The commit
+``REF`` is exported (``git archive``) to a temporary folder. One worker interpreter per side
+builds every row, then the two workers time short slices in turn (row by row, alternating which
+side goes first), so load changes on a shared machine hit both sides alike. Both sides import
+the same libraries before timing (an env-free import of ``bergen_env`` would otherwise leave a
+smaller heap, which makes the garbage collector's passes cheaper on one side). Rates are steps
+per CPU second of the worker (``time.process_time``): time the worker spends waiting for a core
+on a loaded machine does not count. A row reports each side's best slice, the ratio of the bests
+(working tree / ``REF``) and the ratio of the medians.
 
 Rows use the loops of :mod:`benchmarks.run` (each side's own copy, which must define them):
 ``engine _apply`` and ``engine apply_action`` (random legal play),
@@ -19,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import statistics
 import subprocess
 import sys
 import tarfile
@@ -27,9 +30,10 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 
-#: Measures every row for the bergen_env on sys.path[0]; prints {row: steps/s} as JSON.
+#: The worker: builds every row for the tree in argv[1], prints the row names as JSON, then
+#: answers each request line ``<row index> <seconds>`` with that slice's steps per CPU second.
 MEASURE = r"""
-import json, sys, time
+import gc, json, sys, time
 sys.path.insert(0, sys.argv[1])  # the tree under test first
 sys.path.insert(1, sys.argv[2])  # then this checkout (for a ref without benchmarks/)
 import numpy as np
@@ -41,7 +45,6 @@ from bergen_env.rules import Rules
 assert bergen_env.__file__.startswith(sys.argv[1]), bergen_env.__file__
 import gymnasium, pettingzoo, bergen_env.aec_env, bergen_env.single_agent  # same heap on both sides
 bench.pin_to_one_core()
-t = float(sys.argv[3])
 
 def encoder_loop(kind):
     rules = Rules.preset("standard", num_players=4, partnerships=True)
@@ -80,7 +83,16 @@ rows = {
     "observe standard 4p partnerships": encoder_loop("observe"),
     "state standard 4p partnerships": encoder_loop("state"),
 }
-print(json.dumps({name: bench.best_rate(loop, t)["rate"] for name, loop in rows.items()}))
+for loop in rows.values():  # warm up every row once
+    loop(time.perf_counter() + 0.05)
+print(json.dumps(list(rows)), flush=True)
+for line in sys.stdin:  # one slice per request: "<row index> <seconds>" -> steps/s
+    index, seconds = line.split()
+    loop = list(rows.values())[int(index)]
+    gc.collect()
+    cpu = time.process_time()
+    steps = loop(time.perf_counter() + float(seconds))
+    print(steps / (time.process_time() - cpu), flush=True)
 """
 
 
@@ -94,41 +106,81 @@ def export(ref: str, folder: Path) -> None:
         tar.extractall(folder / "tree", filter="data")
 
 
-def measure(tree: Path, seconds: float) -> dict[str, float]:
-    out = subprocess.run(
-        [sys.executable, "-c", MEASURE, str(tree), str(ROOT), str(seconds)],
-        check=True,
-        capture_output=True,
-        text=True,
-        cwd=tree,
-    )
-    return json.loads(out.stdout.strip().splitlines()[-1])
+class Worker:
+    """A fresh interpreter that has built every row for one tree and times slices on request."""
+
+    def __init__(self, tree: Path) -> None:
+        self.process = subprocess.Popen(
+            [sys.executable, "-c", MEASURE, str(tree), str(ROOT)],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+            cwd=tree,
+        )
+        self.rows: list[str] = json.loads(self._read())
+
+    def _read(self) -> str:
+        line = self.process.stdout.readline()
+        if not line:
+            raise RuntimeError(f"the benchmark worker exited ({self.process.wait()})")
+        return line
+
+    def rate(self, row: int, seconds: float) -> float:
+        self.process.stdin.write(f"{row} {seconds}\n")
+        self.process.stdin.flush()
+        return float(self._read())
+
+    def close(self) -> None:
+        self.process.stdin.close()
+        self.process.wait()
 
 
-def main(argv: list[str] | None = None) -> dict[str, dict[str, float]]:
+def time_slices(
+    workers: dict[str, Worker], only: str | None, slices: int, seconds: float
+) -> dict[str, dict[str, list[float]]]:
+    """Every chosen row's slice rates per side, the sides taking turns."""
+    rows = workers["tree"].rows
+    if workers["ref"].rows != rows:
+        raise RuntimeError("the two sides define different rows")
+    chosen = [(i, r) for i, r in enumerate(rows) if only is None or only in r]
+    if not chosen:
+        raise SystemExit(f"no row matches --only {only!r}; rows: {rows}")
+    rates: dict[str, dict[str, list[float]]] = {s: {r: [] for _, r in chosen} for s in workers}
+    for k in range(slices):
+        for i, row in chosen:
+            order = ("ref", "tree") if (k + i) % 2 == 0 else ("tree", "ref")
+            for side in order:
+                rates[side][row].append(workers[side].rate(i, seconds))
+        print(f"slice {k + 1}/{slices} done", file=sys.stderr, flush=True)
+    return rates
+
+
+def main(argv: list[str] | None = None) -> dict[str, dict[str, list[float]]]:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--ref", required=True, help="the commit to compare against")
-    parser.add_argument("--rounds", type=int, default=5)
-    parser.add_argument("--seconds", type=float, default=1.5, help="per row per round")
-    parser.add_argument("--json", metavar="PATH", help="also write the results as JSON")
+    parser.add_argument("--slices", type=int, default=15, help="timed slices per row and side")
+    parser.add_argument("--seconds", type=float, default=0.3, help="length of one slice")
+    parser.add_argument("--only", metavar="TEXT", help="time only the rows whose name has TEXT")
+    parser.add_argument("--json", metavar="PATH", help="also write every slice's rate as JSON")
     args = parser.parse_args(argv)
-    best: dict[str, dict[str, float]] = {"ref": {}, "tree": {}}
     with tempfile.TemporaryDirectory() as tmp:
         export(args.ref, Path(tmp))
-        sides = {"ref": Path(tmp) / "tree", "tree": ROOT}
-        for r in range(args.rounds):
-            order = ["ref", "tree"] if r % 2 == 0 else ["tree", "ref"]
-            for side in order:
-                for name, rate in measure(sides[side], args.seconds).items():
-                    best[side][name] = max(best[side].get(name, 0.0), rate)
-            print(f"round {r + 1}/{args.rounds} done", file=sys.stderr, flush=True)
-    print(f"{'row':<40} {args.ref[:12]:>14} {'working tree':>14} {'ratio':>7}")
-    for name in best["ref"]:
-        a, b = best["ref"][name], best["tree"][name]
-        print(f"{name:<40} {a:>14,.0f} {b:>14,.0f} {b / a:>7.3f}")
+        workers = {"ref": Worker(Path(tmp) / "tree"), "tree": Worker(ROOT)}
+        try:
+            rates = time_slices(workers, args.only, args.slices, args.seconds)
+        finally:
+            for worker in workers.values():
+                worker.close()
+    print(f"{'row':<38} {args.ref[:12]:>12} {'working tree':>13} {'best ratio':>11} {'median':>7}")
+    for row in rates["tree"]:
+        a, b = rates["ref"][row], rates["tree"][row]
+        print(
+            f"{row:<38} {max(a):>12,.0f} {max(b):>13,.0f} {max(b) / max(a):>11.3f} "
+            f"{statistics.median(b) / statistics.median(a):>7.3f}"
+        )
     if args.json:
-        Path(args.json).write_text(json.dumps({"ref": args.ref, **best}, indent=2))
-    return best
+        Path(args.json).write_text(json.dumps({"ref": args.ref, **rates}, indent=2))
+    return rates
 
 
 if __name__ == "__main__":

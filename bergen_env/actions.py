@@ -79,7 +79,7 @@ def parse_action(text: str) -> int:
 
 def check_action_id(action: object, num_actions: int) -> int:
     """Return ``action`` as an int if it is an integer in ``0..num_actions-1``, else raise."""
-    if not is_int(action):
+    if type(action) is not int and not is_int(action):  # exact ints skip the general check
         if isinstance(action, np.ndarray) and action.shape == () and action.dtype.kind in "iu":
             action = action.item()
         else:

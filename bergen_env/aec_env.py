@@ -53,6 +53,14 @@ Rewards
 gets its side's score change minus the mean change of the other sides (zero-sum, dense).
 ``infos[agent]["scores"]`` holds every side's match score after every step.
 
+Illegal actions and reset options
+---------------------------------
+``env()``: an illegal action ends the match (the offender gets -1, every other agent 0, with a
+warning; PettingZoo's ``TerminateIllegalWrapper``); an action outside ``0..A-1`` raises
+``IllegalActionError`` naming it and the legal actions. ``raw_env()`` raises
+``IllegalActionError`` for both. ``reset(options={"deals": [...]})`` plays scripted deals (see
+:func:`bergen_env.engine.validate_deal`); any other reset option is an ``InvalidOptionError``.
+
 Version history
 ---------------
 * v0: initial release.

@@ -71,8 +71,9 @@ action, so any action is accepted (pgx's convention). A mask row is therefore ne
 ``action_masks()`` (for sb3-contrib's ``MaskablePPO``) is all False once the episode is over.
 
 ``reset(options={"deals": [...]})`` passes scripted deals to the engine (see
-:func:`bergen_env.engine.validate_deal`). ``info`` holds ``scores`` (per side), ``seat`` (the
-learner's), ``hand`` and, at the end, ``winner`` (side or None).
+:func:`bergen_env.engine.validate_deal`); any other reset option is an ``InvalidOptionError``.
+``info`` holds ``scores`` (per side), ``seat`` (the learner's), ``hand``, ``action_mask``
+(above) and, at the end, ``winner`` (side or None).
 
 Version history
 ---------------
@@ -247,7 +248,7 @@ class BergenSingleAgentEnv(gym.Env):
         # "points": score changes before the learner's first decision count in its first reward
         self._last_scores = [0] * self.rules.num_sides
         self._last_value = self._win_value([0] * self.rules.num_sides) if self._win_table else 0.0
-        return self._observe(), self._make_info()
+        return self._observe_with_info()
 
     def step(self, action: Any) -> tuple[np.ndarray, float, bool, bool, dict[str, Any]]:
         game = self.game
@@ -290,7 +291,8 @@ class BergenSingleAgentEnv(gym.Env):
             reward = game.returns()[self.seat]
         else:
             reward = 0.0
-        return self._observe(), float(reward), terminated, truncated, self._make_info()
+        obs, info = self._observe_with_info()
+        return obs, float(reward), terminated, truncated, info
 
     def action_masks(self) -> np.ndarray:
         """The learner's legal actions as a bool array (all False once the episode is over)."""
@@ -328,9 +330,9 @@ class BergenSingleAgentEnv(gym.Env):
             "info['illegal_action'] holds it); pass illegal_action='raise' to raise instead"
         )
         self._illegal = True
-        info = self._make_info()
+        obs, info = self._observe_with_info()
         info["illegal_action"] = a
-        return self._observe(), -1.0, True, False, info
+        return obs, -1.0, True, False, info
 
     def _seat_opponents(self, rng: np.random.Generator) -> None:
         """Place the opponents in the seats after the learner and start their match."""
@@ -393,11 +395,14 @@ class BergenSingleAgentEnv(gym.Env):
                 )
             game._apply(int(a))
 
-    def _observe(self) -> np.ndarray:
-        obs = self._encoder.observe(self.game, self.seat)
+    def _observe_with_info(self) -> tuple[np.ndarray, dict[str, Any]]:
+        """The learner's observation and ``info`` (one legal-action list serves both)."""
+        game, seat = self.game, self.seat
+        legal = game.legal_actions() if game.current_player == seat else ()
+        obs = self._encoder.observe(game, seat, legal)
         if self.privileged:
-            return np.concatenate([obs, self._encoder.hidden(self.game, self.seat)])
-        return obs
+            obs = np.concatenate([obs, self._encoder.hidden(game, seat)])
+        return obs, self._make_info(legal)
 
     def _points_reward(self, before: list[int]) -> float:
         scores = self.game.scores
@@ -413,26 +418,26 @@ class BergenSingleAgentEnv(gym.Env):
             return (game.returns()[self.seat] * (sides - 1) + 1.0) / sides
         return self._win_table.of_side(scores, self._side)
 
-    def _make_info(self) -> dict[str, Any]:
+    def _make_info(self, legal: Sequence[int]) -> dict[str, Any]:
         game = self.game
         info = {
             "scores": tuple(game.scores),
             "seat": self.seat,
             "hand": game.hand_number,
-            "action_mask": self._info_mask(),
+            "action_mask": self._info_mask(legal),
         }
         if game.terminal:
             info["winner"] = game.winner
         return info
 
-    def _info_mask(self) -> np.ndarray:
-        """``info["action_mask"]`` (a new int8 array): the learner's legal actions while the
+    def _info_mask(self, legal: Sequence[int]) -> np.ndarray:
+        """``info["action_mask"]`` (a new int8 array): the learner's ``legal`` actions while the
         episode runs; all ones once it has ended (no decision is left, and a vector env's next
         step only resets this env and ignores the action), so it is never all zeros."""
         game = self.game
         if game.terminal or self._illegal or self._truncated():
             return np.ones(self.rules.num_actions, dtype=np.int8)
-        return game.legal_mask()
+        return game.legal_mask(legal=legal)
 
 
 class LegalActionSpace(spaces.Discrete):
