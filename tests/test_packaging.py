@@ -117,7 +117,7 @@ def run_in(
 
 
 @pytest.mark.slow
-def test_base_install_runs_evaluate_play_replay(fresh_venv: Path, tmp_path: Path) -> None:
+def test_base_install_runs_the_clis_and_ships_the_rules(fresh_venv: Path, tmp_path: Path) -> None:
     probe = run_in(
         fresh_venv,
         [
@@ -165,9 +165,7 @@ def test_base_install_runs_evaluate_play_replay(fresh_venv: Path, tmp_path: Path
         assert proc.stderr.count("\n") == 1 and "Traceback" not in proc.stderr, proc.stderr
         assert "needs the [train] extra" in proc.stderr, proc.stderr
 
-
-@pytest.mark.slow
-def test_base_install_ships_the_rules_document(fresh_venv: Path, tmp_path: Path) -> None:
+    # the rules page, as a user reads it from the installed package
     code = (
         "import importlib.resources as r; "
         "print(r.files('bergen_env').joinpath('RULES.md').read_text(encoding='utf-8'))"
