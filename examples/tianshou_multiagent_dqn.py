@@ -5,9 +5,10 @@ the other, through Tianshou's ``PettingZooEnv`` and ``MultiAgentOffPolicyAlgorit
     python examples/tianshou_multiagent_dqn.py --epochs 1 --epoch-steps 200 --test-episodes 2
 
 ``PettingZooEnv`` turns the AEC env's ``{"observation", "action_mask"}`` into Tianshou's
-``{"agent_id", "obs", "mask"}``; the DQN policy sets the Q-values of masked actions to -inf, and
-the multi-agent algorithm routes each step to the algorithm of the agent on turn. The returns
-reported are the learner's (+1 won match, -1 lost).
+``{"agent_id", "obs", "mask"}``; the DQN policy pushes the Q-values of masked actions below every
+legal one (and explores among legal actions only), and the multi-agent algorithm routes each
+step to the algorithm of the agent on turn. The returns reported are the learner's (+1 won
+match, -1 lost).
 
 Needs the ``[train,tianshou]`` extras (torch, tianshou).
 """
@@ -46,6 +47,7 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args()
     torch.manual_seed(args.seed)
+    np.random.seed(args.seed)  # noqa: NPY002  (Tianshou's epsilon-greedy draws from it)
     torch.set_num_threads(1)
 
     env = make_env()
