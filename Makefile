@@ -17,6 +17,7 @@ TORCH_INDEX_URL ?=
 TEST_EXTRAS := train
 TEST_EXTRAS += dev
 TEST_EXTRAS += render
+TEST_EXTRAS += vector
 
 LINT_PATHS := bergen_env training tests benchmarks examples
 
