@@ -18,6 +18,7 @@ TEST_EXTRAS := train
 TEST_EXTRAS += dev
 TEST_EXTRAS += render
 TEST_EXTRAS += vector
+TEST_EXTRAS += web
 
 LINT_PATHS := bergen_env training tests benchmarks examples
 
@@ -26,7 +27,7 @@ empty :=
 space := $(empty) $(empty)
 EXTRAS_ARG := $(subst $(space),$(comma),$(strip $(TEST_EXTRAS)))
 
-.PHONY: setup train test lint bench soak clean
+.PHONY: setup train test lint bench soak clean play
 
 $(STAMP): pyproject.toml Makefile
 	$(PYTHON) -m venv $(VENV)
@@ -40,6 +41,10 @@ setup: $(STAMP)
 
 train: $(STAMP)
 	$(PY) -m training.train --config $(CONFIG)
+
+# The browser game on http://127.0.0.1:8000/ (PORT=... to change).
+play: $(STAMP)
+	$(VENV)/bin/bergen-web --port $(or $(PORT),8000)
 
 test: $(STAMP)
 	$(PY) -m pytest -n 2 -q

@@ -1,0 +1,197 @@
+"""A bounded load test of the web app on localhost: many tables of agents and scripted people.
+
+Starts ``bergen-web`` in a subprocess on 127.0.0.1 (agents without delay), creates ``--tables``
+tables (half 2-player: a person against greedy; half 4-player partnerships: two people with
+greedy and heuristic), and plays every person seat by a scripted client that listens on the
+table's WebSocket and POSTs a random legal move whenever its seat is on turn. At the end every
+table's replay is re-simulated through the engine and compared with what the clients saw:
+every match finished, no move lost. Prints moves/s (every seat's moves over the wall time), the
+latency of a person's move as the client sees it (POST to answer, which includes the client
+process's own delays) and the server's share of it (its ``Server-Timing`` header).
+
+    python -m benchmarks.web_load --tables 50 --seed 0
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+
+import httpx
+import numpy as np
+import websockets
+
+from bergen_env.replay import resimulate
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+async def person(
+    http: httpx.AsyncClient,
+    ws_url: str,
+    token: str,
+    rng: np.random.Generator,
+    latencies: list[float],
+    server_ms: list[float],
+    timeout: float,
+) -> dict:
+    """Play one seat to the match end; returns the last view."""
+    last: dict = {"version": -1}
+    async with websockets.connect(f"{ws_url}/ws/s/{token}", max_size=2**22) as ws:
+        deadline = time.monotonic() + timeout
+        while True:
+            msg = json.loads(await asyncio.wait_for(ws.recv(), deadline - time.monotonic()))
+            if msg.get("type") != "state":
+                raise RuntimeError(f"seat {token[:6]}: {msg}")
+            if msg["version"] <= last["version"]:
+                continue
+            last = msg
+            while not last["over"] and last["turn"] == last["seat"]:
+                legal = last["legal"]
+                action = legal[int(rng.integers(len(legal)))]["action"]
+                start = time.perf_counter()
+                r = await http.post(f"/api/s/{token}/move", json={"action": action})
+                latencies.append(time.perf_counter() - start)
+                if r.status_code == 200:
+                    server_ms.append(float(r.headers["server-timing"].split("dur=")[1]))
+                if r.status_code != 200:
+                    raise RuntimeError(f"move refused: {r.status_code} {r.text}")
+                last = r.json()
+            if last["over"]:
+                return last
+
+
+async def run(args: argparse.Namespace, base: str) -> dict:
+    ws_url = base.replace("http", "ws", 1)
+    latencies: list[float] = []
+    server_ms: list[float] = []
+    limits = httpx.Limits(max_connections=400, max_keepalive_connections=400)
+    async with httpx.AsyncClient(base_url=base, limits=limits, timeout=60) as http:
+        tables = []
+        for i in range(args.tables):
+            if i % 2 == 0:
+                body = {"num_players": 2, "seats": ["person", "greedy"], "seed": args.seed + i}
+            else:
+                body = {
+                    "num_players": 4,
+                    "partnerships": True,
+                    "seed": args.seed + i,
+                    "seats": ["person", "greedy", "person", "heuristic"],
+                }
+            r = await http.post("/api/tables", json=body)
+            r.raise_for_status()
+            tables.append(r.json())
+        rng = np.random.default_rng(args.seed)
+        jobs = []
+        for t in tables:
+            for s in t["seats"]:
+                if s["link"]:
+                    token = s["link"].split("/s/")[1]
+                    jobs.append(
+                        person(
+                            http,
+                            ws_url,
+                            token,
+                            np.random.default_rng(rng.integers(2**32)),
+                            latencies,
+                            server_ms,
+                            args.timeout,
+                        )
+                    )
+        start = time.perf_counter()
+        finals = await asyncio.gather(*jobs)
+        elapsed = time.perf_counter() - start
+        moves = 0
+        lost = 0
+        for t in tables:
+            r = await http.get(f"/api/w/{t['table']}/replay")
+            r.raise_for_status()
+            record = json.loads(r.text)
+            view = (await http.get(f"/api/w/{t['table']}")).json()
+            if resimulate(record) != view["scores"] or not view["over"]:
+                lost += 1
+            moves += sum(len(h["events"]) for h in record["hands"])
+    unfinished = sum(1 for f in finals if not f["over"])
+    lat = np.array(latencies) * 1000
+    return {
+        "tables": args.tables,
+        "person_seats": len(jobs),
+        "unfinished": unfinished,
+        "mismatched": lost,
+        "moves": moves,
+        "person_moves": len(latencies),
+        "seconds": round(elapsed, 2),
+        "moves_per_s": round(moves / elapsed, 1),
+        "person_move_ms_p50": round(float(np.percentile(lat, 50)), 2),
+        "person_move_ms_p99": round(float(np.percentile(lat, 99)), 2),
+        "server_ms_p50": round(float(np.percentile(server_ms, 50)), 3),
+        "server_ms_p99": round(float(np.percentile(server_ms, 99)), 3),
+    }
+
+
+def main(argv: list[str] | None = None) -> dict:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--tables", type=int, default=50)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--timeout", type=float, default=600.0, help="seconds per match at most")
+    parser.add_argument(
+        "--url", help="use a server already running at this http://127.0.0.1:PORT (else start one)"
+    )
+    args = parser.parse_args(argv)
+    if not 1 <= args.tables <= 500:
+        parser.error("--tables must be in 1..500")
+    if args.url:
+        if not args.url.startswith(("http://127.", "http://localhost")):
+            parser.error("--url must be a server on this machine (http://127.0.0.1:PORT)")
+        result = asyncio.run(run(args, args.url.rstrip("/")))
+        print(json.dumps(result, indent=1))
+        return result
+    port = free_port()
+    env = dict(os.environ, PYTHONPATH=os.getcwd())
+    server = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "bergen_env.web.cli",
+            "--port",
+            str(port),
+            "--pace",
+            "0",
+            "--max-tables",
+            str(args.tables),
+        ],
+        env=env,
+        stdout=subprocess.DEVNULL,
+    )
+    base = f"http://127.0.0.1:{port}"
+    try:
+        for _ in range(200):
+            try:
+                httpx.get(f"{base}/api/meta", timeout=1)
+                break
+            except httpx.HTTPError:
+                time.sleep(0.1)
+        else:
+            raise SystemExit("the server did not start")
+        result = asyncio.run(run(args, base))
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
+    print(json.dumps(result, indent=1))
+    if result["unfinished"] or result["mismatched"]:
+        raise SystemExit("FAILED: unfinished or mismatched matches")
+    return result
+
+
+if __name__ == "__main__":
+    main()

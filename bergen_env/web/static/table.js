@@ -1,0 +1,281 @@
+// A table's page: a seat (/s/TOKEN) or a spectator (/w/TABLE). The server sends the whole view
+// the seat may know on every change (WebSocket); moves go to the API, which decides legality.
+import { loadCatalog, t, translatePage, languageSelect, lang } from "./i18n.js";
+import { tileSVG, lineSVG } from "./tiles.js";
+import { eventText, resultLines, seatName, sideName, kindName, presetName, tileText } from "./describe.js";
+
+const [, mode, key] = location.pathname.split("/"); // "s", token | "w", table
+const isSeat = mode === "s";
+const api = isSeat ? `/api/s/${key}` : `/api/w/${key}`;
+const wsPath = isSeat ? `/ws/s/${key}` : `/ws/w/${key}`;
+let msg = null;
+let choosing = null; // tile id whose end is being chosen
+let retry = 500;
+let fatal = false;
+
+const $ = (id) => document.getElementById(id);
+function node(tag, cls, text) {
+  const n = document.createElement(tag);
+  if (cls) n.className = cls;
+  if (text !== undefined) n.textContent = text;
+  return n;
+}
+
+function notice(text, kind = "error") {
+  const box = $("notice");
+  box.textContent = text;
+  box.className = `notice ${kind}`;
+  box.hidden = !text;
+}
+
+async function move(action) {
+  choosing = null;
+  const res = await fetch(`${api}/move`, {
+    method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ action }),
+  });
+  const body = await res.json();
+  if (!res.ok) { notice(body.error); return; }
+  notice("");
+  show(body);
+}
+
+function show(next) {
+  if (msg && next.version < msg.version && next.table === msg.table) return; // an older view
+  msg = next;
+  if (msg.error) notice(msg.error);
+  render();
+}
+
+function render() {
+  if (!msg) return;
+  document.body.dataset.version = msg.version; // for tests and tools: the view shown
+  document.body.dataset.over = msg.over;
+  translatePage();
+  $("rules-link").href = `/rules?lang=${lang}`;
+  const g = msg.game;
+  $("game").textContent = `${presetName(g.name)} · ${t("players_n", { n: g.num_players })}${g.partnerships ? " · " + t("partnerships") : ""} · ${t("hand_n", { n: msg.hand_number + 1 })}`;
+  renderScores();
+  renderOpponents();
+  renderBoard();
+  renderMe();
+  renderLog();
+  renderOver();
+  renderShare();
+}
+
+function renderScores() {
+  const box = $("scores");
+  box.replaceChildren();
+  msg.scores.forEach((score, side) => {
+    const row = node("div", "score");
+    if (msg.turn !== null && msg.game.side_of[msg.turn] === side) row.classList.add("turn");
+    row.appendChild(node("span", "who", sideName(msg, side)));
+    const target = msg.game.target; // 0: no target (a one-hand game)
+    if (target > 0) {
+      const bar = node("span", "bar");
+      const fill = node("span", "fill");
+      fill.style.width = `${Math.max(0, Math.min(100, (100 * score) / target))}%`;
+      bar.appendChild(fill);
+      row.appendChild(bar);
+    }
+    row.appendChild(node("span", "num", target > 0 ? t("score_of", { s: score, target }) : String(score)));
+    box.appendChild(row);
+  });
+}
+
+function renderOpponents() {
+  const box = $("opponents");
+  box.replaceChildren();
+  for (const s of msg.seats) {
+    if (s.seat === msg.seat) continue;
+    const card = node("div", "opponent");
+    if (msg.turn === s.seat) card.classList.add("turn");
+    if (msg.seat !== null && msg.game.partnerships && msg.game.side_of[msg.seat] === s.side) card.classList.add("partner");
+    card.appendChild(node("div", "who", seatName(msg, s.seat)));
+    const backs = node("div", "backs");
+    for (let i = 0; i < Math.min(s.hand_size, 10); i++) backs.appendChild(tileSVG(0, 0, { u: 14, faceDown: true }));
+    card.appendChild(backs);
+    card.appendChild(node("div", "count", t("tiles_n", { n: s.hand_size })));
+    box.appendChild(card);
+  }
+}
+
+function renderBoard() {
+  const line = $("line");
+  line.replaceChildren();
+  if (msg.line.length) line.appendChild(lineSVG(msg.line));
+  else line.appendChild(node("div", "empty", t("empty_line")));
+  const ends = msg.ends;
+  for (const [i, id] of [[0, "end-left"], [1, "end-right"]]) {
+    const el = $(id);
+    if (!ends) { el.textContent = ""; continue; }
+    el.textContent = t(i ? "end_right" : "end_left", { n: ends[i] }) + (msg.end_doubles[i] ? ` (${t("double")})` : "");
+  }
+  $("boneyard").textContent = t("boneyard", { n: msg.boneyard, d: msg.drawable });
+}
+
+function legalByTile() {
+  const map = new Map();
+  for (const m of msg.legal) {
+    if (m.kind !== "play") continue;
+    const id = m.action >> 1;
+    if (!map.has(id)) map.set(id, []);
+    map.get(id).push(m);
+  }
+  return map;
+}
+
+function renderMe() {
+  const me = $("me");
+  me.hidden = !isSeat;
+  if (!isSeat) return;
+  const status = $("status");
+  if (msg.over) status.textContent = "";
+  else if (msg.turn === msg.seat) status.textContent = t("your_turn");
+  else status.textContent = t("waiting_for", { who: seatName(msg, msg.turn) });
+  status.classList.toggle("go", !msg.over && msg.turn === msg.seat);
+  const hand = $("hand");
+  hand.replaceChildren();
+  const legal = legalByTile();
+  for (const [a, b, id] of msg.hand) {
+    const moves = legal.get(id) || [];
+    const button = node("button", "tile-btn");
+    button.appendChild(tileSVG(a, b, { u: 34 }));
+    button.dataset.tile = `${a}-${b}`;
+    button.setAttribute("aria-label", tileText([a, b]));
+    if (moves.length) {
+      button.classList.add("legal");
+      if (choosing === id) button.classList.add("chosen");
+      button.addEventListener("click", () => {
+        if (moves.length === 1) move(moves[0].action);
+        else { choosing = id; render(); }
+      });
+    } else button.disabled = true;
+    hand.appendChild(button);
+  }
+  const choose = $("choose");
+  choose.replaceChildren();
+  choose.hidden = choosing === null || !legal.has(choosing);
+  if (!choose.hidden) {
+    const moves = legal.get(choosing);
+    choose.appendChild(node("span", "", t("choose_end", { tile: tileText(moves[0].tile) })));
+    for (const m of moves) {
+      const b = node("button", "end-btn", t(m.end ? "on_right" : "on_left", { n: msg.ends[m.end] }));
+      b.dataset.end = m.end ? "right" : "left";
+      b.addEventListener("click", () => move(m.action));
+      choose.appendChild(b);
+    }
+  }
+  const actions = $("actions");
+  actions.replaceChildren();
+  for (const m of msg.legal) {
+    if (m.kind === "play") continue;
+    const label = m.kind === "draw" ? t("draw") : m.kind === "pass" ? t("pass") : t("double_play", { tile: tileText(m.tile) });
+    const b = node("button", `act act-${m.kind}`, label);
+    b.dataset.action = m.kind;
+    b.addEventListener("click", () => move(m.action));
+    actions.appendChild(b);
+  }
+}
+
+function renderLog() {
+  const log = $("log");
+  log.replaceChildren();
+  for (const ev of msg.events) {
+    const li = node("li", ev.points > 0 ? "scored" : "", eventText(msg, ev));
+    log.appendChild(li);
+  }
+  log.scrollTop = log.scrollHeight;
+  const last = msg.results[msg.results.length - 1];
+  const box = $("last-hand");
+  box.hidden = !last;
+  if (!last) return;
+  box.replaceChildren(node("h3", "", t("hand_ended", { n: last.hand + 1 })));
+  for (const line of resultLines(msg, last, last.tallies)) box.appendChild(node("p", "", line));
+  box.appendChild(node("div", "revealed-title", t("revealed")));
+  last.hands.forEach((tiles, seat) => {
+    const row = node("div", "revealed");
+    row.appendChild(node("span", "who", seatName(msg, seat)));
+    if (!tiles.length) row.appendChild(node("span", "none", "—"));
+    for (const [a, b] of tiles) row.appendChild(tileSVG(a, b, { u: 16 }));
+    box.appendChild(row);
+  });
+}
+
+function renderOver() {
+  const box = $("over");
+  box.hidden = !msg.over;
+  if (!msg.over) return;
+  const g = msg.game;
+  let title;
+  if (msg.winner === null) title = t("no_winner");
+  else if (msg.seat !== null) title = g.side_of[msg.seat] === msg.winner ? t("you_win") : t("you_lose");
+  else title = t("wins", { side: sideName(msg, msg.winner) });
+  box.replaceChildren(node("h2", "", t("match_over") + " — " + title));
+  box.appendChild(node("p", "", msg.scores.map((s, side) => `${sideName(msg, side)}: ${s}`).join(" · ")));
+  const row = node("div", "links");
+  const again = new URLSearchParams({
+    preset: g.name, players: g.num_players, partnerships: g.partnerships,
+    seats: msg.seats.map((s) => (s.seat === msg.seat ? "person" : s.kind)).join(","), lang,
+  });
+  const add = (href, text, id) => {
+    const a = node("a", "button", text);
+    a.href = href;
+    a.id = id;
+    row.appendChild(a);
+  };
+  if (msg.seat !== null) add(`/play?${again}`, t("new_match"), "again");
+  add(`/replay/${msg.table}?lang=${lang}`, t("view_replay"), "replay");
+  add(`/api/w/${msg.table}/replay`, t("download_replay"), "download");
+  box.appendChild(row);
+}
+
+function renderShare() {
+  const box = $("share");
+  box.hidden = !msg.share;
+  if (!msg.share) return;
+  const body = $("share-body");
+  body.replaceChildren();
+  const entry = (label, path) => {
+    const p = node("p", "share-row");
+    p.appendChild(node("span", "", label + " "));
+    const input = node("input");
+    input.readOnly = true;
+    input.value = new URL(path, location.origin).href;
+    input.addEventListener("focus", () => input.select());
+    p.appendChild(input);
+    body.appendChild(p);
+  };
+  for (const s of msg.share.seats) if (s.link && s.seat !== msg.seat) entry(seatName(msg, s.seat), s.link);
+  entry(t("spectators"), msg.share.watch);
+}
+
+function connect() {
+  const ws = new WebSocket(`${location.protocol === "https:" ? "wss" : "ws"}://${location.host}${wsPath}`);
+  ws.onopen = () => { retry = 500; notice(""); };
+  ws.onmessage = (e) => {
+    const data = JSON.parse(e.data);
+    if (data.type === "state") show(data);
+    else if (data.type === "error") { notice(data.error); }
+  };
+  ws.onclose = (e) => {
+    if (e.code >= 4400 && e.code < 4500) { fatal = true; return; }
+    if (fatal) return;
+    notice(t("reconnecting"), "info");
+    setTimeout(connect, retry);
+    retry = Math.min(retry * 2, 5000);
+  };
+}
+
+async function main() {
+  await loadCatalog();
+  translatePage();
+  $("lang-slot").appendChild(languageSelect(render));
+  const res = await fetch(api);
+  const body = await res.json();
+  if (!res.ok) { notice(body.error); $("table").hidden = true; return; }
+  show(body);
+  connect();
+}
+
+main();

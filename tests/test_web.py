@@ -1,0 +1,488 @@
+"""The web app through Starlette's test client: whole matches, refused moves, what a seat sees,
+reconnecting, expiry, limits, replays and the language catalog."""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+import numpy as np
+import pytest
+
+pytest.importorskip("starlette")
+pytest.importorskip("httpx")
+
+from starlette.testclient import TestClient  # noqa: E402
+from test_hidden_information import hidden_swap  # noqa: E402
+
+from bergen_env.engine import BergenState  # noqa: E402
+from bergen_env.replay import MatchRecorder, write_jsonl  # noqa: E402
+from bergen_env.rules import PRESETS, RULE_OPTIONS, Rules  # noqa: E402
+from bergen_env.web import Limits, TableManager
+from bergen_env.web.app import create_app  # noqa: E402
+from bergen_env.web.i18n import LANGUAGES, catalog  # noqa: E402
+from bergen_env.web.replays import place, replay_frames  # noqa: E402
+
+SEATINGS = ((2, False), (3, False), (4, True))
+FAST_AGENTS = {
+    "random": "random",
+    "greedy": "greedy",
+    "heuristic": "heuristic",
+    "search": "search:samples=4",
+}
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def make_client(**kwargs: Any) -> tuple[TestClient, TableManager]:
+    manager = TableManager(agents=dict(FAST_AGENTS), pace=0, **kwargs)
+    return TestClient(create_app(manager)), manager
+
+
+def seat_token(response) -> str:
+    assert response.status_code == 303, response.text
+    return re.search(r"/s/([^?]+)", response.headers["location"]).group(1)
+
+
+def play_through(client: TestClient, tokens: list[str]) -> dict[str, Any]:
+    """Play every person seat's first legal move whenever it is on turn, to the match end."""
+    sockets = {}
+    seat_of = {}
+    for token in tokens:
+        seat_of[token] = client.get(f"/api/s/{token}").json()["seat"]
+    last = None
+    for _ in range(5000):
+        states = [client.get(f"/api/s/{t}").json() for t in tokens]
+        last = states[0]
+        if last["over"]:
+            break
+        mover = next((t for t, s in zip(tokens, states) if s["turn"] == s["seat"]), None)
+        if mover is None:  # an agent is on turn: wait for an update newer than this view
+            ws = sockets.get(tokens[0])
+            if ws is None:
+                ws = sockets[tokens[0]] = client.websocket_connect(f"/ws/s/{tokens[0]}").__enter__()
+            # the test client's socket holds one unread message (it has no buffer): skip old ones
+            while (msg := ws.receive_json())["version"] <= last["version"]:
+                assert msg["type"] == "state"
+            continue
+        state = states[tokens.index(mover)]
+        assert state["legal"], "on turn with no legal move"
+        r = client.post(f"/api/s/{mover}/move", json={"action": state["legal"][-1]["action"]})
+        assert r.status_code == 200, r.text
+    for ws in sockets.values():
+        ws.__exit__(None, None, None)
+    assert last is not None and last["over"], "the match did not end"
+    return last
+
+
+@pytest.mark.parametrize("preset", PRESETS)
+@pytest.mark.parametrize(("players", "partnerships"), SEATINGS)
+def test_whole_match_against_agents(preset: str, players: int, partnerships: bool) -> None:
+    client, manager = make_client()
+    with client:
+        r = client.get(
+            f"/play?preset={preset}&players={players}&partnerships={partnerships}"
+            "&opponents=greedy&seed=5",
+            follow_redirects=False,
+        )
+        token = seat_token(r)
+        final = play_through(client, [token])
+        table = manager.by_token(token)[0]
+        assert final["scores"] == table.state.scores
+        assert final["winner"] == table.state.winner
+        # every point is explained: plays' points plus hand-end points add up to the scores
+        record = client.get(f"/api/w/{final['table']}/replay").text
+        rec = json.loads(record)
+        assert rec["format"] == "bergen-replay/1" and rec["final_scores"] == final["scores"]
+        frames = client.get(f"/api/w/{final['table']}/frames").json()["frames"]
+        assert frames[-1]["scores"] == final["scores"]
+
+
+def test_two_people_and_a_spectator() -> None:
+    client, manager = make_client()
+    with client:
+        r = client.post(
+            "/api/tables",
+            json={"num_players": 3, "seats": ["person", "heuristic", "person"], "seed": 1},
+        )
+        assert r.status_code == 201, r.text
+        out = r.json()
+        links = [s["link"] for s in out["seats"] if s["link"]]
+        assert len(links) == 2 and out["seats"][1]["link"] is None
+        tokens = [link.split("/s/")[1] for link in links]
+        host = client.get(f"/api/s/{tokens[0]}").json()
+        assert host["share"]["watch"] == out["watch"]  # the host hands out the links
+        assert "share" not in client.get(f"/api/s/{tokens[1]}").json()
+        final = play_through(client, tokens)
+        watch = client.get(f"/api/{out['watch'][1:]}").json()
+        assert watch["seat"] is None and watch["hand"] is None and watch["legal"] == []
+        assert watch["scores"] == final["scores"] and watch["over"]
+
+
+def test_agents_only_table_is_watched() -> None:
+    client, manager = make_client()
+    with client:
+        r = client.get("/play?seats=greedy,search&seed=2", follow_redirects=False)
+        assert r.status_code == 303 and r.headers["location"].startswith("/w/")
+        table_id = r.headers["location"].split("/w/")[1].split("?")[0]
+        with client.websocket_connect(f"/ws/w/{table_id}") as ws:
+            for _ in range(5000):
+                msg = ws.receive_json()
+                if msg["over"]:
+                    break
+        assert msg["over"] and msg["hand"] is None
+
+
+def test_refused_moves() -> None:
+    client, manager = make_client()
+    with client:
+        token = seat_token(client.get("/play?seats=person,person&seed=3", follow_redirects=False))
+        table, seat = manager.by_token(token)
+        other = table.seats[1 - seat].token
+        state = client.get(f"/api/s/{token}").json()
+        on_turn, waiting = (token, other) if state["turn"] == seat else (other, token)
+        legal = client.get(f"/api/s/{on_turn}").json()["legal"]
+        r = client.post(f"/api/s/{waiting}/move", json={"action": legal[0]["action"]})
+        assert r.status_code == 409 and "not your turn" in r.json()["error"]
+        illegal = next(a for a in range(56) if a not in {m["action"] for m in legal})
+        r = client.post(f"/api/s/{on_turn}/move", json={"action": illegal})
+        assert r.status_code == 422 and "not legal" in r.json()["error"]
+        assert client.post(f"/api/s/{on_turn}/move", json={"action": 99}).status_code == 422
+        assert client.post(f"/api/s/{on_turn}/move", json={"action": True}).status_code == 422
+        r = client.post(f"/api/s/{on_turn}/move", json={"action": "[9|9]>left"})
+        assert r.status_code == 422 and "9" in r.json()["error"]
+        r = client.post(f"/api/s/{on_turn}/move", content=b"{not json")
+        assert r.status_code == 400 and "JSON" in r.json()["error"]
+        assert client.post(f"/api/s/{on_turn}/move", json={"move": 1}).status_code == 400
+        assert client.post("/api/s/not-a-token/move", json={"action": 1}).status_code == 404
+        before = table.state.moves[:]
+        assert table.state.moves == before  # nothing refused was applied
+        r = client.post(f"/api/s/{on_turn}/move", json={"action": legal[0]["text"]})
+        assert r.status_code == 200 and len(table.state.moves) == len(before) + 1
+
+
+def test_bad_tables_name_the_problem() -> None:
+    client, manager = make_client(limits=Limits(max_tables=1, max_body_bytes=1000))
+    with client:
+        r = client.get("/play?players=2&foo=1")
+        assert r.status_code == 400 and "foo" in r.text
+        r = client.get("/play?players=2&target=-3")
+        assert r.status_code == 400 and "target" in r.text
+        r = client.get("/play?players=2&end_caps=maybe")
+        assert r.status_code == 400 and "end_caps" in r.text
+        r = client.get("/play?preset=nope")
+        assert r.status_code == 400 and "nope" in r.text
+        r = client.get("/play?opponents=wizard")
+        assert r.status_code == 400 and "wizard" in r.text
+        r = client.get("/play?players=3&opponents=greedy,random,random")
+        assert r.status_code == 400 and "opponents" in r.text
+        r = client.post("/api/tables", json={"num_players": 2, "colour": "red"})
+        assert r.status_code == 400 and "colour" in r.json()["error"]
+        r = client.post("/api/tables", json={"options": {"sets": 3}})
+        assert r.status_code == 400 and "sets" in r.json()["error"]
+        r = client.post("/api/tables", content=b"x" * 2000)
+        assert r.status_code == 413 and "1000" in r.json()["error"]
+        assert client.get("/play?lang=xx").status_code == 400
+        assert client.get("/play", follow_redirects=False).status_code == 303
+        r = client.get("/play", follow_redirects=False)
+        assert r.status_code == 503 and "limit" in r.text
+        assert client.get("/api/s/unknown").status_code == 404
+        assert client.get("/api/w/unknown").status_code == 404
+
+
+def _message_without_version(table, seat):
+    msg = table.snapshot(seat)
+    msg.pop("version")
+    return msg
+
+
+@pytest.mark.parametrize("preset", PRESETS)
+@pytest.mark.parametrize(("players", "partnerships"), SEATINGS)
+def test_seat_messages_ignore_hidden_tiles(preset: str, players: int, partnerships: bool) -> None:
+    """The env's hidden-tile swap: a seat's message is the same whatever the hidden tiles are."""
+    manager = TableManager(agents=dict(FAST_AGENTS), pace=0)
+    rules = Rules.preset(preset, num_players=players, partnerships=partnerships)
+    rng = np.random.default_rng(players)
+    swapped = 0
+    for seed in range(3):
+        table = manager.create(rules, ["person"] * players, seed=seed)
+        play_rng = np.random.default_rng(seed)
+        for step in range(120):  # the first hands of the match
+            if table.terminal:
+                break
+            s = table.state
+            for seat in range(players) if step % 2 == 0 else ():
+                c = hidden_swap(s, seat, rng)
+                if c is None:
+                    continue
+                before = _message_without_version(table, seat)
+                table.state = c
+                after = _message_without_version(table, seat)
+                table.state = s
+                assert before == after
+                assert before["hand"] == [[*TILES_OF(t), t] for t in s.hand_tiles(seat)]
+                assert all(set(x) == {"seat", "kind", "side", "hand_size"} for x in before["seats"])
+                assert isinstance(before["boneyard"], int)
+                swapped += 1
+            legal = s.legal_actions()
+            table.move(s.current_player, legal[int(play_rng.integers(len(legal)))])
+    assert swapped > 30
+
+
+def TILES_OF(t: int) -> tuple[int, int]:
+    from bergen_env.tiles import TILES
+
+    return TILES[t]
+
+
+def test_reconnect_loses_nothing() -> None:
+    client, manager = make_client()
+    with client:
+        token = seat_token(client.get("/play?opponents=random&seed=11", follow_redirects=False))
+        with client.websocket_connect(f"/ws/s/{token}") as ws:
+            first = ws.receive_json()
+        # the tab is closed; the same link brings back the same view
+        again = client.get(f"/api/s/{token}").json()
+        assert again["hand"] == first["hand"] and again["version"] >= first["version"]
+        with client.websocket_connect(f"/ws/s/{token}") as ws:
+            msg = ws.receive_json()
+            assert msg["hand"] == again["hand"] and msg["events"] == again["events"]
+            ws.send_text("hello")
+            assert ws.receive_json()["type"] == "error"  # moves go to the API, said plainly
+        final = play_through(client, [token])
+        assert final["over"]
+
+
+def test_idle_tables_expire() -> None:
+    clock = Clock()
+    client, manager = make_client(limits=Limits(idle_seconds=60), clock=clock)
+    with client:
+        token = seat_token(client.get("/play?seed=1", follow_redirects=False))
+        table_id = manager.by_token(token)[0].id
+        clock.now = 59
+        assert manager.expire() == []
+        with client.websocket_connect(f"/ws/s/{token}") as ws:
+            ws.receive_json()
+            clock.now = 500
+            assert manager.expire() == []  # someone is connected
+        clock.now = 1000
+        assert manager.expire() == [table_id]
+        r = client.get(f"/api/s/{token}")
+        assert r.status_code == 404 and "expired" in r.json()["error"]
+        with client.websocket_connect(f"/ws/s/{token}") as ws:
+            assert "expired" in ws.receive_json()["error"]
+
+
+def test_replay_upload_and_frames(tmp_path) -> None:
+    rules = Rules.preset("double_set", num_players=3)
+    state = BergenState(rules, seed=4)
+    rec = MatchRecorder(state, ["a", "b", "c"], seed=4)
+    rng = np.random.default_rng(0)
+    while not state.terminal:
+        seat, legal = state.current_player, state.legal_actions()
+        a = legal[int(rng.integers(len(legal)))]
+        state.apply_action(a)
+        rec.record(seat, a)
+    path = tmp_path / "m.jsonl"
+    write_jsonl(path, [rec.finish(), rec.finish()])
+    client, _ = make_client()
+    with client:
+        r = client.post("/api/replay?match=1", content=path.read_bytes())
+        assert r.status_code == 200, r.text
+        out = r.json()
+        assert out["matches"] == 2 and out["final_scores"] == state.scores
+        assert out["frames"][-1]["scores"] == state.scores
+        r = client.post("/api/replay", content=b'{"format": "x"}\n')
+        assert r.status_code == 400 and "line 1" in r.json()["error"]
+        assert client.post("/api/replay?match=5", content=path.read_bytes()).status_code == 400
+        bad = rec.finish()
+        bad["final_scores"] = [99, 0, 0]
+        r = client.post("/api/replay", content=json.dumps(bad).encode())
+        assert r.status_code == 400 and "final scores" in r.json()["error"]
+
+
+@pytest.mark.parametrize("preset", PRESETS)
+def test_place_lays_tiles_as_the_engine(preset: str) -> None:
+    """The page's line (replays, ended hands) is the engine's line after every event."""
+    rules = Rules.preset(preset, num_players=2)
+    for seed in range(5):
+        state = BergenState(rules, seed=seed)
+        rng = np.random.default_rng(seed)
+        line: list[tuple[int, int]] = []
+        hand = 0
+        while not state.terminal:
+            legal = state.legal_actions()
+            a = legal[int(rng.integers(len(legal)))]
+            state.apply_action(a)
+            if state.hand_number != hand:
+                hand, line = state.hand_number, []
+                continue
+            if a < 56 or a >= 58:
+                place(line, a)
+            assert line == state.line
+
+
+def test_frames_of_a_finished_table_show_every_hand() -> None:
+    manager = TableManager(agents=dict(FAST_AGENTS), pace=0)
+    table = manager.create(Rules.preset("standard"), ["person", "person"], seed=9)
+    while not table.terminal:
+        table.move(table.state.current_player, table.state.legal_actions()[0])
+    frames = replay_frames(table.replay_record())["frames"]
+    dealt = sum(1 for f in frames if f["event"] is None)
+    assert dealt == len(table.results) + (table.results[-1]["reason"] == "target" and 0)
+    assert sum(len(h) for h in frames[0]["hands"]) == 2 * table.rules.hand_size
+
+
+def test_points_are_explained() -> None:
+    """Each scoring play says why (a header with its number), and the points add up."""
+    manager = TableManager(agents=dict(FAST_AGENTS), pace=0)
+    table = manager.create(Rules.preset("standard", num_players=3), ["person"] * 3, seed=2)
+    total = [0, 0, 0]
+    events = []
+    while not table.terminal:
+        table.move(table.state.current_player, table.state.legal_actions()[-1])
+        if not table.events:
+            events.append(table.results[-1])
+    for result in table.results:
+        for side, p in enumerate(result["points"] or []):
+            total[side] += p
+    headers = 0
+    # events of finished hands are gone from the table; replay them from the record
+    record = table.replay_record()
+    state = BergenState(table.rules, seed=0, deals=[h["deal"] for h in record["hands"]])
+    from bergen_env.web.tables import play_score_reason
+
+    for hand in record["hands"]:
+        for ev in hand["events"]:
+            side = table.rules.side_of[ev["seat"]]
+            before = state.scores[side]
+            reason = (
+                play_score_reason(table.rules, state, ev["action"])
+                if ev["action"] not in (56, 57)
+                else None
+            )
+            n = len(state.hand_results)
+            state.apply_action(ev["action"])
+            gained = (
+                state.scores[side] - before - sum(r.points[side] for r in state.hand_results[n:])
+            )
+            if gained > 0:
+                headers += 1
+                assert reason["kind"] == "header" and reason["full"] >= gained
+            elif reason is not None and not (state.terminal):
+                assert reason["kind"] == "none" or reason["full"] >= 1
+    assert headers > 0
+
+
+def test_catalog_is_complete_in_every_language() -> None:
+    cat = catalog()
+    assert list(cat) == list(LANGUAGES)
+    fields = {k: set(re.findall(r"\{(\w+)\}", v)) for k, v in cat["en"].items()}
+    for lang, texts in cat.items():
+        assert texts.keys() == cat["en"].keys(), lang
+        for key, text in texts.items():
+            assert set(re.findall(r"\{(\w+)\}", text)) == fields[key], (lang, key)
+            assert text.strip(), (lang, key)
+    client, _ = make_client()
+    for lang in LANGUAGES:
+        r = client.get(f"/rules?lang={lang}")
+        assert r.status_code == 200 and "<h1>" in r.text
+    assert client.get("/rules?lang=xx").status_code == 400
+
+
+def test_meta_lists_every_preset_and_option() -> None:
+    client, _ = make_client()
+    meta = client.get("/api/meta").json()
+    assert list(meta["presets"]) == list(PRESETS)
+    assert meta["options"] == list(RULE_OPTIONS)
+    assert set(meta["agents"]) == set(FAST_AGENTS)
+    for page in ("/", "/replay", "/static/table.js", "/static/i18n.json"):
+        assert client.get(page).status_code == 200
+
+
+def test_load_benchmark_small_run() -> None:
+    """benchmarks/web_load.py on two tables: a real server, sockets, every match checked."""
+    pytest.importorskip("websockets")
+    from benchmarks import web_load
+
+    out = web_load.main(["--tables", "2", "--timeout", "120"])
+    assert out["unfinished"] == 0 and out["mismatched"] == 0 and out["person_moves"] > 0
+
+
+def test_a_failing_agent_stops_its_table_visibly() -> None:
+    from bergen_env.agents.base import register_agent
+
+    class Broken:
+        name = "broken"
+        needs_observation = False
+        needs_view = False
+
+        def reset(self, rules, seat, rng) -> None:
+            pass
+
+        def act(self, observation, action_mask, view) -> int:
+            return 57 if action_mask[57] == 0 else 0  # always illegal
+
+    register_agent("broken_for_test", Broken, overwrite=True)
+    client, manager = make_client()
+    manager.agents["broken"] = "broken_for_test"
+    with client:
+        r = client.get("/play?seats=broken,broken&seed=1", follow_redirects=False)
+        table_id = r.headers["location"].split("/w/")[1].split("?")[0]
+        table = manager.by_id(table_id)
+        with client.websocket_connect(f"/ws/w/{table_id}") as ws:
+            for _ in range(50):
+                msg = ws.receive_json()
+                if msg["error"]:
+                    break
+        assert "broken" in msg["error"] and "illegal" in msg["error"]
+        assert not table.terminal
+
+
+def test_cli_refuses_bad_agents() -> None:
+    from bergen_env.web import cli
+
+    with pytest.raises(SystemExit):
+        cli.main(["--agent", "no-equals-sign"])
+    with pytest.raises(SystemExit, match="wizard"):
+        cli.main(["--agent", "w=wizard"])
+    with pytest.raises(SystemExit, match="ppo"):
+        cli.main(["--agent", "p=ppo:/nonexistent/policy.zip"])
+
+
+def test_default_agent_menu_builds() -> None:
+    from bergen_env.agents import make_agent
+    from bergen_env.web import DEFAULT_AGENTS
+
+    rules = Rules.preset("standard")
+    state = BergenState(rules, seed=0)
+    for name, spec in DEFAULT_AGENTS.items():
+        agent = make_agent(spec)
+        agent.reset(rules, state.current_player, np.random.default_rng(0))
+        view = state.public_view(state.current_player)
+        assert state.is_legal(agent.act(None, state.legal_mask(), view)), name
+
+
+def test_an_agent_that_refuses_the_rules_is_a_clear_400() -> None:
+    from bergen_env.agents.base import register_agent
+    from bergen_env.agents.greedy import GreedyAgent
+
+    class TwoPlayersOnly(GreedyAgent):
+        def reset(self, rules, seat, rng) -> None:
+            if rules.num_players != 2:
+                raise ValueError(f"trained for 2 players, not {rules.num_players}")
+            super().reset(rules, seat, rng)
+
+    register_agent("two_only_for_test", TwoPlayersOnly, overwrite=True)
+    client, manager = make_client()
+    manager.agents["net"] = "two_only_for_test"
+    r = client.get("/play?players=3&opponents=net")
+    assert r.status_code == 400 and "trained for 2 players" in r.text and "seat 1" in r.text
+    assert client.get("/play?players=2&opponents=net", follow_redirects=False).status_code == 303
