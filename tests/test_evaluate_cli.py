@@ -69,7 +69,7 @@ def test_cli_writes_table_json_csv_png(tmp_path: Path) -> None:
 def test_clear_errors(args: list[str], words: list[str], capsys: pytest.CaptureFixture) -> None:
     assert main([*args, "--no-progress"]) == 2
     err = capsys.readouterr().err
-    assert err.startswith("evaluate: error:")
+    assert err.startswith("bergen-evaluate: error:") and err.count("\n") == 1
     for word in words:
         assert word in err
 

@@ -28,8 +28,10 @@ from bergen_env.env_options import REWARD_MODES, EnvOptions
 from bergen_env.single_agent import REWARD_MODES as SINGLE_AGENT_REWARD_MODES
 from bergen_env.validation import is_bool, is_int, is_number
 
+from .cli import UsageError
 
-class ConfigError(ValueError):
+
+class ConfigError(UsageError, ValueError):
     """A bad config file or override; the message names the file and the key."""
 
 
@@ -200,6 +202,8 @@ class TrainConfig(EnvBlock):
         ):
             if not is_int(getattr(self, key)) or getattr(self, key) < 1:
                 raise bad(key, "must be a positive int")
+        if not is_int(self.seed) or not 0 <= self.seed < 2**32:
+            raise bad("seed", "must be an int in [0, 2**32)")
         if self.vec_env not in ("subproc", "dummy"):
             raise bad("vec_env", "must be 'subproc' or 'dummy'")
         if self.activation not in ("relu", "tanh"):

@@ -1,8 +1,8 @@
 """Evaluate agents against each other: a duplicate tournament with intervals, table, JSON/CSV/PNG.
 
-    python -m training.evaluate --agents ppo:policies/standard_2p.zip heuristic --matches 2000
-    python -m training.evaluate --agents greedy random heuristic --players 3 --json out.json
-    python -m training.evaluate --agents heuristic random --players 4 --partnerships \\
+    bergen-evaluate --agents ppo:policies/standard_2p.zip heuristic --matches 2000
+    bergen-evaluate --agents greedy random heuristic --players 3 --json out.json
+    bergen-evaluate --agents heuristic random --players 4 --partnerships \\
         --rules traditional --rule-override target=10 --workers 2 --plot winrates.png
 
 An agent is a scripted name (``random``, ``greedy``, ``heuristic``, ``search:samples=200``) or a
@@ -14,37 +14,23 @@ from __future__ import annotations
 
 import argparse
 import csv
+import importlib.util
 import json
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from bergen_env.agents import make_agent, parse_agent_spec, registered_agents
+from bergen_env.agents import make_agent
 from bergen_env.arena import TournamentResult, run_tournament, seat_lineups
 from bergen_env.errors import BergenError
 from bergen_env.rules import PRESETS, RULE_OPTIONS, Rules
 
+from .cli import ArgumentParser, UsageError, register_policy_kinds, require_extra, run
 
-def register_policy_kinds(agents: list[str]) -> None:
-    """Import the policy loaders (``ppo``, ``rllib``) when an agent kind is not yet known.
-
-    Scripted-only runs skip it, so they (and their worker processes) never import torch.
-    """
-    known = set(registered_agents())
-    if all(parse_agent_spec(a)[0] in known for a in agents):
-        return
-    try:
-        import training.policies  # noqa: F401
-    except ModuleNotFoundError as exc:
-        if exc.name != "training.policies":
-            raise
-    try:  # registers "rllib" (Ray itself is imported only when an rllib agent is built)
-        import training.rllib_policies  # noqa: F401
-    except ModuleNotFoundError as exc:
-        if exc.name is None or exc.name.partition(".")[0] != "ray":
-            raise
+PROG = "bergen-evaluate"
 
 
 CSV_FIELDS = (
@@ -69,13 +55,9 @@ CSV_FIELDS = (
 )
 
 
-class UsageError(Exception):
-    """Bad command-line input; the message is shown to the user."""
-
-
-def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
-    p = argparse.ArgumentParser(
-        prog="python -m training.evaluate",
+def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
+    p = ArgumentParser(
+        prog=PROG,
         description="Play a duplicate tournament between agents and report win rates with "
         "95% Wilson intervals, points, headers, head-to-head and ratings.",
     )
@@ -111,7 +93,11 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--csv", type=Path, help="write one row per agent as CSV")
     p.add_argument("--plot", type=Path, help="write a PNG of win rates with 95%% intervals")
     p.add_argument("--replays", type=Path, help="write every match as a JSON line")
-    p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    p.add_argument(
+        "--no-progress",
+        action="store_true",
+        help="no progress bar (one is shown when tqdm is installed)",
+    )
     return p.parse_args(argv)
 
 
@@ -193,27 +179,32 @@ def write_plot(result: TournamentResult, path: Path) -> None:
     plt.close(fig)
 
 
-def main(argv: list[str] | None = None) -> int:
+def main(argv: Sequence[str] | None = None) -> int:
+    """The command line: exit status 0, or 2 after a one-line error on stderr."""
+    return run(PROG, tournament, argv)
+
+
+def tournament(argv: Sequence[str] | None = None) -> int:
+    """Check the arguments (a user error is a :class:`UsageError`), play and report."""
     args = parse_args(argv)
+    for flag in ("matches", "workers", "max_hands"):
+        if getattr(args, flag) < 1:
+            raise UsageError(f"--{flag.replace('_', '-')} must be >= 1")
+    if args.seed < 0:
+        raise UsageError("--seed must be >= 0")
+    rules = build_rules(args)
+    register_policy_kinds(args.agents)
     try:
-        for flag in ("matches", "workers", "max_hands"):
-            if getattr(args, flag) < 1:
-                raise UsageError(f"--{flag.replace('_', '-')} must be >= 1")
-        if args.seed < 0:
-            raise UsageError("--seed must be >= 0")
-        rules = build_rules(args)
-        try:
-            register_policy_kinds(args.agents)
-        except ValueError as exc:  # an empty agent string
-            raise UsageError(str(exc)) from None
-        try:
-            seat_lineups(len(args.agents), rules)
-        except ValueError as exc:
-            raise UsageError(str(exc)) from None
-        check_agents(args.agents, rules)
-    except UsageError as exc:
-        print(f"evaluate: error: {exc}", file=sys.stderr)
-        return 2
+        seat_lineups(len(args.agents), rules)
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+    check_agents(args.agents, rules)
+    if args.plot:
+        require_extra("train", "--plot", ["matplotlib"])
+    for flag in ("json", "csv", "plot", "replays"):
+        path = getattr(args, flag)
+        if path is not None and not path.parent.is_dir():
+            raise UsageError(f"--{flag} {str(path)!r}: folder {str(path.parent)!r} does not exist")
     result = run_tournament(
         args.agents,
         rules,
@@ -221,14 +212,14 @@ def main(argv: list[str] | None = None) -> int:
         seed=args.seed,
         duplicate=not args.no_duplicate,
         workers=args.workers,
-        progress=not args.no_progress,
+        progress=not args.no_progress and importlib.util.find_spec("tqdm") is not None,
         replays=args.replays,
         max_hands=args.max_hands,
     )
     print(result.table())
     if args.json:
         data = result.to_dict()
-        data["config"]["command"] = ["python", "-m", "training.evaluate", *(argv or sys.argv[1:])]
+        data["config"]["command"] = [PROG, *(sys.argv[1:] if argv is None else argv)]
         args.json.write_text(json.dumps(data, indent=1) + "\n", encoding="utf-8")
         print(f"wrote {args.json}")
     if args.csv:

@@ -28,8 +28,9 @@ import torch
 from bergen_env.agents.base import make_agent
 from bergen_env.observation import OBS_SIZE
 from bergen_env.single_agent import BergenSingleAgentEnv
-from training.config import TrainConfig
-from training.selfplay import build_opponents
+
+from .config import TrainConfig
+from .selfplay import build_opponents
 
 
 @dataclass

@@ -1,8 +1,8 @@
 """Play Bergen in the terminal against any agents, and optionally save the match as a replay.
 
-    python -m training.play --opponents heuristic
-    python -m training.play --opponents greedy ppo:runs/x/model.zip --players 3 --seed 7
-    python -m training.play --opponents random --players 4 --partnerships --seat 1 --replay m.jsonl
+    bergen-play --opponents heuristic
+    bergen-play --opponents greedy ppo:runs/x/model.zip --players 3 --seed 7
+    bergen-play --opponents random --players 4 --partnerships --seat 1 --replay m.jsonl
 
 You take one seat (``--seat``, default 0); the opponents fill the other seats in turn order (one
 name fills them all). On your turn you see the line and its ends, every hand size, the boneyard,
@@ -29,11 +29,9 @@ from bergen_env.replay import MatchRecorder, hands_at_end, write_jsonl
 from bergen_env.rules import PRESETS, Rules
 from bergen_env.tiles import tile_str
 
-try:  # registers "ppo:PATH" agents when the training extra is installed
-    import training.policies  # noqa: F401
-except ModuleNotFoundError as exc:
-    if exc.name != "training.policies":
-        raise
+from .cli import ArgumentParser, UsageError, register_policy_kinds, run
+
+PROG = "bergen-play"
 
 
 class EndOfInput(Exception):
@@ -247,8 +245,8 @@ def _move_str(
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(
-        prog="python -m training.play",
+    p = ArgumentParser(
+        prog=PROG,
         description="Play Bergen in the terminal against agents.",
     )
     p.add_argument(
@@ -293,10 +291,11 @@ def main(
         parser.error(f"--seat {args.seat} is out of range 0..{args.players - 1}")
     try:
         specs = seat_opponents(args.opponents, args.players, args.seat)
+        register_policy_kinds(args.opponents)
         agents: list[Agent] = [
             HumanAgent(stdin, out) if spec is None else make_agent(spec) for spec in specs
         ]
-    except ValueError as exc:
+    except (ValueError, UsageError) as exc:
         parser.error(str(exc))
     seed = args.seed
     if seed is None:
@@ -313,4 +312,4 @@ def main(
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    raise SystemExit(run(PROG, main))

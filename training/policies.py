@@ -13,7 +13,7 @@ Acting in the AEC env from user code::
 
     import numpy as np
     import bergen_env
-    from training.policies import load_policy
+    from bergen_env.training.policies import load_policy
 
     agent = load_policy("policies/standard_2p.zip")
     env = bergen_env.env(num_players=2)
@@ -50,7 +50,8 @@ from bergen_env.agents.base import (
 from bergen_env.engine import PublicView
 from bergen_env.observation import HIDDEN_SIZE, OBS_SIZE
 from bergen_env.rules import Rules
-from training.oracle_critic import OracleCriticPolicy
+
+from .oracle_critic import OracleCriticPolicy
 
 META_NAME = "bergen_policy.json"
 META_FORMAT = 1

@@ -1,8 +1,8 @@
 """Print a recorded match move by move, or check a replay file against the engine.
 
-    python -m training.replay matches.jsonl                 # match 0
-    python -m training.replay matches.jsonl --match 3 --show-hands
-    python -m training.replay matches.jsonl --verify        # re-simulate every match
+    bergen-replay matches.jsonl                 # match 0
+    bergen-replay matches.jsonl --match 3 --show-hands
+    bergen-replay matches.jsonl --verify        # re-simulate every match
 
 Matches, hands and events are numbered from 0, as in the engine and in error messages.
 Replay files are written by ``training.play --replay`` and the arena (format in
@@ -20,6 +20,10 @@ from bergen_env.errors import BergenError
 from bergen_env.render import hand_end_str, match_end_str
 from bergen_env.replay import hands_at_end, read_jsonl, record_rules, resimulate
 from bergen_env.tiles import tile_str
+
+from .cli import ArgumentParser, run
+
+PROG = "bergen-replay"
 
 
 def match_text(record: dict[str, Any], index: int = 0, show_hands: bool = False) -> str:
@@ -73,9 +77,7 @@ def _side_label(rules: Any, side: int) -> str:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(
-        prog="python -m training.replay", description="Print or check recorded Bergen matches."
-    )
+    p = ArgumentParser(prog=PROG, description="Print or check recorded Bergen matches.")
     p.add_argument("file", help="a replay file (JSON lines, one match per line)")
     p.add_argument("--match", type=int, default=0, metavar="K", help="match to print (from 0)")
     p.add_argument("--show-hands", action="store_true", help="also print each hand's deal")
@@ -119,4 +121,4 @@ def main(argv: Sequence[str] | None = None, stdout: TextIO | None = None) -> int
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    raise SystemExit(run(PROG, main))

@@ -115,7 +115,7 @@ class RLlibAgent(Agent):
         self.module, self.policy = load_module(path, policy or None)
         from ray.rllib.core.columns import Columns
 
-        from training.rllib_env import MASK_KEY, OBS_KEY
+        from .rllib_env import MASK_KEY, OBS_KEY
 
         self._keys = (Columns.OBS, OBS_KEY, MASK_KEY, Columns.ACTION_DIST_INPUTS)
         self.num_actions = int(self.module.action_space.n)

@@ -18,7 +18,8 @@ from pathlib import Path
 import numpy as np
 
 from bergen_env.agents.base import Agent, make_agent
-from training.config import TrainConfig
+
+from .config import TrainConfig
 
 SNAPSHOT_RE = re.compile(r"^snapshot_(\d+)\.zip$")
 
@@ -79,7 +80,7 @@ class OpponentPool:
         if agent is None:
             import torch
 
-            from training.policies import PPOAgent
+            from .policies import PPOAgent
 
             torch.set_num_threads(1)
             agent = PPOAgent(path)

@@ -1,8 +1,8 @@
 """Train a Bergen policy with masked PPO (sb3-contrib) from a YAML config.
 
-    python -m training.train --config configs/quick.yaml [--set key=value ...] [--seed S]
-                             [--run-dir DIR]
-    python -m training.train --resume runs/quick__0__20260101-120000 [--set total_timesteps=N]
+    bergen-train --config configs/quick.yaml [--set key=value ...] [--seed S]
+                 [--run-dir DIR]
+    bergen-train --resume runs/quick__0__20260101-120000 [--set total_timesteps=N]
 
 One learner seat (drawn each match) plays whole matches against the config's opponents (scripted
 agents, plus frozen snapshots of itself with self-play on; see ``training.selfplay``). With
@@ -54,11 +54,12 @@ from stable_baselines3.common.monitor import Monitor
 from stable_baselines3.common.utils import set_random_seed
 from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv, VecEnv
 
-import training.policies  # noqa: F401  (registers the "ppo" agent kind)
 from bergen_env.agents.base import make_agent
 from bergen_env.rules import Rules, make_rules
 from bergen_env.single_agent import BergenSingleAgentEnv
-from training.config import (
+
+from .cli import ArgumentParser, UsageError, run
+from .config import (
     ConfigError,
     TrainConfig,
     add_override_argument,
@@ -66,10 +67,11 @@ from training.config import (
     save_config,
     schedule,
 )
-from training.oracle_critic import OracleCriticPolicy
-from training.policies import PPOAgent, save_policy
-from training.selfplay import build_opponents, snapshot_path
+from .oracle_critic import OracleCriticPolicy
+from .policies import PPOAgent, save_policy  # registers the "ppo" agent kind
+from .selfplay import build_opponents, snapshot_path
 
+PROG = "bergen-train"
 CKPT_RE = re.compile(r"^ckpt_(\d+)_steps\.zip$")
 METRICS_FIELDS = ["timesteps", "elapsed_s", "opponent", "win_rate", "ci_low", "ci_high", "matches"]
 
@@ -78,7 +80,7 @@ METRICS_FIELDS = ["timesteps", "elapsed_s", "opponent", "win_rate", "ci_low", "c
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
-    p = argparse.ArgumentParser(prog="python -m training.train", description=__doc__.split("\n")[0])
+    p = ArgumentParser(prog=PROG, description=__doc__.split("\n")[0])
     p.add_argument("--config", type=Path, help="YAML config with a 'default:' block")
     add_override_argument(p)
     p.add_argument("--seed", type=int, help="seed (overrides the config's)")
@@ -365,7 +367,7 @@ def warm_start(
     The fit's metrics go to the logger under ``imitation/`` and to ``imitation.json``; the
     evaluation is the metrics row at timestep 0.
     """
-    from training.imitation import imitation_warm_start
+    from .imitation import imitation_warm_start
 
     t0 = time.time()
     print(f"imitation warm start: {cfg.imitation_decisions} decisions of {cfg.imitation_teacher!r}")
@@ -419,17 +421,20 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         check_config(cfg, str(run_dir / "config.yaml"))
         ckpt = last_checkpoint(run_dir)
         if ckpt is None:
-            sys.exit(f"--resume {run_dir}: no checkpoint in {run_dir / 'checkpoints'}")
+            raise UsageError(f"--resume {run_dir}: no checkpoint in {run_dir / 'checkpoints'}")
     else:
         cfg = load_config(args.config, overrides)
         check_config(cfg, str(args.config))
         stamp = time.strftime("%Y%m%d-%H%M%S")
         run_dir = args.run_dir or Path("runs") / f"{cfg.name}__{cfg.seed}__{stamp}"
-        run_dir.mkdir(parents=True, exist_ok=True)
+        try:
+            run_dir.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise UsageError(f"run folder {str(run_dir)!r}: {exc.strerror}") from None
         ckpt = None
     save_config(cfg, run_dir / "config.yaml")
     with (run_dir / "command.txt").open("a") as fh:
-        fh.write(shlex.join([sys.executable, "-m", "training.train", *sys.argv[1:]]) + "\n")
+        fh.write(shlex.join([sys.executable, "-m", __spec__.name, *sys.argv[1:]]) + "\n")
     rules = config_rules(cfg)
 
     # --- seeding (SB3 seeds python, numpy and torch; envs get seed + rank)
@@ -532,4 +537,4 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(run(PROG, main))

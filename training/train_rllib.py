@@ -2,7 +2,7 @@
 
 Usage::
 
-    python -m training.train_rllib --config configs/rllib_selfplay.yaml [--stop-iters N]
+    bergen-train-rllib --config configs/rllib_selfplay.yaml [--stop-iters N]
         [--address ADDR] [--run-dir DIR] [--set key=value ...]
 
 Without ``--address`` Ray starts locally with ``num_cpus`` CPUs (2 by default); with
@@ -41,8 +41,11 @@ import yaml
 
 from bergen_env.rules import Rules
 from bergen_env.validation import is_int
-from training.config import ConfigError, EnvBlock, add_override_argument, read_config_block
 
+from .cli import ArgumentParser, run
+from .config import ConfigError, EnvBlock, add_override_argument, read_config_block
+
+PROG = "bergen-train-rllib"
 POLICY_MODES = ("shared", "sides")
 
 
@@ -103,7 +106,7 @@ class RLlibConfig(EnvBlock):
                 raise bad(key, "must be a mapping")
         rules = self.env_options(source).rules
         try:
-            from training.rllib_env import parse_scripted
+            from .rllib_env import parse_scripted
 
             self.scripted = parse_scripted(self.scripted, rules.num_players)
         except ValueError as exc:
@@ -156,7 +159,7 @@ def build_algo_config(cfg: RLlibConfig, source: str = "<config>") -> Any:
         ActionMaskingTorchRLModule,
     )
 
-    from training.rllib_env import register_bergen_env, shared_policy_mapping, side_policy_mapping
+    from .rllib_env import register_bergen_env, shared_policy_mapping, side_policy_mapping
 
     env_name = register_bergen_env()
     rules = cfg.make_rules()
@@ -242,7 +245,7 @@ def metrics_row(result: dict[str, Any], pids: list[str], elapsed: float) -> dict
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = ArgumentParser(prog=PROG, description=__doc__.split("\n\n")[0])
     parser.add_argument("--config", required=True, help="YAML config (configs/rllib_*.yaml)")
     parser.add_argument("--stop-iters", type=int, default=None, help="override stop_iters")
     parser.add_argument(
@@ -268,7 +271,7 @@ def main(argv: list[str] | None = None) -> Path:
         yaml.safe_dump({"default": dataclasses.asdict(cfg)}, sort_keys=False)
     )
     (run_dir / "command.txt").write_text(
-        shlex.join([sys.executable, "-m", "training.train_rllib", *sys.argv[1:]]) + "\n"
+        shlex.join([sys.executable, "-m", __spec__.name, *sys.argv[1:]]) + "\n"
     )
     algo_config = build_algo_config(cfg, args.config)
     pids = policy_ids(cfg)
@@ -309,4 +312,4 @@ def main(argv: list[str] | None = None) -> Path:
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(run(PROG, main))

@@ -139,7 +139,7 @@ def make_agent(spec: str) -> Agent:
         raise ValueError(
             f"unknown agent {spec!r}: known kinds are {registered_agents()}"
             + (
-                "; 'ppo' needs `import training.policies` (the train extra)"
+                "; 'ppo' needs `import bergen_env.training.policies` (the [train] extra)"
                 if kind == "ppo"
                 else ""
             )

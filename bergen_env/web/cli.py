@@ -29,7 +29,7 @@ def _check_agent(name: str, spec: str) -> None:
     kind, _ = parse_agent_spec(spec)
     if kind == "ppo" and kind not in registered_agents():
         try:
-            import training.policies  # noqa: F401  (registers "ppo"; needs the train extra)
+            import bergen_env.training.policies  # noqa: F401  (registers "ppo"; the train extra)
         except ImportError as exc:
             raise SystemExit(
                 f"--agent {name}={spec}: 'ppo' needs the train extra ({exc})"

@@ -1,0 +1,175 @@
+"""Packaging: what a wheel holds, and what a fresh virtual environment with only the base install
+can run (the console scripts for evaluation, play and replay; training names its extra)."""
+
+from __future__ import annotations
+
+import importlib
+import os
+import shutil
+import subprocess
+import sys
+import venv
+import zipfile
+from pathlib import Path
+
+import pytest
+import tomllib
+
+ROOT = Path(__file__).resolve().parents[1]
+PYPROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text())
+SETUPTOOLS = PYPROJECT["tool"]["setuptools"]
+#: What a wheel is built from (everything else in the repository stays out of it).
+SOURCES = ["pyproject.toml", "README.md", "bergen_env", "training", "docs"]
+
+
+def find_packages(folder: Path) -> set[str]:
+    """Dotted names of the packages (folders with ``__init__.py``) below ``folder``."""
+    return {
+        ".".join(init.parent.relative_to(folder).parts)
+        for init in folder.rglob("__init__.py")
+        if init.parent != folder
+    }
+
+
+def repo_module(name: str) -> str:
+    """The module of an installed name as it is imported from a checkout."""
+    prefix = "bergen_env.training"
+    return "training" + name[len(prefix) :] if name.startswith(prefix) else name
+
+
+def test_every_package_is_listed() -> None:
+    """``packages`` is an explicit list (for the training/ mapping): it must not miss one."""
+    found = {"bergen_env"} | {f"bergen_env.{p}" for p in find_packages(ROOT / "bergen_env")}
+    mapping = SETUPTOOLS["package-dir"]
+    for name, folder in mapping.items():
+        found |= {name} | {f"{name}.{p}" for p in find_packages(ROOT / folder)}
+    assert set(SETUPTOOLS["packages"]) == found
+
+
+def test_console_scripts_resolve() -> None:
+    scripts = PYPROJECT["project"]["scripts"]
+    assert {"bergen-train", "bergen-evaluate", "bergen-play", "bergen-replay"} <= set(scripts)
+    for target in scripts.values():
+        module, _, func = target.partition(":")
+        assert callable(getattr(importlib.import_module(repo_module(module)), func)), target
+
+
+def test_rules_document_is_the_docs_page() -> None:
+    shipped = ROOT / "bergen_env" / "RULES.md"
+    assert shipped.is_symlink() and shipped.resolve() == (ROOT / "docs" / "rules.md").resolve()
+
+
+@pytest.fixture(scope="module")
+def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A wheel built (with pip, isolated) from a copy of the sources."""
+    src = tmp_path_factory.mktemp("src")
+    for name in SOURCES:
+        path = ROOT / name
+        if path.is_dir():
+            shutil.copytree(
+                path, src / name, symlinks=True, ignore=shutil.ignore_patterns("__pycache__")
+            )
+        else:
+            shutil.copy2(path, src / name)
+    out = tmp_path_factory.mktemp("dist")
+    cmd = [sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", str(out), str(src)]
+    subprocess.run(cmd, check=True, capture_output=True, timeout=600)
+    (found,) = out.glob("bergen_env-*.whl")
+    return found
+
+
+@pytest.mark.slow
+def test_wheel_holds_one_top_level_package(wheel: Path) -> None:
+    with zipfile.ZipFile(wheel) as archive:
+        names = archive.namelist()
+        rules = archive.read("bergen_env/RULES.md").decode()
+    tops = {n.split("/")[0] for n in names if not n.split("/")[0].endswith(".dist-info")}
+    assert tops == {"bergen_env"}
+    assert "bergen_env/py.typed" in names
+    assert "bergen_env/training/train.py" in names and "bergen_env/training/cli.py" in names
+    assert rules == (ROOT / "docs" / "rules.md").read_text()  # the text, not a link
+
+
+@pytest.fixture(scope="module")
+def fresh_venv(wheel: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A new virtual environment with the wheel and its base dependencies only."""
+    env_dir = tmp_path_factory.mktemp("venv")
+    venv.EnvBuilder(with_pip=True).create(env_dir)
+    pip = [str(env_dir / "bin" / "python"), "-m", "pip", "install", "-q", str(wheel)]
+    subprocess.run(pip, check=True, capture_output=True, timeout=900)
+    return env_dir / "bin"
+
+
+def run_in(
+    bin_dir: Path, cmd: list[str], cwd: Path, stdin: str = ""
+) -> subprocess.CompletedProcess:
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
+    env["PYTHONIOENCODING"] = "utf-8"
+    return subprocess.run(
+        [str(bin_dir / cmd[0]), *cmd[1:]],
+        cwd=cwd,  # not the repository: nothing of the checkout on sys.path
+        input=stdin,
+        capture_output=True,
+        encoding="utf-8",
+        timeout=600,
+        env=env,
+    )
+
+
+@pytest.mark.slow
+def test_base_install_runs_the_clis_and_ships_the_rules(fresh_venv: Path, tmp_path: Path) -> None:
+    probe = run_in(
+        fresh_venv,
+        [
+            "python",
+            "-c",
+            "import importlib.util as u, bergen_env, bergen_env.training.cli; "
+            "print(u.find_spec('training'), u.find_spec('torch'), "
+            "(u.find_spec('bergen_env').submodule_search_locations[0]))",
+        ],
+        tmp_path,
+    )
+    assert probe.returncode == 0, probe.stderr
+    no_training, no_torch, location = probe.stdout.split()
+    assert no_training == "None" and no_torch == "None"
+    assert "site-packages" in location
+
+    evaluate = run_in(
+        fresh_venv, ["bergen-evaluate", "--agents", "greedy", "random", "--matches", "4"], tmp_path
+    )
+    assert evaluate.returncode == 0, evaluate.stderr
+    assert "greedy" in evaluate.stdout and "win rate" in evaluate.stdout
+
+    replay_file = tmp_path / "m.jsonl"
+    play = run_in(
+        fresh_venv,
+        ["bergen-play", "--opponents", "greedy", "--seed", "3", "--replay", str(replay_file)],
+        tmp_path,
+        stdin="1\n" * 400,
+    )
+    assert play.returncode == 0, play.stderr
+    assert "match over" in play.stdout and play.stderr == ""
+
+    replay = run_in(fresh_venv, ["bergen-replay", str(replay_file), "--verify"], tmp_path)
+    assert replay.returncode == 0, replay.stderr
+    assert "reproduce every recorded score" in replay.stdout
+
+    # what needs the [train] extra says so in one line
+    for cmd in (
+        ["bergen-train", "--config", "quick.yaml"],
+        ["bergen-evaluate", "--agents", "ppo:policy.zip", "random"],
+        ["bergen-play", "--opponents", "ppo:policy.zip"],
+    ):
+        proc = run_in(fresh_venv, cmd, tmp_path)
+        assert proc.returncode == 2, (cmd, proc.stderr)
+        assert proc.stderr.count("\n") == 1 and "Traceback" not in proc.stderr, proc.stderr
+        assert "needs the [train] extra" in proc.stderr, proc.stderr
+
+    # the rules page, as a user reads it from the installed package
+    code = (
+        "import importlib.resources as r; "
+        "print(r.files('bergen_env').joinpath('RULES.md').read_text(encoding='utf-8'))"
+    )
+    proc = run_in(fresh_venv, ["python", "-c", code], tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.rstrip("\n") == (ROOT / "docs" / "rules.md").read_text().rstrip("\n")
