@@ -1,7 +1,8 @@
 """Scripted opponents and the agent interface. See :mod:`bergen_env.agents.base`.
 
-Registered kinds: ``random``, ``greedy``, ``heuristic`` and ``search`` (PIMC), e.g.
-``make_agent("search:samples=200")``.
+Registered kinds: ``random``, ``greedy``, ``heuristic``, ``search`` (PIMC), e.g.
+``make_agent("search:samples=200")``, and ``policy`` (a portable policy file,
+``make_agent("policy:policies/standard_2p.safetensors")``).
 """
 
 from bergen_env.agents.base import (
@@ -13,6 +14,7 @@ from bergen_env.agents.base import (
 )
 from bergen_env.agents.greedy import GreedyAgent
 from bergen_env.agents.heuristic import HeuristicAgent
+from bergen_env.agents.policy import PolicyAgent
 from bergen_env.agents.random_agent import RandomAgent
 from bergen_env.agents.search import SearchAgent
 
@@ -21,6 +23,7 @@ for _kind, _factory in (
     ("greedy", GreedyAgent),
     ("heuristic", HeuristicAgent),
     ("search", SearchAgent),
+    ("policy", PolicyAgent),
 ):
     register_agent(_kind, _factory, overwrite=True)
 
@@ -28,6 +31,7 @@ __all__ = [
     "Agent",
     "GreedyAgent",
     "HeuristicAgent",
+    "PolicyAgent",
     "RandomAgent",
     "SearchAgent",
     "make_agent",
