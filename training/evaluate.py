@@ -1,13 +1,15 @@
 """Evaluate agents against each other: a duplicate tournament with intervals, table, JSON/CSV/PNG.
 
-    python -m training.evaluate --agents ppo:policies/standard_2p.zip heuristic --matches 2000
+    python -m training.evaluate --agents policy:policies/standard_2p.safetensors heuristic
     python -m training.evaluate --agents greedy random heuristic --players 3 --json out.json
     python -m training.evaluate --agents heuristic random --players 4 --partnerships \\
         --rules traditional --rule-override target=10 --workers 2 --plot winrates.png
 
-An agent is a scripted name (``random``, ``greedy``, ``heuristic``, ``search:samples=200``) or a
-trained policy ``ppo:PATH``. The format and the statistics are described in
-:mod:`bergen_env.arena`; the same ``--seed`` gives the same numbers whatever ``--workers`` is.
+An agent is a scripted name (``random``, ``greedy``, ``heuristic``, ``search:samples=200``), a
+portable policy file ``policy:PATH.safetensors`` (numpy only), or a MaskablePPO zip
+``ppo:PATH`` (unpickled, so only with ``--trust-pickle``; needs the train extra). The format
+and the statistics are described in :mod:`bergen_env.arena`; the same ``--seed`` gives the same
+numbers whatever ``--workers`` is.
 """
 
 from __future__ import annotations
@@ -37,14 +39,23 @@ def register_policy_kinds(agents: list[str]) -> None:
         return
     try:
         import training.policies  # noqa: F401
-    except ModuleNotFoundError as exc:
-        if exc.name != "training.policies":
+    except ModuleNotFoundError as exc:  # without the train extra, "ppo" stays unknown
+        if exc.name not in ("training.policies", "torch", "sb3_contrib", "stable_baselines3"):
             raise
     try:  # registers "rllib" (Ray itself is imported only when an rllib agent is built)
         import training.rllib_policies  # noqa: F401
     except ModuleNotFoundError as exc:
         if exc.name is None or exc.name.partition(".")[0] != "ray":
             raise
+
+
+def trusted(spec: str) -> str:
+    """``spec`` with ``trust_pickle=true`` if it names a ``ppo`` zip (for ``--trust-pickle``)."""
+    if parse_agent_spec(spec)[0] != "ppo" or "ppo" not in registered_agents():
+        return spec
+    from training.policies import with_trust_pickle
+
+    return with_trust_pickle(spec)
 
 
 CSV_FIELDS = (
@@ -84,7 +95,14 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         nargs="+",
         required=True,
         metavar="AGENT",
-        help="agent strings: random, greedy, heuristic, search:samples=200, ppo:PATH",
+        help="agent strings: random, greedy, heuristic, search:samples=200, "
+        "policy:FILE.safetensors, ppo:PATH (with --trust-pickle)",
+    )
+    p.add_argument(
+        "--trust-pickle",
+        action="store_true",
+        help="allow ppo:PATH zips, which are unpickled and so can run code: only for your own "
+        "files (share policies as policy:FILE.safetensors instead)",
     )
     p.add_argument("--players", type=int, default=2, help="seats: 2, 3 or 4 (default 2)")
     p.add_argument("--partnerships", action="store_true", help="4 players in two teams")
@@ -199,6 +217,8 @@ def main(argv: list[str] | None = None) -> int:
         rules = build_rules(args)
         try:
             register_policy_kinds(args.agents)
+            if args.trust_pickle:
+                args.agents = [trusted(a) for a in args.agents]
         except ValueError as exc:  # an empty agent string
             raise UsageError(str(exc)) from None
         try:

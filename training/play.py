@@ -1,7 +1,7 @@
 """Play Bergen in the terminal against any agents, and optionally save the match as a replay.
 
     python -m training.play --opponents heuristic
-    python -m training.play --opponents greedy ppo:runs/x/model.zip --players 3 --seed 7
+    python -m training.play --opponents greedy policy:run/final_model.safetensors --players 3
     python -m training.play --opponents random --players 4 --partnerships --seat 1 --replay m.jsonl
 
 You take one seat (``--seat``, default 0); the opponents fill the other seats in turn order (one
@@ -30,10 +30,13 @@ from bergen_env.rules import PRESETS, Rules
 from bergen_env.tiles import tile_str
 
 try:  # registers "ppo:PATH" agents when the training extra is installed
-    import training.policies  # noqa: F401
-except ModuleNotFoundError as exc:
-    if exc.name != "training.policies":
+    from training.policies import with_trust_pickle
+except ModuleNotFoundError as exc:  # the base install plays portable policies (policy:PATH)
+    if exc.name not in ("training.policies", "torch", "sb3_contrib", "stable_baselines3"):
         raise
+
+    def with_trust_pickle(spec: str) -> str:
+        return spec
 
 
 class EndOfInput(Exception):
@@ -253,7 +256,13 @@ def build_parser() -> argparse.ArgumentParser:
         required=True,
         metavar="AGENT",
         help="agents for the other seats in turn order (one name fills all), "
-        "e.g. heuristic, greedy, random, 'search:samples=200', ppo:PATH",
+        "e.g. heuristic, greedy, random, 'search:samples=200', policy:FILE.safetensors",
+    )
+    p.add_argument(
+        "--trust-pickle",
+        action="store_true",
+        help="allow ppo:PATH zips, which are unpickled and so can run code: only for your own "
+        "files (share policies as policy:FILE.safetensors instead)",
     )
     p.add_argument("--players", type=int, default=2, choices=(2, 3, 4), help="seats (default 2)")
     p.add_argument("--partnerships", action="store_true", help="4 players in two partnerships")
@@ -284,9 +293,14 @@ def main(
         parser.error(f"--seat {args.seat} is out of range 0..{args.players - 1}")
     try:
         specs = seat_opponents(args.opponents, args.players, args.seat)
+        if args.trust_pickle:
+            specs = [None if s is None else with_trust_pickle(s) for s in specs]
         agents: list[Agent] = [
             HumanAgent(stdin, out) if spec is None else make_agent(spec) for spec in specs
         ]
+        for seat, agent in enumerate(agents):  # policies trained for other rules fail here
+            if not isinstance(agent, HumanAgent):
+                agent.reset(rules, seat, np.random.default_rng(0))
     except ValueError as exc:
         parser.error(str(exc))
     seed = args.seed
