@@ -46,12 +46,12 @@ from typing import Any
 import numpy as np
 import pyspiel
 
-from bergen_env.actions import DRAW, action_str
-from bergen_env.engine import BergenState, lead_of
+from bergen_env.actions import DOUBLE_PLAY, DRAW, PASS, action_str
+from bergen_env.engine import BergenState, PublicView, lead_of
 from bergen_env.errors import InvalidOptionError
 from bergen_env.observation import OBS_SIZE, Encoder
-from bergen_env.rules import PRESETS, Rules
-from bergen_env.tiles import NUM_TILES, TILES, tile_str
+from bergen_env.rules import PRESETS, RULE_OPTIONS, Rules
+from bergen_env.tiles import DOUBLE_ID, NUM_TILES, TILES, tile_str
 
 GAME_NAME = "bergen"
 _TILE_TEXT = tuple(tile_str(t) for t in range(NUM_TILES))
@@ -100,6 +100,55 @@ def parse_options(text: str) -> dict[str, Any]:
             except ValueError:
                 out[key.strip()] = value
     return out
+
+
+def game_parameters(rules: Rules, **extra: Any) -> dict[str, Any]:
+    """Game parameters that play ``rules`` exactly (every option spelt out), plus ``extra``."""
+    options = ",".join(
+        f"{k}={str(v).lower() if isinstance(v, bool) else v}"
+        for k, v in rules.to_dict().items()
+        if k in RULE_OPTIONS
+    )
+    return {
+        "rules": rules.name if rules.name in PRESETS else "standard",
+        "players": rules.num_players,
+        "partnerships": rules.partnerships,
+        "options": options,
+        **extra,
+    }
+
+
+def state_from_view(
+    game: pyspiel.Game, view: PublicView, rng: np.random.Generator
+) -> BergenGameState:
+    """A state of ``game`` that ``view.seat`` cannot tell from the real one (between moves).
+
+    The tiles the seat cannot see are sampled (:class:`HiddenTileSampler`). The state recalls
+    the current hand only, and the split of each seat's tiles into dealt and drawn ones is a
+    reconstruction (the view does not say which tiles were drawn).
+    """
+    from bergen_env.agents.sampling import HiddenTileSampler
+
+    state = game.new_initial_state()
+    m = state._m
+    if view.rules != m.variant.rules:
+        raise ValueError(f"the view's rules {view.rules} are not the game's {m.variant.rules}")
+    pool = m.variant.pool
+    view = dataclasses.replace(
+        view, unseen_counts=tuple(min(u, pool[t]) for t, u in enumerate(view.unseen_counts))
+    )
+    hands, boneyard = HiddenTileSampler(view).sample(rng)
+    m.engine = BergenState.from_view(view, hands, boneyard, np.random.default_rng(0))
+    m.dealing, m.hand = False, view.hand_number
+    events: list[tuple[str, int, int]] = []
+    for seat in range(view.rules.num_players):
+        events += [("deal", seat, -1)] * view.rules.hand_size
+    for seat, action in view.moves:
+        events.append(("move", seat, action))
+        if action == DRAW:
+            events.append(("draw", seat, -1))
+    m.events = _resampled_events(events, 0, -1, hands, m.engine)
+    return state
 
 
 def rules_from_parameters(params: dict[str, Any]) -> Rules:
@@ -459,6 +508,15 @@ class BergenGameState(pyspiel.State):
         return " ".join(parts)
 
 
+def _tiles_played(action: int) -> tuple[int, ...]:
+    """The tiles an action puts on the line (none for a draw or a pass)."""
+    if action < DRAW:
+        return (action >> 1,)
+    if action > PASS:  # two copies of a double at once (two sets)
+        return (DOUBLE_ID[action - DOUBLE_PLAY],) * 2
+    return ()
+
+
 def _resampled_events(
     events: list[tuple[str, int, int]],
     first: int,
@@ -472,7 +530,7 @@ def _resampled_events(
     held: dict[int, list[int]] = {}
     for s in range(e.num_players):
         if s != player:
-            played = [a >> 1 for seat, a in e.moves if seat == s and a < DRAW]
+            played = [t for seat, a in e.moves if seat == s for t in _tiles_played(a)]
             held[s] = played + sorted(hands[s])
     out = list(events[:first])
     for kind, seat, value in events[first:]:
