@@ -20,8 +20,9 @@ players             the seats; in partnerships seats 0/2 and 1/3 are sides
 actions             the engine's action ids (:mod:`bergen_env.actions`): play tile on an
                     end, draw, pass (and the double plays of two sets)
 chance              explicit: every tile of every deal (seat 0's hand, then seat 1's,
-                    ...; a deal without a double is dealt again, RULES.md §4) and the
-                    tile of every draw (uniform over the boneyard's tiles)
+                    ...; with one set each hand in ascending order; a deal without a
+                    double is dealt again, RULES.md §4) and the tile of every draw
+                    (uniform over the boneyard's tiles)
 returns             the engine's: +1 to the winning side, -1/(sides-1) to the others;
                     zeros for a match cut by ``max_hands``
 observation tensor  the project's observation (:class:`bergen_env.observation.Encoder`,
@@ -41,6 +42,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import math
 from typing import Any
 
 import numpy as np
@@ -331,8 +333,32 @@ class BergenGameState(pyspiel.State):
             left = e.boneyard[e.bone_pos :]
             tiles = sorted(set(left))
             return [(t, left.count(t) / len(left)) for t in tiles]
-        total = sum(self._m.remaining)
-        return [(t, c / total) for t, c in enumerate(self._m.remaining) if c]
+        return self._deal_outcomes()
+
+    def _deal_outcomes(self) -> list[tuple[int, float]]:
+        """The next dealt tile's distribution: each hand a uniformly random set of tiles.
+
+        With one set each hand is dealt in ascending order, so a hand is one path of the tree
+        (not one per order): the next tile is the smallest of the ``j`` still to come, drawn
+        from the ``m`` candidates above the last one with probability C(above, j-1) / C(m, j).
+        With two sets the tiles come in dealing order, each with probability copies / left.
+        """
+        m = self._m
+        if m.variant.rules.sets == 2:
+            total = sum(m.remaining)
+            return [(t, c / total) for t, c in enumerate(m.remaining) if c]
+        size = m.variant.rules.hand_size
+        j = size - len(m.deal) % size
+        last = m.deal[-1] if len(m.deal) % size else -1
+        candidates = [t for t in range(last + 1, NUM_TILES) if m.remaining[t]]
+        ways = math.comb(len(candidates), j)
+        out = []
+        for i, t in enumerate(candidates):
+            above = len(candidates) - i - 1
+            if above < j - 1:
+                break
+            out.append((t, math.comb(above, j - 1) / ways))
+        return out
 
     def _apply_action(self, action: int) -> None:
         if self._m.drawing:
@@ -402,8 +428,11 @@ class BergenGameState(pyspiel.State):
     # ---------------------------------------------------------------- dealing and drawing
 
     def _deal_tile(self, tile: int) -> None:
-        if not self._m.remaining[tile]:
-            raise pyspiel.SpielError(f"deal {tile_str(tile)}: no copy of it is left to deal")
+        if tile not in dict(self._deal_outcomes()):
+            raise pyspiel.SpielError(
+                f"deal {tile_str(tile)}: not a possible next tile (left: {self._m.remaining}; "
+                f"one set deals each hand in ascending order)"
+            )
         rules = self._m.variant.rules
         self._m.remaining[tile] -= 1
         self._m.deal.append(tile)
