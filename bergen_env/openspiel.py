@@ -417,7 +417,7 @@ class BergenGameState(pyspiel.State):
         c._m.events = _resampled_events(self._m.events, self._m.hand_start, player, hands, e)
         return c
 
-    def game_view(self, player: int):  # noqa: ANN201 (PublicView)
+    def game_view(self, player: int) -> PublicView:
         """The engine's public view of ``player``, with the unseen tiles limited to the pool."""
         assert self._m.engine is not None
         view = self._m.engine.public_view(player)
