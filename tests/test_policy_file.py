@@ -379,9 +379,8 @@ def test_unknown_activation_and_unreadable_files(tmp_path: Path) -> None:
 def test_fresh_base_install_evaluates_a_portable_policy(tmp_path: Path) -> None:
     """``pip install .`` alone (no torch): the CLI plays the shipped portable policy."""
     src = tmp_path / "src"
-    for item in ("bergen_env", "training", "pyproject.toml", "README.md"):
-        copy = shutil.copytree if (ROOT / item).is_dir() else shutil.copy
-        copy(ROOT / item, src / item)
+    skip = shutil.ignore_patterns(".git", ".venv", "runs", "build", "*.egg-info", "__pycache__")
+    shutil.copytree(ROOT, src, ignore=skip)
     venv = tmp_path / "venv"
     subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
     py = venv / "bin" / "python"
@@ -389,18 +388,11 @@ def test_fresh_base_install_evaluates_a_portable_policy(tmp_path: Path) -> None:
     subprocess.run([*pip, str(src)], check=True, timeout=900)
     no_torch = subprocess.run([str(py), "-c", "import torch"], capture_output=True, cwd=tmp_path)
     assert no_torch.returncode != 0
+    script = venv / "bin" / "bergen-evaluate"  # the console script, where the package has it
+    evaluate = [str(script)] if script.exists() else [str(py), "-m", "training.evaluate"]
+    policy = f"policy:{shipped('standard_2p')}"
     out = subprocess.run(
-        [
-            str(py),
-            "-m",
-            "training.evaluate",
-            "--agents",
-            f"policy:{shipped('standard_2p')}",
-            "heuristic",
-            "--matches",
-            "50",
-            "--no-progress",
-        ],
+        [*evaluate, "--agents", policy, "heuristic", "--matches", "50", "--no-progress"],
         capture_output=True,
         text=True,
         cwd=tmp_path,
@@ -408,16 +400,9 @@ def test_fresh_base_install_evaluates_a_portable_policy(tmp_path: Path) -> None:
     )
     assert out.returncode == 0, out.stderr
     assert "standard_2p.safetensors" in out.stdout and "50" in out.stdout
+    zip_spec = f"ppo:{shipped('standard_2p', '.zip')}"
     refused = subprocess.run(
-        [
-            str(py),
-            "-m",
-            "training.evaluate",
-            "--agents",
-            f"ppo:{shipped('standard_2p', '.zip')}",
-            "heuristic",
-            "--no-progress",
-        ],
+        [*evaluate, "--agents", zip_spec, "heuristic", "--no-progress"],
         capture_output=True,
         text=True,
         cwd=tmp_path,
