@@ -12,7 +12,7 @@ $(STAMP): pyproject.toml
 	$(PY) -m pip install --quiet --upgrade pip
 	# CPU build of torch first: an unpinned torch would pull a multi-GB CUDA build.
 	$(PY) -m pip install --quiet torch==2.13.0
-	$(PY) -m pip install --quiet -e ".[train,dev,rllib,openspiel]"
+	$(PY) -m pip install --quiet -e ".[train,dev,rllib,render,vector,openspiel]"
 	touch $(STAMP)
 
 setup: $(STAMP)

@@ -1,5 +1,9 @@
 """bergen_env: the Bergen domino game as a rules engine and a PettingZoo AEC environment.
 
+Importing the package loads the numpy-only engine; ``env`` and ``raw_env`` load PettingZoo on
+first use. ``bergen_env/Bergen-v0`` is registered with Gymnasium and PettingZoo as soon as
+either is imported (see :mod:`bergen_env.registration`).
+
 >>> import bergen_env
 >>> env = bergen_env.env(num_players=2)
 >>> env.reset(seed=0)
@@ -7,8 +11,10 @@
 ['action_mask', 'observation']
 """
 
+from importlib import import_module
+from typing import Any
+
 from bergen_env.actions import DOUBLE_PLAY, DRAW, PASS, action_str, parse_action, play_action
-from bergen_env.aec_env import env, raw_env
 from bergen_env.engine import BergenState, HandResult, PublicView, blocked_winner
 from bergen_env.errors import (
     BergenError,
@@ -19,6 +25,7 @@ from bergen_env.errors import (
     InvalidTileError,
 )
 from bergen_env.observation import OBS_SIZE, STATE_SIZE, Encoder
+from bergen_env.registration import register_envs
 from bergen_env.rules import PRESETS, Rules
 from bergen_env.tiles import TILES, parse_tile, tile_str
 
@@ -54,27 +61,21 @@ __all__ = [
 ]
 
 
-def _register() -> None:
-    """Register with PettingZoo's registry where the installed PettingZoo has one."""
-    try:
-        from pettingzoo import aec_registry, register
-    except ImportError:  # older PettingZoo without a registry
-        return
-    if "bergen_env/Bergen-v0" not in aec_registry:
-        register("aec", "bergen_env/Bergen-v0", entry_point="bergen_env.aec_env:env")
+_LAZY = {"env": "bergen_env.aec_env", "raw_env": "bergen_env.aec_env"}
 
 
-_register()
+def __getattr__(name: str) -> Any:
+    """``env`` and ``raw_env`` load the AEC env (and PettingZoo) on first use."""
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'bergen_env' has no attribute {name!r}")
+    value = getattr(import_module(module), name)
+    globals()[name] = value
+    return value
 
 
-def _register_gymnasium() -> None:
-    """Register the single-agent env (one learner against agents) with Gymnasium."""
-    import gymnasium
-
-    if "bergen_env/Bergen-v0" not in gymnasium.registry:
-        gymnasium.register(
-            "bergen_env/Bergen-v0", entry_point="bergen_env.single_agent:BergenSingleAgentEnv"
-        )
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_LAZY))
 
 
-_register_gymnasium()
+register_envs()

@@ -17,12 +17,12 @@ import numpy as np
 
 from bergen_env.errors import IllegalActionError, InvalidTileError
 from bergen_env.tiles import IS_DOUBLE, NUM_NUMBERS, NUM_TILES, TILES, parse_tile, tile_str
+from bergen_env.validation import is_int
 
 NUM_PLAY_ACTIONS = 2 * NUM_TILES  # 56
 DRAW = NUM_PLAY_ACTIONS  # 56
 PASS = DRAW + 1  # 57
 DOUBLE_PLAY = PASS + 1  # 58 + n
-NUM_ACTIONS_ONE_SET = DOUBLE_PLAY  # 58
 NUM_ACTIONS_TWO_SETS = DOUBLE_PLAY + NUM_NUMBERS  # 65
 END_NAMES = ("left", "right")
 
@@ -79,7 +79,7 @@ def parse_action(text: str) -> int:
 
 def check_action_id(action: object, num_actions: int) -> int:
     """Return ``action`` as an int if it is an integer in ``0..num_actions-1``, else raise."""
-    if isinstance(action, (bool, np.bool_)) or not isinstance(action, (int, np.integer)):
+    if type(action) is not int and not is_int(action):  # exact ints skip the general check
         if isinstance(action, np.ndarray) and action.shape == () and action.dtype.kind in "iu":
             action = action.item()
         else:

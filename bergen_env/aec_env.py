@@ -21,7 +21,9 @@ Arguments
 :class:`bergen_env.Rules`), any rule option of RULES.md §3 as an override
 (``lead="highest"``, ``domino_points=5``, ...),
 ``reward`` (``"match"`` or ``"points"``), ``max_hands`` (a match still running after this many
-hands is truncated, reward 0; default 2000), ``render_mode`` (``"ansi"`` or ``"human"``).
+hands is truncated, reward 0; default 2000), ``render_mode`` (``"ansi"`` or ``"human"``: the
+whole table as text; ``"rgb_array"``: the view of the agent on turn as a ``(544, 960, 3)`` uint8
+image, other hands face down; needs Pillow, the ``render`` extra).
 
 Actions
 -------
@@ -51,6 +53,14 @@ Rewards
 gets its side's score change minus the mean change of the other sides (zero-sum, dense).
 ``infos[agent]["scores"]`` holds every side's match score after every step.
 
+Illegal actions and reset options
+---------------------------------
+``env()``: an illegal action ends the match (the offender gets -1, every other agent 0, with a
+warning; PettingZoo's ``TerminateIllegalWrapper``); an action outside ``0..A-1`` raises
+``IllegalActionError`` naming it and the legal actions. ``raw_env()`` raises
+``IllegalActionError`` for both. ``reset(options={"deals": [...]})`` plays scripted deals (see
+:func:`bergen_env.engine.validate_deal`); any other reset option is an ``InvalidOptionError``.
+
 Version history
 ---------------
 * v0: initial release.
@@ -58,7 +68,6 @@ Version history
 
 from __future__ import annotations
 
-import warnings
 from typing import Any
 
 import numpy as np
@@ -68,17 +77,18 @@ from pettingzoo.utils import wrappers
 
 from bergen_env.actions import action_str, check_action_id
 from bergen_env.engine import BergenState, PublicView
+from bergen_env.env_options import DEFAULT_MAX_HANDS, EnvOptions
 from bergen_env.errors import GameOverError, IllegalActionError, InvalidOptionError
 from bergen_env.observation import OBS_SIZE, STATE_SIZE, Encoder, obs_bounds
 from bergen_env.render import render_text
-from bergen_env.rules import Rules, make_rules
-
-REWARD_MODES = ("match", "points")
-DEFAULT_MAX_HANDS = 2000
+from bergen_env.render_image import render_rgb
+from bergen_env.rules import Rules
 
 
 def env(**kwargs: Any) -> AECEnv:
-    """The Bergen AEC env with PettingZoo's classic wrappers (illegal move ends the match)."""
+    """The Bergen AEC env with PettingZoo's classic wrappers: an illegal action ends the match
+    (the offender loses, with a warning); an action outside ``0..A-1`` raises
+    ``IllegalActionError`` naming it and the legal ones."""
     aec = raw_env(**kwargs)
     aec = TerminateIllegalWrapper(aec, illegal_reward=-1)
     aec = AssertOutOfBoundsWrapper(aec)
@@ -91,7 +101,7 @@ class _UnwrappedAttribute:
     unwrapped env directly, for the wrappers that :func:`env` applies.
 
     PettingZoo's wrappers forward these reads through ``__getattr__``: a failed lookup and a
-    Python call per layer, read dozens of times per step (half of a wrapped step's time). This
+    Python call per layer, read dozens of times per step. This
     is a non-data descriptor, so an attribute set on the wrapper itself still shadows it, and
     before ``reset`` it defers to ``OrderEnforcingWrapper.__getattr__``, which raises.
     """
@@ -143,7 +153,20 @@ class TerminateIllegalWrapper(_DirectReads, wrappers.TerminateIllegalWrapper):
 
 
 class AssertOutOfBoundsWrapper(_DirectReads, wrappers.AssertOutOfBoundsWrapper):
-    """PettingZoo's ``AssertOutOfBoundsWrapper`` with direct attribute reads."""
+    """PettingZoo's ``AssertOutOfBoundsWrapper`` with direct attribute reads, raising
+    ``IllegalActionError`` (naming the action and the legal ones) instead of a bare assert."""
+
+    def step(self, action: Any) -> None:
+        raw = self._raw_env
+        agent = raw.agent_selection
+        if not (action is None and (raw.terminations[agent] or raw.truncations[agent])):
+            try:
+                check_action_id(action, raw.rules.num_actions)
+            except IllegalActionError as exc:
+                raise IllegalActionError(
+                    f"{exc} for {agent}; legal actions: {raw.game.legal_actions_text()}"
+                ) from None
+        wrappers.BaseWrapper.step(self, action)  # past PettingZoo's assert
 
 
 class OrderEnforcingWrapper(_DirectReads, wrappers.OrderEnforcingWrapper):
@@ -164,10 +187,10 @@ class raw_env(AECEnv):
     """The bare Bergen AEC env: an illegal action raises ``IllegalActionError``."""
 
     metadata = {
-        "render_modes": ["human", "ansi"],
+        "render_modes": ["human", "ansi", "rgb_array"],
         "name": "bergen_v0",
         "is_parallelizable": False,
-        "render_fps": 1,
+        "render_fps": 2,
     }
 
     def __init__(
@@ -181,30 +204,21 @@ class raw_env(AECEnv):
         **overrides: Any,
     ) -> None:
         super().__init__()
-        # None: the given Rules' seating, or 2 players without partnerships for a preset
-        seating = {"num_players": num_players, "partnerships": partnerships}
-        seating = {k: v for k, v in seating.items() if v is not None}
-        self.rules = make_rules(rules, **seating, **overrides)
-        if reward not in REWARD_MODES:
-            raise InvalidOptionError(
-                f"option 'reward' must be one of {REWARD_MODES}, got {reward!r}"
-            )
-        if max_hands is not None and (
-            isinstance(max_hands, bool)
-            or not isinstance(max_hands, (int, np.integer))
-            or max_hands < 1
-        ):
-            raise InvalidOptionError(
-                f"option 'max_hands' must be a positive int or None, got {max_hands!r}"
-            )
-        if render_mode is not None and render_mode not in self.metadata["render_modes"]:
-            raise InvalidOptionError(
-                f"option 'render_mode' must be one of {self.metadata['render_modes']} or None, "
-                f"got {render_mode!r}"
-            )
-        self.reward_mode = reward
-        self.max_hands = max_hands
-        self.render_mode = render_mode
+        opts = EnvOptions.resolve(
+            rules,
+            num_players,
+            partnerships,
+            reward,
+            max_hands,
+            render_mode,
+            render_modes=self.metadata["render_modes"],
+            **overrides,
+        )
+        self.options = opts
+        self.rules = opts.rules
+        self.reward_mode = opts.reward
+        self.max_hands = opts.max_hands
+        self.render_mode = opts.render_mode
         n = self.rules.num_players
         self.possible_agents = [f"player_{i}" for i in range(n)]
         self.agents = self.possible_agents[:]
@@ -248,9 +262,9 @@ class raw_env(AECEnv):
         deals = None
         if options:
             unknown = sorted(set(options) - {"deals"})
-            if unknown:  # a warning, not an error: PettingZoo's api_test passes a dummy option
-                warnings.warn(
-                    f"reset() ignores unknown option(s) {unknown}; known: ['deals']", stacklevel=2
+            if unknown:
+                raise InvalidOptionError(
+                    f"reset() got unknown option(s) {unknown}; known: ['deals']"
                 )
             deals = options.get("deals")
         self._game = BergenState(self.rules, seed=self._rng, deals=deals)
@@ -348,12 +362,18 @@ class raw_env(AECEnv):
         """The structured public view of ``agent``'s seat (for scripted agents and UIs)."""
         return self.game.public_view(self.agent_name_mapping[agent])
 
-    def render(self) -> str | None:
+    def render(self) -> str | np.ndarray | None:
+        """``"human"`` prints and ``"ansi"`` returns the whole table as text; ``"rgb_array"``
+        returns the view of the agent on turn as an image (:mod:`bergen_env.render_image`)."""
         if self.render_mode is None:
             import gymnasium
 
-            gymnasium.logger.warn("render() called without a render_mode; pass render_mode='ansi'")
+            gymnasium.logger.warn(
+                "render() called without a render_mode; pass render_mode='ansi' or 'rgb_array'"
+            )
             return None
+        if self.render_mode == "rgb_array":
+            return render_rgb(self.game, self.game.current_player)
         text = render_text(self.game)
         if self.render_mode == "human":
             print(text)

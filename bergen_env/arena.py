@@ -59,6 +59,7 @@ from bergen_env.observation import Encoder
 from bergen_env.ratings import elo_ratings
 from bergen_env.rules import Rules
 from bergen_env.stats import mean_interval, wilson_interval
+from bergen_env.validation import check_int, is_int
 
 DEAL_STREAM = 0
 AGENT_STREAM = 1
@@ -217,11 +218,7 @@ def play_match(
         view = state.public_view(seat) if needs_view[seat] else None
         obs = encoder.observe(state, seat) if needs_obs[seat] else None
         action = agents[seat].act(obs, state.legal_mask(), view)
-        if (
-            isinstance(action, (bool, np.bool_))
-            or not isinstance(action, (int, np.integer))
-            or not state.is_legal(int(action))
-        ):
+        if not is_int(action) or not state.is_legal(int(action)):
             raise IllegalActionError(_illegal_message(names[seat], seat, action, state))
         a = int(action)
         if a < DRAW or a >= DOUBLE_PLAY:  # a play: its score change beyond hand-end points
@@ -507,11 +504,7 @@ def _format_rows(rows: Sequence[Sequence[str]]) -> list[str]:
 
 
 def _check_positive_int(name: str, value: Any, minimum: int = 1) -> int:
-    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
-        raise ValueError(f"{name} must be an int, got {value!r}")
-    if value < minimum:
-        raise ValueError(f"{name} must be >= {minimum}, got {value}")
-    return int(value)
+    return check_int(name, value, minimum=minimum, label="argument", error=ValueError)
 
 
 def run_tournament(

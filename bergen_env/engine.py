@@ -682,13 +682,7 @@ class BergenState:
         c.voids = list(view.voids)
         # trailing forced draws of the player on turn; their earlier voids are not in the view,
         # so a play after them restores only the end numbers (less informative, never wrong)
-        run = 0
-        if not rules.voluntary_draw:
-            for seat, action in reversed(view.moves):
-                if seat != view.current_player or action != DRAW:
-                    break
-                run += 1
-        c._run_draws = run
+        c._run_draws = trailing_draws(view)
         c._run_voids = 0
         c.scores = list(view.scores)
         c.hand_number = view.hand_number
@@ -710,6 +704,19 @@ class BergenState:
 
 
 # ---------------------------------------------------------------------- pure helpers
+
+
+def trailing_draws(view: PublicView) -> int:
+    """The forced draws in a row that the player on turn has just made (0 with
+    ``voluntary_draw``, where a draw is no forced one): what ``from_view`` restores."""
+    if view.rules.voluntary_draw:
+        return 0
+    run = 0
+    for seat, action in reversed(view.moves):
+        if seat != view.current_player or action != DRAW:
+            break
+        run += 1
+    return run
 
 
 def _bits_of(row: list[int]) -> int:

@@ -113,18 +113,62 @@ STATE_SIZE = sum(size for _, size in STATE_LAYOUT)
 HIDDEN_SIZE = sum(size for _, size in HIDDEN_LAYOUT)
 _NEXT_DRAW = HIDDEN_SLICES["next_draw"].start
 _BONE_TILES = HIDDEN_SLICES["boneyard_tiles"].start
-_VOID_BITS = np.array([1 << n for n in range(NUM_NUMBERS)], dtype=np.int64)
 #: ``_VOID_ROWS[mask]``: the 7 flags of a 7-bit void mask, as bytes (one per number).
 _VOID_ROWS = tuple(
     bytes((mask >> n) & 1 for n in range(NUM_NUMBERS)) for mask in range(1 << NUM_NUMBERS)
 )
-# Start offsets of the observation views, for the byte-level fill in Encoder.observe.
-_HAND, _LINE, _UNSEEN = (OBS_SLICES[k].start for k in ("hand", "line", "unseen"))
-_LEFT, _RIGHT, _DOUBLES = (OBS_SLICES[k].start for k in ("left_end", "right_end", "end_doubles"))
-_EMPTY, _TO_MOVE, _SIZES = (OBS_SLICES[k].start for k in ("line_empty", "to_move", "hand_sizes"))
-_VOIDS, _BONE, _SCORES, _NEED, _POINTS = (
-    OBS_SLICES[k].start for k in ("voids", "boneyard", "scores", "need", "play_points")
-)
+
+
+def _shared_starts(slices: dict[str, slice]) -> tuple[int, ...]:
+    """Start offsets of the views both layouts hold, in the order :func:`_fill_shared` reads."""
+    names = ("line", "left_end", "right_end", "end_doubles", "line_empty", "to_move")
+    names += ("hand_sizes", "voids", "boneyard", "need")
+    return tuple(slices[k].start for k in names)
+
+
+_OBS_SHARED = _shared_starts(OBS_SLICES)
+_STATE_SHARED = _shared_starts(STATE_SLICES)
+_HAND, _UNSEEN, _POINTS = (OBS_SLICES[k].start for k in ("hand", "unseen", "play_points"))
+_LINE = OBS_SLICES["line"].start
+_OBS_SCORES, _STATE_SCORES = OBS_SLICES["scores"].start, STATE_SLICES["scores"].start
+_HANDS, _STATE_BONE = STATE_SLICES["hands"].start, STATE_SLICES["boneyard_tiles"].start
+
+
+def _fill_shared(
+    b: bytearray, starts: tuple[int, ...], s: BergenState, seat: int, first_side: int
+) -> None:
+    """Write the views both layouts share, as bytes, from ``seat``'s point of view (seat 0 and
+    side 0 first: the absolute order of the global state)."""
+    line, left, right, doubles, empty, to_move, sizes, voids_at, bone, need = starts
+    b[line : line + NUM_TILES] = s.line_counts
+    if s.line_len:
+        b[left + s.end_num[0]] = 1
+        b[right + s.end_num[1]] = 1
+        b[doubles] = s.end_dbl[0]
+        b[doubles + 1] = s.end_dbl[1]
+    else:
+        b[empty] = 1
+    n = s.num_players
+    b[to_move + (s.current_player - seat) % n] = 1
+    hand_len, voids = s.hand_len, s.voids
+    for k in range(n):
+        other = (seat + k) % n
+        b[sizes + k] = hand_len[other]
+        start = voids_at + k * NUM_NUMBERS
+        b[start : start + NUM_NUMBERS] = _VOID_ROWS[voids[other]]
+    b[bone] = s.boneyard_size
+    b[bone + 1] = s.drawable
+    target, sides, scores = s.rules.target, s.num_sides, s.scores
+    for j in range(sides):
+        score = scores[(first_side + j) % sides]
+        b[need + j * NEED_BINS + min(max(target - score, 1), NEED_BINS) - 1] = 1
+
+
+def _write_scores(out: np.ndarray, start: int, s: BergenState, first_side: int) -> None:
+    """Score / target per side from ``first_side`` on, clipped to [-2, 1] (not a byte)."""
+    target, sides, scores = s.rules.target, s.num_sides, s.scores
+    for j in range(sides):
+        out[start + j] = min(1.0, max(-2.0, scores[(first_side + j) % sides] / target))
 
 
 def obs_bounds(rules: Rules, layout: str = "obs") -> tuple[np.ndarray, np.ndarray]:
@@ -151,8 +195,12 @@ def obs_bounds(rules: Rules, layout: str = "obs") -> tuple[np.ndarray, np.ndarra
 
 
 class Encoder:
-    """Fills observations (and the global state) of one rules set into preallocated buffers.
+    """Fills observations (and the global state) of one rules set.
 
+    Both are written the same way: every integer-valued entry as one byte into a buffer that
+    starts from the layout's constant template (:func:`_fill_shared` writes the views both
+    layouts hold), converted to a new float32 array in one call, then the scores (the only
+    entries that are not small integers) are written as floats.
     ``views(array)`` gives the named views of any array of this layout, e.g.
     ``Encoder.views(obs)["hand"]``.
     """
@@ -161,26 +209,23 @@ class Encoder:
         self.rules = rules
         self.n = rules.num_players
         self.sides = rules.num_sides
-        self.state_buf = np.zeros(STATE_SIZE, dtype=np.float32)
-        self.sv = {name: self.state_buf[s] for name, s in STATE_SLICES.items()}
-        self._s_voids = self.sv["voids"].reshape(MAX_SEATS, NUM_NUMBERS)
-        self._s_need = self.sv["need"].reshape(MAX_SEATS, NEED_BINS)
-        self._s_hands = self.sv["hands"].reshape(MAX_SEATS, NUM_TILES)
         # constant parts: which relative seats exist and who is partner
         self._seats = np.zeros(MAX_SEATS, dtype=np.float32)
         self._seats[: self.n] = 1.0
         self._partner = np.zeros(MAX_SEATS, dtype=np.float32)
         if rules.partnerships:
             self._partner[2] = 1.0
-        # observe() writes every integer-valued entry as one byte into ``_bytes`` (starting from
-        # the constant template), converts the bytes to a new float32 array in one call, then
-        # fills the few entries that are not small integers (the scores).
         template = np.zeros(OBS_SIZE, dtype=np.uint8)
         Encoder.views(template)["seats"][:] = self._seats
         Encoder.views(template)["partner"][:] = self._partner
         self._template = template.tobytes()
         self._bytes = bytearray(self._template)
         self._bytes_array = np.frombuffer(self._bytes, dtype=np.uint8)
+        state_template = np.zeros(STATE_SIZE, dtype=np.uint8)
+        Encoder.views(state_template, "state")["seats"][:] = self._seats
+        self._state_template = state_template.tobytes()
+        self._state_bytes = bytearray(self._state_template)
+        self._state_bytes_array = np.frombuffer(self._state_bytes, dtype=np.uint8)
         self._sets = np.full(NUM_TILES, rules.sets, dtype=np.uint8)
 
     @staticmethod
@@ -188,27 +233,6 @@ class Encoder:
         """Named views into an observation (``layout="obs"``) or state array."""
         slices = OBS_SLICES if layout == "obs" else STATE_SLICES
         return {name: array[..., s] for name, s in slices.items()}
-
-    def _common(self, v: dict[str, np.ndarray], s: BergenState) -> None:
-        """The views that do not depend on the observer."""
-        v["line"][:] = s.line_counts
-        if s.line_len:
-            v["left_end"][s.end_num[0]] = 1.0
-            v["right_end"][s.end_num[1]] = 1.0
-            v["end_doubles"][0] = s.end_dbl[0]
-            v["end_doubles"][1] = s.end_dbl[1]
-        else:
-            v["line_empty"][0] = 1.0
-        v["seats"][:] = self._seats
-        v["boneyard"][0] = s.boneyard_size
-        v["boneyard"][1] = s.drawable
-
-    def _scores(self, scores: np.ndarray, need: np.ndarray, s: BergenState, first: int) -> None:
-        target = self.rules.target
-        for j in range(self.sides):
-            score = s.scores[(first + j) % self.sides]
-            scores[j] = min(1.0, max(-2.0, score / target))
-            need[j, min(max(target - score, 1), NEED_BINS) - 1] = 1.0
 
     def observe(self, s: BergenState, seat: int, legal: Sequence[int] | None = None) -> np.ndarray:
         """The observation of ``seat`` (a new array).
@@ -219,28 +243,8 @@ class Encoder:
         b = self._bytes
         b[:] = self._template
         b[_HAND : _HAND + NUM_TILES] = s.hands[seat]
-        b[_LINE : _LINE + NUM_TILES] = s.line_counts
-        if s.line_len:
-            b[_LEFT + s.end_num[0]] = 1
-            b[_RIGHT + s.end_num[1]] = 1
-            b[_DOUBLES] = s.end_dbl[0]
-            b[_DOUBLES + 1] = s.end_dbl[1]
-        else:
-            b[_EMPTY] = 1
-        n = self.n
-        b[_TO_MOVE + (s.current_player - seat) % n] = 1
-        hand_len, voids = s.hand_len, s.voids
-        for k in range(n):
-            other = (seat + k) % n
-            b[_SIZES + k] = hand_len[other]
-            start = _VOIDS + k * NUM_NUMBERS
-            b[start : start + NUM_NUMBERS] = _VOID_ROWS[voids[other]]
-        b[_BONE] = s.boneyard_size
-        b[_BONE + 1] = s.drawable
-        target, sides, first = self.rules.target, self.sides, s.side_of[seat]
-        for j in range(sides):
-            score = s.scores[(first + j) % sides]
-            b[_NEED + j * NEED_BINS + min(max(target - score, 1), NEED_BINS) - 1] = 1
+        first = s.side_of[seat]
+        _fill_shared(b, _OBS_SHARED, s, seat, first)
         if legal is None:
             legal = s.legal_actions() if seat == s.current_player else ()
         for a in legal:
@@ -251,26 +255,22 @@ class Encoder:
         np.subtract(self._sets, ba[_HAND : _HAND + NUM_TILES], out=unseen)
         unseen -= ba[_LINE : _LINE + NUM_TILES]
         out = ba.astype(np.float32)  # the one float conversion, into a new array
-        for j in range(sides):
-            out[_SCORES + j] = min(1.0, max(-2.0, s.scores[(first + j) % sides] / target))
+        _write_scores(out, _OBS_SCORES, s, first)
         return out
 
     def state(self, s: BergenState) -> np.ndarray:
         """The global state (a new array): every hand and the boneyard's contents included."""
-        self.state_buf.fill(0.0)
-        v = self.sv
-        self._common(v, s)
+        b = self._state_bytes
+        b[:] = self._state_template
         for seat in range(self.n):
-            self._s_hands[seat] = s.hands[seat]
-            v["hand_sizes"][seat] = s.hand_len[seat]
-            if s.voids[seat]:
-                self._s_voids[seat] = (s.voids[seat] & _VOID_BITS) != 0
-        bone = v["boneyard_tiles"]
+            start = _HANDS + seat * NUM_TILES
+            b[start : start + NUM_TILES] = s.hands[seat]
         for t in s.boneyard[s.bone_pos :]:
-            bone[t] += 1.0
-        v["to_move"][s.current_player] = 1.0
-        self._scores(v["scores"], self._s_need, s, 0)
-        return self.state_buf.copy()
+            b[_STATE_BONE + t] += 1
+        _fill_shared(b, _STATE_SHARED, s, 0, 0)
+        out = self._state_bytes_array.astype(np.float32)
+        _write_scores(out, _STATE_SCORES, s, 0)
+        return out
 
     def hidden(self, s: BergenState, seat: int) -> np.ndarray:
         """What ``seat`` cannot see (a new array): the other hands by relative seat, the

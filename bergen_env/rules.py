@@ -17,10 +17,9 @@ import dataclasses
 from dataclasses import dataclass, fields
 from typing import Any
 
-import numpy as np
-
 from bergen_env.errors import InvalidOptionError
 from bergen_env.tiles import NUM_TILES
+from bergen_env.validation import check_bool, check_int
 
 PRESETS = ("standard", "traditional", "double_set")
 LEADS = ("lowest", "highest")
@@ -126,8 +125,8 @@ class Rules:
             raise InvalidOptionError(
                 f"unknown rule option(s) {unknown}; valid options are {list(RULE_OPTIONS)}"
             )
-        _check_int("num_players", num_players)
-        _check_bool("partnerships", partnerships)
+        check_int("num_players", num_players)
+        check_bool("partnerships", partnerships)
         if num_players not in (2, 3, 4):
             raise InvalidOptionError(f"option 'num_players' must be 2, 3 or 4, got {num_players}")
         num_sides = 2 if partnerships else num_players
@@ -144,11 +143,9 @@ class Rules:
 
     def __post_init__(self) -> None:
         for name in _INT_OPTIONS:
-            _check_int(name, getattr(self, name))
-            object.__setattr__(self, name, int(getattr(self, name)))  # numpy ints -> int
+            object.__setattr__(self, name, check_int(name, getattr(self, name)))  # numpy -> int
         for name in _BOOL_OPTIONS:
-            _check_bool(name, getattr(self, name))
-            object.__setattr__(self, name, bool(getattr(self, name)))
+            object.__setattr__(self, name, check_bool(name, getattr(self, name)))
         if self.num_players not in (2, 3, 4):
             raise InvalidOptionError(
                 f"option 'num_players' must be 2, 3 or 4, got {self.num_players}"
@@ -232,16 +229,6 @@ class Rules:
         opts = ", ".join(f"{k}={getattr(self, k)!r}" for k in RULE_OPTIONS)
         seats = f"{self.num_players}p" + (" partnerships" if self.partnerships else "")
         return f"{self.name} ({seats}): {opts}"
-
-
-def _check_int(name: str, value: object) -> None:
-    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
-        raise InvalidOptionError(f"option {name!r} must be an int, got {value!r}")
-
-
-def _check_bool(name: str, value: object) -> None:
-    if not isinstance(value, (bool, np.bool_)):
-        raise InvalidOptionError(f"option {name!r} must be True or False, got {value!r}")
 
 
 def make_rules(rules: str | Rules = "standard", **kwargs: Any) -> Rules:

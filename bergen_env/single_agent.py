@@ -5,7 +5,8 @@ Import              ``gymnasium.make("bergen_env/Bergen-v0", opponents=["random"
 Class               ``bergen_env.single_agent.BergenSingleAgentEnv``
 Actions             Discrete(58); Discrete(65) with two sets (``rules="double_set"``)
 Observation         Box(240,) float32, the learner's view (``bergen_env.observation``)
-Action mask         ``env.action_masks()``: bool (A,), the learner's legal actions
+Action mask         ``info["action_mask"]``: int8 (A,) after ``reset`` and every ``step``;
+                    ``env.action_masks()``: bool (A,), the learner's legal actions
 Rewards             ``"match"``: +1 / -1/(sides-1) at the end; ``"points"``, ``"shaped"``, ``"win"``
 Episode             one whole match (truncated after ``max_hands`` hands)
 ==================  ==============================================================
@@ -36,27 +37,43 @@ of the learner's side's chance to win the match, read from the match-win table o
 and which values points by what they do for the match, not the margin; rule sets with more than
 ``MAX_STATES`` score combinations have no table and are refused).
 ``max_hands``: a match still running after this many hands is truncated (reward 0 in
-``"match"`` mode). ``illegal_action``: ``"raise"`` (default: an ``IllegalActionError`` naming
-the action and the legal ones) or ``"lose"`` (the episode ends as a lost match, reward -1, and
-``info["illegal_action"]`` holds the action; like PettingZoo's ``TerminateIllegalWrapper``).
-``render_mode``: ``"ansi"``. ``privileged``: append what the learner cannot see to its
+``"match"`` mode). ``illegal_action``: ``"lose"`` (default, as the AEC ``env()``: the episode
+ends as a lost match, reward -1, ``info["illegal_action"]`` holds the action, and a warning
+says so; like PettingZoo's ``TerminateIllegalWrapper``) or ``"raise"`` (an
+``IllegalActionError`` naming the action and the legal ones; for debugging). An action outside
+``0..A-1`` always raises.
+``render_mode``: ``"ansi"`` (the whole table as text) or ``"rgb_array"`` (the learner's view as
+a ``(544, 960, 3)`` uint8 image: :mod:`bergen_env.render_image`, needs Pillow, the ``render``
+extra). ``privileged``: append what the learner cannot see to its
 observation, ``Box(240 + 140,)``: the observation, then
 :meth:`~bergen_env.observation.Encoder.hidden` (the other hands by relative seat, the boneyard's
 contents and its next tile). For asymmetric actor-critic training, whose critic reads it and whose
 policy must read only the first ``OBS_SIZE`` entries (``training.oracle_critic``); off by default.
 
 ``action_space.sample()`` without a mask draws a legal action of the current position (its
-pickled form is a plain ``Discrete``). Gymnasium's ``check_env`` samples one action *before* a
-seeded reset and plays it after, so it needs ``illegal_action="lose"``.
+pickled form is a plain ``Discrete``, so a vector env's batched space samples without masks:
+its illegal draws follow ``illegal_action``). Gymnasium's ``check_env`` samples one action
+*before* a seeded reset and plays it after; the default ``"lose"`` lets it pass.
 
 Opponents are asked ``act(observation, action_mask, view)``; an agent class can set
 ``needs_observation = False`` and/or ``needs_view = False`` to receive ``None`` instead (the
-env then skips encoding that input, which is most of an opponent turn's cost). Their actions are
+env then skips encoding that input). Their actions are
 checked with ``is_legal``; an illegal one raises ``IllegalActionError`` naming the agent.
 
+Masks in ``info`` and vector envs
+---------------------------------
+``info["action_mask"]`` holds the learner's legal actions while the episode runs, so
+``gymnasium.make_vec("bergen_env/Bergen-v0", num_envs=k)`` (sync or async) gives
+``infos["action_mask"]`` as a ``(k, A)`` int8 array. At the step that ends the episode
+(terminated, truncated or lost by an illegal action) it is all ones: no decision is left, and
+under Gymnasium's default autoreset the next step of that env only resets it and ignores the
+action, so any action is accepted (pgx's convention). A mask row is therefore never all zeros.
+``action_masks()`` (for sb3-contrib's ``MaskablePPO``) is all False once the episode is over.
+
 ``reset(options={"deals": [...]})`` passes scripted deals to the engine (see
-:func:`bergen_env.engine.validate_deal`). ``info`` holds ``scores`` (per side), ``seat`` (the
-learner's), ``hand`` and, at the end, ``winner`` (side or None).
+:func:`bergen_env.engine.validate_deal`); any other reset option is an ``InvalidOptionError``.
+``info`` holds ``scores`` (per side), ``seat`` (the learner's), ``hand``, ``action_mask``
+(above) and, at the end, ``winner`` (side or None).
 
 Version history
 ---------------
@@ -76,12 +93,16 @@ from bergen_env.actions import action_str, check_action_id
 from bergen_env.agents.base import Agent, make_agent
 from bergen_env.agents.match_value import WinTable, win_table
 from bergen_env.engine import BergenState
+from bergen_env.env_options import DEFAULT_MAX_HANDS, EnvOptions
+from bergen_env.env_options import REWARD_MODES as AEC_REWARD_MODES
 from bergen_env.errors import GameOverError, IllegalActionError, InvalidOptionError
 from bergen_env.observation import Encoder, obs_bounds
 from bergen_env.render import render_text
-from bergen_env.rules import Rules, make_rules
+from bergen_env.render_image import render_rgb
+from bergen_env.rules import Rules
+from bergen_env.validation import check_bool, check_choice, invalid, is_int
 
-REWARD_MODES = ("match", "points", "shaped", "win")
+REWARD_MODES = (*AEC_REWARD_MODES, "shaped", "win")
 ILLEGAL_ACTION_MODES = ("raise", "lose")
 #: Redeals allowed when a match ends before the learner's first decision (tiny targets).
 _MAX_RESET_TRIES = 1000
@@ -92,7 +113,7 @@ OpponentSpec = str | Agent | Callable[[], Agent]
 class BergenSingleAgentEnv(gym.Env):
     """One learner seat against agents in the other seats; see the module docstring."""
 
-    metadata = {"render_modes": ["ansi"], "render_fps": 1}
+    metadata = {"render_modes": ["ansi", "rgb_array"], "render_fps": 2}
 
     def __init__(
         self,
@@ -103,34 +124,29 @@ class BergenSingleAgentEnv(gym.Env):
         learner_seat: str | int = "random",
         auto_forced: bool = True,
         reward: str = "match",
-        max_hands: int | None = 2000,
-        illegal_action: str = "raise",
+        max_hands: int | None = DEFAULT_MAX_HANDS,
+        illegal_action: str = "lose",
         render_mode: str | None = None,
         privileged: bool = False,
         **overrides: Any,
     ) -> None:
-        self.rules = make_rules(
-            rules, num_players=num_players, partnerships=partnerships, **overrides
+        opts = EnvOptions.resolve(
+            rules,
+            num_players,
+            partnerships,
+            reward,
+            max_hands,
+            render_mode,
+            reward_modes=REWARD_MODES,
+            render_modes=self.metadata["render_modes"],
+            **overrides,
         )
+        self.options = opts
+        self.rules = opts.rules
         n = self.rules.num_players
-        if reward not in REWARD_MODES:
-            raise InvalidOptionError(
-                f"option 'reward' must be one of {REWARD_MODES}, got {reward!r}"
-            )
-        if illegal_action not in ILLEGAL_ACTION_MODES:
-            raise InvalidOptionError(
-                f"option 'illegal_action' must be one of {ILLEGAL_ACTION_MODES}, "
-                f"got {illegal_action!r}"
-            )
-        if learner_seat != "random" and not (
-            isinstance(learner_seat, (int, np.integer))
-            and not isinstance(learner_seat, bool)
-            and 0 <= learner_seat < n
-        ):
-            raise InvalidOptionError(
-                f"option 'learner_seat' must be 'random' or a seat in 0..{n - 1}, "
-                f"got {learner_seat!r}"
-            )
+        check_choice("illegal_action", illegal_action, ILLEGAL_ACTION_MODES)
+        if learner_seat != "random" and not (is_int(learner_seat) and 0 <= learner_seat < n):
+            raise invalid("learner_seat", f"'random' or a seat in 0..{n - 1}", learner_seat)
         self._win_table: WinTable | None = None
         if reward == "win":
             try:
@@ -139,20 +155,7 @@ class BergenSingleAgentEnv(gym.Env):
                 raise InvalidOptionError(
                     f"option reward='win' needs a match-win table: {exc}"
                 ) from None
-        if max_hands is not None and (
-            isinstance(max_hands, bool) or not isinstance(max_hands, (int, np.integer))
-        ):
-            raise InvalidOptionError(
-                f"option 'max_hands' must be an int or None, got {max_hands!r}"
-            )
-        if max_hands is not None and max_hands < 1:
-            raise InvalidOptionError(f"option 'max_hands' must be >= 1, got {max_hands!r}")
-        if not isinstance(privileged, (bool, np.bool_)):
-            raise InvalidOptionError(f"option 'privileged' must be a bool, got {privileged!r}")
-        if render_mode is not None and render_mode not in self.metadata["render_modes"]:
-            raise InvalidOptionError(
-                f"option 'render_mode' must be 'ansi' or None, got {render_mode!r}"
-            )
+        privileged = check_bool("privileged", privileged)
         if isinstance(opponents, (str, Agent)) or callable(opponents):
             raise InvalidOptionError(
                 f"option 'opponents' must be a list (one entry per other seat), got {opponents!r}"
@@ -181,13 +184,13 @@ class BergenSingleAgentEnv(gym.Env):
         self.opponents: list[Agent] = []
         self.learner_seat_option = learner_seat
         self.auto_forced = bool(auto_forced)
-        self.reward_mode = reward
+        self.reward_mode = opts.reward
         self.illegal_action = illegal_action
-        self.max_hands = max_hands
-        self.render_mode = render_mode
+        self.max_hands = opts.max_hands
+        self.render_mode = opts.render_mode
 
         num_actions = self.rules.num_actions
-        self.privileged = bool(privileged)
+        self.privileged = privileged
         low, high = obs_bounds(self.rules)
         if self.privileged:
             h_low, h_high = obs_bounds(self.rules, "hidden")
@@ -245,7 +248,7 @@ class BergenSingleAgentEnv(gym.Env):
         # "points": score changes before the learner's first decision count in its first reward
         self._last_scores = [0] * self.rules.num_sides
         self._last_value = self._win_value([0] * self.rules.num_sides) if self._win_table else 0.0
-        return self._observe(), self._make_info()
+        return self._observe_with_info()
 
     def step(self, action: Any) -> tuple[np.ndarray, float, bool, bool, dict[str, Any]]:
         game = self.game
@@ -253,7 +256,13 @@ class BergenSingleAgentEnv(gym.Env):
             raise RuntimeError("call reset() before step()")
         if game.terminal or self._truncated() or self._illegal:
             raise GameOverError("the episode is over: call reset() before step()")
-        a = check_action_id(action, self.rules.num_actions)
+        try:
+            a = check_action_id(action, self.rules.num_actions)
+        except IllegalActionError as exc:
+            raise IllegalActionError(
+                f"{exc} for the learner (player_{self.seat}); "
+                f"legal actions: {game.legal_actions_text()}"
+            ) from None
         if not game.is_legal(a):
             if self.illegal_action == "lose":
                 return self._lose_illegal(a)
@@ -282,7 +291,8 @@ class BergenSingleAgentEnv(gym.Env):
             reward = game.returns()[self.seat]
         else:
             reward = 0.0
-        return self._observe(), float(reward), terminated, truncated, self._make_info()
+        obs, info = self._observe_with_info()
+        return obs, float(reward), terminated, truncated, info
 
     def action_masks(self) -> np.ndarray:
         """The learner's legal actions as a bool array (all False once the episode is over)."""
@@ -291,12 +301,18 @@ class BergenSingleAgentEnv(gym.Env):
             return np.zeros(self.rules.num_actions, dtype=bool)
         return game.legal_mask(self._mask).astype(bool)
 
-    def render(self) -> str | None:
+    def render(self) -> str | np.ndarray | None:
+        """``"ansi"``: the whole table as text; ``"rgb_array"``: the learner's view as an image
+        (:func:`bergen_env.render_image.render_rgb`, needs Pillow)."""
         if self.render_mode is None:
-            gym.logger.warn("render() called without a render_mode; pass render_mode='ansi'")
+            gym.logger.warn(
+                "render() called without a render_mode; pass render_mode='ansi' or 'rgb_array'"
+            )
             return None
         if self.game is None:
             raise RuntimeError("call reset() before render()")
+        if self.render_mode == "rgb_array":
+            return render_rgb(self.game, self.seat)
         return render_text(self.game)
 
     # ------------------------------------------------------------------ internals
@@ -309,10 +325,14 @@ class BergenSingleAgentEnv(gym.Env):
 
     def _lose_illegal(self, a: int) -> tuple[np.ndarray, float, bool, bool, dict[str, Any]]:
         """End the episode as a lost match after an illegal learner action."""
+        gym.logger.warn(
+            "the learner played an illegal action: the episode ends as a lost match (reward -1, "
+            "info['illegal_action'] holds it); pass illegal_action='raise' to raise instead"
+        )
         self._illegal = True
-        info = self._make_info()
+        obs, info = self._observe_with_info()
         info["illegal_action"] = a
-        return self._observe(), -1.0, True, False, info
+        return obs, -1.0, True, False, info
 
     def _seat_opponents(self, rng: np.random.Generator) -> None:
         """Place the opponents in the seats after the learner and start their match."""
@@ -375,11 +395,14 @@ class BergenSingleAgentEnv(gym.Env):
                 )
             game._apply(int(a))
 
-    def _observe(self) -> np.ndarray:
-        obs = self._encoder.observe(self.game, self.seat)
+    def _observe_with_info(self) -> tuple[np.ndarray, dict[str, Any]]:
+        """The learner's observation and ``info`` (one legal-action list serves both)."""
+        game, seat = self.game, self.seat
+        legal = game.legal_actions() if game.current_player == seat else ()
+        obs = self._encoder.observe(game, seat, legal)
         if self.privileged:
-            return np.concatenate([obs, self._encoder.hidden(self.game, self.seat)])
-        return obs
+            obs = np.concatenate([obs, self._encoder.hidden(game, seat)])
+        return obs, self._make_info(legal)
 
     def _points_reward(self, before: list[int]) -> float:
         scores = self.game.scores
@@ -395,12 +418,26 @@ class BergenSingleAgentEnv(gym.Env):
             return (game.returns()[self.seat] * (sides - 1) + 1.0) / sides
         return self._win_table.of_side(scores, self._side)
 
-    def _make_info(self) -> dict[str, Any]:
+    def _make_info(self, legal: Sequence[int]) -> dict[str, Any]:
         game = self.game
-        info = {"scores": tuple(game.scores), "seat": self.seat, "hand": game.hand_number}
+        info = {
+            "scores": tuple(game.scores),
+            "seat": self.seat,
+            "hand": game.hand_number,
+            "action_mask": self._info_mask(legal),
+        }
         if game.terminal:
             info["winner"] = game.winner
         return info
+
+    def _info_mask(self, legal: Sequence[int]) -> np.ndarray:
+        """``info["action_mask"]`` (a new int8 array): the learner's ``legal`` actions while the
+        episode runs; all ones once it has ended (no decision is left, and a vector env's next
+        step only resets this env and ignores the action), so it is never all zeros."""
+        game = self.game
+        if game.terminal or self._illegal or self._truncated():
+            return np.ones(self.rules.num_actions, dtype=np.int8)
+        return game.legal_mask(legal=legal)
 
 
 class LegalActionSpace(spaces.Discrete):

@@ -18,6 +18,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from bergen_env.errors import InvalidTileError
+from bergen_env.validation import is_int
 
 MAX_PIP = 6
 NUM_NUMBERS = MAX_PIP + 1
@@ -56,12 +57,6 @@ OTHER_HALF: tuple[int, ...] = tuple(
 #: Numbers on each tile as a 7-bit mask.
 NUMBER_BITS: tuple[int, ...] = tuple((1 << a) | (1 << b) for a, b in TILES)
 
-#: ``(NUM_NUMBERS, NUM_TILES)`` 0/1 matrix: row ``n`` marks the tiles containing ``n``.
-CONTAINS_MATRIX = np.array(
-    [[1 if n in ab else 0 for ab in TILES] for n in range(NUM_NUMBERS)], dtype=np.int8
-)
-PIPS_ARRAY = np.array(PIPS, dtype=np.int64)
-
 
 def tile_str(tile: int) -> str:
     """Print a tile id as ``[a|b]``."""
@@ -71,7 +66,7 @@ def tile_str(tile: int) -> str:
 
 def check_tile(tile: object) -> int:
     """Return ``tile`` as a Python int if it is a valid tile id, else raise ``InvalidTileError``."""
-    if isinstance(tile, (bool, np.bool_)) or not isinstance(tile, (int, np.integer)):
+    if not is_int(tile):
         raise InvalidTileError(f"tile id must be an integer in 0..{NUM_TILES - 1}, got {tile!r}")
     t = int(tile)
     if not 0 <= t < NUM_TILES:

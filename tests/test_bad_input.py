@@ -14,6 +14,7 @@ from bergen_env import (
     GameOverError,
     IllegalActionError,
     InvalidDealError,
+    InvalidOptionError,
     Rules,
     raw_env,
     tile_str,
@@ -156,10 +157,16 @@ def test_wrapped_illegal_move_ends_match_with_penalty(num_players: int, partners
 
 
 @pytest.mark.parametrize("action", [-1, 58, 999, 1.5, None, "4"], ids=repr)
-def test_wrapped_out_of_bounds_action_asserts(action: Any) -> None:
+def test_wrapped_out_of_bounds_action_names_it_and_the_legal_ones(action: Any) -> None:
     env = started(bergen_env.env, moves=2)
-    with pytest.raises(AssertionError, match="action is not in action space"):
+    legal = legal_of(env)
+    with pytest.raises(IllegalActionError) as info:
         env.step(action)
+    message = str(info.value)
+    assert repr(action) in message or f"action {action} " in message
+    assert f"for {env.agent_selection}" in message
+    assert_names_legal(message, legal)
+    assert legal_of(env) == legal  # nothing changed
 
 
 # ---------------------------------------------------------------------- options and deals
@@ -193,7 +200,7 @@ BAD_OPTIONS: list[tuple[dict[str, Any], str]] = [
     (dict(max_hands=0), "max_hands"),
     (dict(max_hands=True), "max_hands"),
     (dict(max_hands=2.5), "max_hands"),
-    (dict(render_mode="rgb_array"), "render_mode"),
+    (dict(render_mode="video"), "render_mode"),
     (dict(rules=Rules.preset("standard", num_players=3), num_players=4), "num_players"),
     (dict(rules=Rules.preset("standard", num_players=4), partnerships=True), "partnerships"),
 ]
@@ -265,10 +272,12 @@ def test_valid_deal_is_played() -> None:
         assert [tile_str(t) for t in env.game.hand_tiles(seat)] == deal["hands"][seat]
 
 
-def test_unknown_reset_option_warns_naming_it() -> None:
-    env = raw_env()
-    with pytest.warns(UserWarning, match="deal_cards"):
-        env.reset(seed=0, options={"deal_cards": True})
+@pytest.mark.parametrize("make", [raw_env, bergen_env.env], ids=["raw_env", "env"])
+@pytest.mark.parametrize("option", ["deal_cards", "deal"])
+def test_unknown_reset_option_is_an_error_naming_it(make: Any, option: str) -> None:
+    env = make()
+    with pytest.raises(InvalidOptionError, match=rf"unknown option\(s\) \['{option}'\]"):
+        env.reset(seed=0, options={option: True})
 
 
 # ---------------------------------------------------------------------- out-of-order calls

@@ -212,7 +212,7 @@ def test_combinations_at_the_limit_are_valid() -> None:
         ({"max_hands": 0}, "max_hands"),
         ({"max_hands": True}, "max_hands"),
         ({"max_hands": 2.5}, "max_hands"),
-        ({"render_mode": "rgb_array"}, "render_mode"),
+        ({"render_mode": "video"}, "render_mode"),
         ({"rules": 3}, "rules"),
         ({"rules": Rules.preset(num_players=2), "num_players": 3}, "num_players"),
         ({"rules": Rules.preset(num_players=4), "partnerships": True}, "partnerships"),

@@ -193,7 +193,7 @@ def test_scripted_deal_passthrough() -> None:
 
 
 def test_illegal_learner_action_names_it_and_the_legal_ones() -> None:
-    env = BergenSingleAgentEnv(learner_seat=0, auto_forced=False)
+    env = BergenSingleAgentEnv(learner_seat=0, auto_forced=False, illegal_action="raise")
     env.reset(seed=0)
     legal = np.flatnonzero(env.action_masks())
     bad = next(a for a in range(58) if a not in legal)

@@ -24,14 +24,65 @@ from typing import Any
 
 import yaml
 
+from bergen_env.env_options import REWARD_MODES, EnvOptions
+from bergen_env.single_agent import REWARD_MODES as SINGLE_AGENT_REWARD_MODES
+from bergen_env.validation import is_bool, is_int, is_number
+
 
 class ConfigError(ValueError):
     """A bad config file or override; the message names the file and the key."""
 
 
 @dataclass
-class TrainConfig:
-    """Everything a training run needs. Each field is one YAML key under ``default:``."""
+class EnvBlock:
+    """The env keys every training config shares (one YAML key each under ``default:``),
+    checked once by :class:`bergen_env.env_options.EnvOptions`."""
+
+    num_players: int = 2
+    """2, 3 or 4 seats."""
+    partnerships: bool = False
+    """Two sides of two partners (4 players only)."""
+    rules: str = "standard"
+    """Preset name: standard, traditional or double_set."""
+    rule_overrides: dict[str, Any] = field(default_factory=dict)
+    """Single rule options overriding the preset, e.g. ``{lead: highest}``."""
+    reward: str = "match"
+    """``match`` (+1/-1 at the end), ``points`` (dense score difference); the single-agent env
+    (``training.train``) also takes ``shaped`` (score difference / target each step plus the
+    match result at the end) and ``win`` (the change of the chance to win the match each step,
+    from the match-win table; sums to the match result)."""
+    max_hands: int = 500
+    """A match still running after this many hands is truncated."""
+
+    def env_block_kwargs(self) -> dict[str, Any]:
+        """The block as env keyword arguments (the rule overrides spread out)."""
+        return dict(
+            num_players=self.num_players,
+            partnerships=self.partnerships,
+            rules=self.rules,
+            reward=self.reward,
+            max_hands=self.max_hands,
+            **self.rule_overrides,
+        )
+
+    def env_options(
+        self, source: str = "<config>", reward_modes: tuple[str, ...] = REWARD_MODES
+    ) -> EnvOptions:
+        """The block checked as :class:`EnvOptions`; errors name ``source``."""
+        if not isinstance(self.rule_overrides, dict):
+            raise ConfigError(
+                f"{source}: key 'rule_overrides' must be a mapping, got {self.rule_overrides!r}"
+            )
+        try:
+            return EnvOptions.resolve(**self.env_block_kwargs(), reward_modes=reward_modes)
+        except ValueError as exc:  # InvalidOptionError included
+            raise ConfigError(f"{source}: {exc}") from None
+
+
+@dataclass
+class TrainConfig(EnvBlock):
+    """Everything a training run needs. Each field is one YAML key under ``default:`` (the env
+    keys come from :class:`EnvBlock`)."""
 
     # --- run
     name: str = "run"
@@ -47,23 +98,9 @@ class TrainConfig:
     torch_threads: int = 1
     """Torch threads of the learner process."""
 
-    # --- env
-    num_players: int = 2
-    """2, 3 or 4 seats."""
-    partnerships: bool = False
-    """Two sides of two partners (4 players only)."""
-    rules: str = "standard"
-    """Preset name: standard, traditional or double_set."""
-    rule_overrides: dict[str, Any] = field(default_factory=dict)
-    """Single rule options overriding the preset, e.g. ``{lead: highest}``."""
-    reward: str = "match"
-    """``match`` (+1/-1 at the end), ``points`` (dense score difference) or ``shaped`` (score
-    difference / target each step plus the match result at the end) or ``win`` (the change of the
-    chance to win the match each step, from the match-win table; sums to the match result)."""
+    # --- env (and the keys of EnvBlock)
     auto_forced: bool = True
     """Play the learner's forced moves automatically."""
-    max_hands: int = 500
-    """A match still running after this many hands is truncated."""
     opponents: list[str] = field(default_factory=lambda: ["random"])
     """Scripted training opponents; each episode every opponent seat draws one uniformly."""
 
@@ -161,12 +198,10 @@ class TrainConfig:
             "imitation_batch_size",
             "imitation_workers",
         ):
-            if not isinstance(getattr(self, key), int) or getattr(self, key) < 1:
+            if not is_int(getattr(self, key)) or getattr(self, key) < 1:
                 raise bad(key, "must be a positive int")
         if self.vec_env not in ("subproc", "dummy"):
             raise bad("vec_env", "must be 'subproc' or 'dummy'")
-        if self.reward not in ("match", "points", "shaped", "win"):
-            raise bad("reward", "must be 'match', 'points', 'shaped' or 'win'")
         if self.activation not in ("relu", "tanh"):
             raise bad("activation", "must be 'relu' or 'tanh'")
         if self.critic not in ("obs", "oracle"):
@@ -179,22 +214,13 @@ class TrainConfig:
             raise bad("opponents", "must be a non-empty list of agent strings")
         if not all(isinstance(x, str) for x in self.eval_opponents):
             raise bad("eval_opponents", "must be a list of agent strings")
-        if self.target_kl is not None and (
-            isinstance(self.target_kl, bool)
-            or not isinstance(self.target_kl, (int, float))
-            or not self.target_kl > 0
-        ):
+        if self.target_kl is not None and not (is_number(self.target_kl) and self.target_kl > 0):
             raise bad("target_kl", "must be a number > 0 or null")
         if self.imitation_teacher is not None and not isinstance(self.imitation_teacher, str):
             raise bad("imitation_teacher", "must be an agent string or null")
-        if (
-            isinstance(self.imitation_lr, bool)
-            or not isinstance(self.imitation_lr, (int, float))
-            or not self.imitation_lr > 0
-        ):
+        if not (is_number(self.imitation_lr) and self.imitation_lr > 0):
             raise bad("imitation_lr", "must be a number > 0")
-        if not isinstance(self.rule_overrides, dict):
-            raise bad("rule_overrides", "must be a mapping")
+        self.env_options(source, SINGLE_AGENT_REWARD_MODES)
         for key in ("learning_rate", "clip_range"):
             try:
                 schedule(getattr(self, key))
@@ -208,14 +234,9 @@ class TrainConfig:
     def env_kwargs(self) -> dict[str, Any]:
         """Keyword arguments of :class:`bergen_env.single_agent.BergenSingleAgentEnv`."""
         return dict(
-            num_players=self.num_players,
-            partnerships=self.partnerships,
-            rules=self.rules,
+            **self.env_block_kwargs(),
             auto_forced=self.auto_forced,
-            reward=self.reward,
-            max_hands=self.max_hands,
             privileged=self.critic == "oracle",
-            **self.rule_overrides,
         )
 
 
@@ -224,9 +245,9 @@ FIELDS = {f.name: f for f in dataclasses.fields(TrainConfig)}
 
 def schedule(value: float | str) -> Callable[[float], float]:
     """A number or ``lin_<value>`` as a function of SB3's ``progress_remaining`` (1 -> 0)."""
-    if isinstance(value, bool):
+    if is_bool(value):
         raise ValueError("a schedule is a number or 'lin_<value>'")
-    if isinstance(value, (int, float)):
+    if is_number(value):
         v = float(value)
         return lambda _progress: v
     if isinstance(value, str) and value.startswith("lin_"):
@@ -241,9 +262,9 @@ def schedule(value: float | str) -> Callable[[float], float]:
 def _coerce(key: str, value: Any, source: str) -> Any:
     """Check an override's type against the field's default (ints may become floats)."""
     default = TrainConfig().__getattribute__(key) if key in FIELDS else None
-    if isinstance(default, bool) and not isinstance(value, bool):
+    if isinstance(default, bool) and not is_bool(value):
         raise ConfigError(f"{source}: key {key!r} must be true or false, got {value!r}")
-    if isinstance(default, float) and isinstance(value, int) and not isinstance(value, bool):
+    if isinstance(default, float) and is_int(value):
         return float(value)
     if isinstance(default, float) and isinstance(value, str) and not value.startswith("lin_"):
         try:  # YAML 1.1 reads "3e-4" (no dot) as a string

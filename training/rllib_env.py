@@ -44,6 +44,7 @@ from ray.tune.registry import register_env
 from bergen_env.aec_env import raw_env
 from bergen_env.agents import Agent, make_agent
 from bergen_env.errors import InvalidOptionError
+from bergen_env.validation import is_int
 
 ENV_NAME = "bergen_multi"
 #: Observation keys of RLlib's action-masking RLModule.
@@ -70,7 +71,7 @@ def parse_scripted(scripted: Any, num_players: int) -> dict[int, str]:
     out: dict[int, str] = {}
     for key, spec in scripted.items():
         seat = int(key) if isinstance(key, str) and key.isdigit() else key
-        if isinstance(seat, bool) or not isinstance(seat, (int, np.integer)):
+        if not is_int(seat):
             raise InvalidOptionError(f"option 'scripted': seat {key!r} is not a seat number")
         if not 0 <= seat < num_players:
             raise InvalidOptionError(

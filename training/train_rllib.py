@@ -39,15 +39,17 @@ from typing import Any
 
 import yaml
 
-from bergen_env.rules import Rules, make_rules
-from training.config import ConfigError, add_override_argument, read_config_block
+from bergen_env.rules import Rules
+from bergen_env.validation import is_int
+from training.config import ConfigError, EnvBlock, add_override_argument, read_config_block
 
 POLICY_MODES = ("shared", "sides")
 
 
 @dataclass
-class RLlibConfig:
-    """Everything an RLlib run needs. Each field is one YAML key under ``default:``."""
+class RLlibConfig(EnvBlock):
+    """Everything an RLlib run needs. Each field is one YAML key under ``default:`` (the env
+    keys come from :class:`training.config.EnvBlock`; ``reward`` is ``match`` or ``points``)."""
 
     # --- run
     name: str = "rllib"
@@ -67,19 +69,7 @@ class RLlibConfig:
     num_learners: int = 0
     """Remote learner workers (0: learn in the driver process)."""
 
-    # --- env
-    num_players: int = 2
-    """2, 3 or 4 seats."""
-    partnerships: bool = False
-    """Two sides of two partners (4 players only)."""
-    rules: str = "standard"
-    """Preset name: standard, traditional or double_set."""
-    rule_overrides: dict[str, Any] = field(default_factory=dict)
-    """Single rule options overriding the preset, e.g. ``{lead: highest}``."""
-    reward: str = "match"
-    """``match`` (+1/-1 at the end) or ``points`` (dense score difference)."""
-    max_hands: int = 500
-    """A match still running after this many hands is truncated."""
+    # --- env (and the keys of EnvBlock)
     scripted: dict[int, str] = field(default_factory=dict)
     """Seats played by scripted agents inside the env, e.g. ``{1: heuristic}``."""
 
@@ -100,19 +90,19 @@ class RLlibConfig:
 
         for key in ("stop_iters", "num_cpus", "num_envs_per_env_runner", "max_hands"):
             value = getattr(self, key)
-            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            if not is_int(value) or value < 1:
                 raise bad(key, "must be a positive int")
         for key in ("checkpoint_every", "num_env_runners", "num_learners", "seed"):
             value = getattr(self, key)
-            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+            if not is_int(value) or value < 0:
                 raise bad(key, "must be an int >= 0")
         if self.policies not in POLICY_MODES:
             raise bad("policies", f"must be one of {POLICY_MODES}")
         for key in ("rule_overrides", "ppo", "model", "scripted"):
             if not isinstance(getattr(self, key), dict):
                 raise bad(key, "must be a mapping")
+        rules = self.env_options(source).rules
         try:
-            rules = self.make_rules()
             from training.rllib_env import parse_scripted
 
             self.scripted = parse_scripted(self.scripted, rules.num_players)
@@ -121,23 +111,13 @@ class RLlibConfig:
 
     def make_rules(self) -> Rules:
         """The rules of the run's matches."""
-        return make_rules(
-            self.rules,
-            num_players=self.num_players,
-            partnerships=self.partnerships,
-            **self.rule_overrides,
-        )
+        return self.env_options().rules
 
     def env_config(self) -> dict[str, Any]:
         """The ``env_config`` of :class:`training.rllib_env.BergenMultiAgentEnv`."""
         return dict(
-            num_players=self.num_players,
-            partnerships=self.partnerships,
-            rules=self.rules,
-            reward=self.reward,
-            max_hands=self.max_hands,
+            **self.env_block_kwargs(),
             scripted=dict(self.scripted),
-            **self.rule_overrides,
         )
 
 

@@ -27,6 +27,7 @@ from bergen_env.agents.base import Agent
 from bergen_env.agents.scoring import cap_header, header_threat_value, play_outcome
 from bergen_env.engine import PublicView
 from bergen_env.tiles import CONTAINS, IS_DOUBLE, NUM_TILES, NUMBER_BITS, PIPS, TILE_ID
+from bergen_env.validation import check_number
 
 #: Points-equivalent of winning (or losing) the match, used to rank decisive plays.
 MATCH_VALUE = 20.0
@@ -49,8 +50,7 @@ class HeuristicAgent(Agent):
         for key, value in dict(
             threat=threat, stuck=stuck, shed=shed, variety=variety, follow=follow, partner=partner
         ).items():
-            if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0:
-                raise ValueError(f"parameter {key!r} must be a number >= 0, got {value!r}")
+            check_number(key, value, minimum=0, label="parameter", error=ValueError)
         self.w_threat = float(threat)
         self.w_stuck = float(stuck)
         self.w_shed = float(shed)

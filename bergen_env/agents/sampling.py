@@ -146,15 +146,21 @@ class HiddenTileSampler:
         self.relaxed = 0
         self.fallbacks = 0
 
+    def constrained_order(self, excluded: list[int]) -> list[int]:
+        """The other seats with excluded tiles, in the order they are filled: most excluded
+        tiles first, then by seat."""
+        sizes = self.sizes
+        return sorted(
+            (s for s in self.others if excluded[s] and sizes[s]),
+            key=lambda s: (-excluded[s].bit_count(), s),
+        )
+
     def sample(self, rng: np.random.Generator) -> tuple[list[list[int]], list[int]]:
         """One split of the hidden tiles: every seat's hand (own included) and the boneyard."""
         n = self.view.rules.num_players
         sizes = self.sizes
         for level, excluded in enumerate(self.levels):
-            order = sorted(
-                (s for s in self.others if excluded[s] and sizes[s]),
-                key=lambda s: (-excluded[s].bit_count(), s),
-            )
+            order = self.constrained_order(excluded)
             for _ in range(self.tries if order else 1):
                 rest = rng.permutation(self.pool).tolist()
                 hands: list[list[int]] = [[] for _ in range(n)]

@@ -19,21 +19,28 @@ passed; results then depend on the machine, so the default is None), ``rollout``
 ``"public"``: the fast policy of :func:`greedy_rollout` with every player deciding from what its
 own seat may know; ``"greedy"``: the same policy reading the determinization's hidden hands;
 ``"random"``: uniform legal moves; ``"heuristic"``: the heuristic agent makes every choice of the
-playout from the mover's own public view, a model of a strong player at about four times the
-cost per sample: 100 samples take 40 ms a real choice, 200 of ``"public"`` 21 ms).
+playout from the mover's own public view, a model of a strong player at several times the
+cost per sample; ``benchmarks/agents_speed.py`` measures each).
 ``value``: see above.
 ``belief=1`` (default 0) weighs deals by how well they explain the other seats' plays of this
 hand (:class:`~bergen_env.agents.belief.BeliefModel`, a softmax with ``temperature``, default
 0.5, over the heuristic's scores): ``candidates * samples`` deals are drawn (``candidates``,
 default 4) and ``samples`` of them resampled in proportion to their likelihood.
+``playouts``: ``"python"`` plays the rollouts on :class:`BergenState`; ``"compiled"`` plays
+the ``"public"`` and ``"greedy"`` rollouts with the compiled kernels of
+:mod:`bergen_env.vector.rollouts` (the ``[vector]`` extra: numba), with the same values and
+decisions, the random stream consumed the same way; ``"auto"`` (default) is ``"compiled"``
+where numba is installed and the rollout has compiled playouts, else ``"python"``.
 With ``budget_ms=None`` decisions are reproducible from the RNG given to ``reset``.
 """
 
 from __future__ import annotations
 
+import importlib.util
 import time
 from functools import reduce
 from operator import or_
+from typing import Any
 
 import numpy as np
 
@@ -44,7 +51,7 @@ from bergen_env.agents.greedy import greedy_key
 from bergen_env.agents.heuristic import HeuristicAgent
 from bergen_env.agents.match_value import MAX_STATES, WinTable, table_states, win_table
 from bergen_env.agents.sampling import HiddenTileSampler
-from bergen_env.engine import BergenState, PublicView
+from bergen_env.engine import TILE_POOLS, BergenState, PublicView
 from bergen_env.rules import Rules
 from bergen_env.tiles import (
     CONTAINS,
@@ -56,9 +63,13 @@ from bergen_env.tiles import (
     PIPS,
     TILE_ID,
 )
+from bergen_env.validation import check_int, check_number
 
 ROLLOUTS = ("greedy", "public", "random", "heuristic")
 VALUES = ("auto", "win", "margin")
+PLAYOUTS = ("auto", "compiled", "python")
+#: The rollouts that have compiled playouts (``bergen_env.vector.rollouts``).
+COMPILED_ROLLOUTS = ("greedy", "public")
 #: The greedy rollout's preference among playable tiles: doubles, then pips, then id (descending).
 ROLLOUT_ORDER = tuple(
     sorted(range(NUM_TILES), key=lambda t: (IS_DOUBLE[t], PIPS[t], t), reverse=True)
@@ -194,6 +205,27 @@ def random_rollout(s: BergenState, hand: int, rng: np.random.Generator) -> None:
             return
 
 
+def deal_next_hand(rules: Rules, rng: np.random.Generator) -> None:
+    """Draw from ``rng`` what ``BergenState`` draws to deal a hand (redealing while no seat
+    holds a double), discarding the deal: keeps the stream of compiled playouts in step."""
+    dealt = rules.num_players * rules.hand_size
+    buffer = _DEAL_BUFFERS[rules.sets]
+    while True:
+        buffer[:] = TILE_POOLS[rules.sets]
+        rng.shuffle(buffer)  # what Generator.permutation does to its copy
+        if _IS_DOUBLE[buffer[:dealt]].any():
+            return
+
+
+def numba_installed() -> bool:
+    """Whether the ``[vector]`` extra (numba) can be imported."""
+    return importlib.util.find_spec("numba") is not None
+
+
+_IS_DOUBLE = np.array(IS_DOUBLE, dtype=bool)
+_DEAL_BUFFERS = {sets: pool.copy() for sets, pool in TILE_POOLS.items()}
+
+
 class SearchAgent(Agent):
     """PIMC: sampled determinizations, one playout per legal action per sample."""
 
@@ -208,27 +240,30 @@ class SearchAgent(Agent):
         temperature: float = 0.5,
         candidates: int = 4,
         value: str = "auto",
+        playouts: str = "auto",
     ) -> None:
-        if isinstance(samples, bool) or not isinstance(samples, int) or samples < 1:
-            raise ValueError(f"parameter 'samples' must be an int >= 1, got {samples!r}")
-        if budget_ms is not None and (
-            isinstance(budget_ms, bool) or not isinstance(budget_ms, (int, float)) or budget_ms <= 0
-        ):
-            raise ValueError(f"parameter 'budget_ms' must be > 0, got {budget_ms!r}")
+        param = dict(label="parameter", error=ValueError)
+        check_int("samples", samples, minimum=1, **param)
+        check_number("budget_ms", budget_ms, above=0, allow_none=True, **param)
         if rollout not in ROLLOUTS:
             raise ValueError(f"parameter 'rollout' must be one of {ROLLOUTS}, got {rollout!r}")
         if value not in VALUES:
             raise ValueError(f"parameter 'value' must be one of {VALUES}, got {value!r}")
-        if belief not in (0, 1) or isinstance(belief, bool) or not isinstance(belief, int):
-            raise ValueError(f"parameter 'belief' must be 0 or 1, got {belief!r}")
-        if (
-            isinstance(temperature, bool)
-            or not isinstance(temperature, (int, float))
-            or not temperature > 0
-        ):
-            raise ValueError(f"parameter 'temperature' must be a number > 0, got {temperature!r}")
-        if isinstance(candidates, bool) or not isinstance(candidates, int) or candidates < 1:
-            raise ValueError(f"parameter 'candidates' must be an int >= 1, got {candidates!r}")
+        if playouts not in PLAYOUTS:
+            raise ValueError(f"parameter 'playouts' must be one of {PLAYOUTS}, got {playouts!r}")
+        if playouts == "compiled" and rollout not in COMPILED_ROLLOUTS:
+            raise ValueError(
+                f"parameter playouts='compiled' needs rollout in {COMPILED_ROLLOUTS}, "
+                f"got {rollout!r}"
+            )
+        if playouts == "compiled" and not numba_installed():
+            raise ValueError(
+                "parameter playouts='compiled' needs numba: install the extra with "
+                "`pip install 'bergen_env[vector]'`"
+            )
+        check_int("belief", belief, minimum=0, maximum=1, **param)
+        check_number("temperature", temperature, above=0, **param)
+        check_int("candidates", candidates, minimum=1, **param)
         self.samples = samples
         self.belief = belief
         self.temperature = float(temperature)
@@ -236,6 +271,10 @@ class SearchAgent(Agent):
         self.budget_ms = budget_ms
         self.rollout = rollout
         self.value = value
+        self.playouts = playouts
+        self.compiled = rollout in COMPILED_ROLLOUTS and (
+            playouts == "compiled" or (playouts == "auto" and numba_installed())
+        )
         self._expert = HeuristicAgent() if rollout == "heuristic" else None
         self._table_rules: Rules | None = None
         self._table: WinTable | None = None
@@ -278,15 +317,45 @@ class SearchAgent(Agent):
         totals = [0.0] * len(legal)
         done = 0
         deals = self._weighted_deals(view, sampler) if self.belief else None
+        compiled = self._compiled_root(view) if self.compiled else None
+        if compiled is not None and deals is None and deadline is None:  # one compiled call
+            sums = compiled.search(rng, sampler, self.samples, self.rollout == "greedy")
+            return {a: v / self.samples for a, v in zip(legal, sums.tolist())}
         for k in range(self.samples):
             hands, boneyard = sampler.sample(rng) if deals is None else deals[k]
-            root = BergenState.from_view(view, hands, boneyard, rng)
-            for i, value in enumerate(self.playout_values(root, legal)):
+            if compiled is not None:
+                values = self._compiled_values(compiled, view, hands, boneyard)
+            else:
+                values = self.playout_values(
+                    BergenState.from_view(view, hands, boneyard, rng), legal
+                )
+            for i, value in enumerate(values):
                 totals[i] += value
             done += 1
             if deadline is not None and time.perf_counter() > deadline:
                 break
         return {a: v / done for a, v in zip(legal, totals)}
+
+    def _compiled_root(self, view: PublicView) -> Any:
+        """The compiled playouts' root of this decision (``CompiledPlayouts``)."""
+        from bergen_env.vector.rollouts import CompiledPlayouts
+
+        table = self._win_table(view.rules)
+        if table is None:
+            return CompiledPlayouts(view, None)
+        return CompiledPlayouts(view, table.table, table.low)
+
+    def _compiled_values(
+        self, compiled: Any, view: PublicView, hands: list[list[int]], boneyard: list[int]
+    ) -> list[float]:
+        """:meth:`playout_values` with compiled playouts; the RNG is advanced exactly as the
+        Python playouts advance it (each playout that ends the hand deals the next one)."""
+        from bergen_env.vector.rollouts import OUT_NEW_HAND
+
+        out, values = compiled.run(hands, boneyard, self.rollout == "greedy")
+        for _ in range(int(out[:, OUT_NEW_HAND].sum())):
+            deal_next_hand(view.rules, self.rng)
+        return values.tolist()
 
     def playout_values(self, root: BergenState, legal: list[int]) -> list[float]:
         """One playout of each action of ``legal`` from ``root`` (a full state: a determinization,

@@ -1,0 +1,227 @@
+"""The batched engine (``bergen_env.vector``) beside the scalar one, in one process on one core.
+
+Each pair of rows is measured alternately (A, B, A, B, ...) and each side reports its best
+round, so load from other jobs on the machine hits both sides alike; the ratios are the point.
+
+- random legal play with masks: the scalar engine (``legal_actions`` + ``_apply``) against
+  ``BergenVectorEnv(observations=False)`` with its batched random agent;
+- with observations: the AEC env (PettingZoo's performance loop) against ``BergenVectorEnv``;
+- one learner against random opponents: the single-agent env against
+  ``BergenLearnerVectorEnv`` (learner steps, every opponent move played inside);
+- ``search`` at its default (200 samples, public rollouts): ms per real choice with Python and
+  with compiled playouts, on the same positions and seeds (the decisions are the same);
+- memory per match of the batch, and time per batched step for N from 1 to 65,536.
+
+    python -m benchmarks.vector_speed [--seconds 3] [--quick] [--json PATH]
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import json
+import time
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+import bergen_env
+from benchmarks.agents_speed import collect_positions
+from benchmarks.run import (
+    aec_loop,
+    engine_loop,
+    machine,
+    make_single_agent,
+    pin_to_one_core,
+    single_agent_loop,
+)
+from bergen_env.agents import make_agent
+from bergen_env.rules import Rules
+from bergen_env.vector import BergenLearnerVectorEnv, BergenVectorEnv
+
+SEED = 0
+BATCH = 4096
+ROUNDS = 3
+
+
+def vector_loop(num_envs: int, observations: bool, copy: bool = True) -> Callable[[float], int]:
+    """Batched random legal play; returns match-steps (one per row per batch step)."""
+    env = BergenVectorEnv(num_envs=num_envs, seed=SEED, observations=observations, copy=copy)
+    obs, _ = env.reset()
+
+    def loop(deadline: float) -> int:
+        nonlocal obs
+        steps = 0
+        while time.perf_counter() < deadline:
+            obs, *_ = env.step(env.random_actions(obs["action_mask"]))
+            steps += num_envs
+        return steps
+
+    loop(time.perf_counter() + 0.2)  # compile (or load the cache) and warm up
+    return loop
+
+
+def learner_loop(num_envs: int) -> Callable[[float], int]:
+    """Learner steps of the batched single-learner env against random opponents (the learner
+    also random, from a seeded numpy Generator)."""
+    env = BergenLearnerVectorEnv(num_envs=num_envs, opponents="random", seed=SEED)
+    _, infos = env.reset()
+    pick = np.random.default_rng(SEED)
+
+    def loop(deadline: float) -> int:
+        nonlocal infos
+        steps = 0
+        while time.perf_counter() < deadline:
+            masks = infos["action_mask"]
+            keys = pick.random(masks.shape, dtype=np.float32) * masks  # argmax: a legal action
+            _, _, _, _, infos = env.step(keys.argmax(axis=1))
+            steps += num_envs
+        return steps
+
+    loop(time.perf_counter() + 0.2)
+    return loop
+
+
+def side_by_side(
+    a: Callable[[float], int], b: Callable[[float], int], seconds: float
+) -> tuple[float, float]:
+    """Best rate of each loop over alternating rounds of ``seconds / (2 * ROUNDS)`` each."""
+    best = [0.0, 0.0]
+    for _ in range(ROUNDS):
+        for k, loop in enumerate((a, b)):
+            gc.collect()
+            start = time.perf_counter()
+            steps = loop(start + seconds / (2 * ROUNDS))
+            best[k] = max(best[k], steps / (time.perf_counter() - start))
+    return best[0], best[1]
+
+
+def search_ms(positions: list, rules: Rules) -> tuple[float, float, bool]:
+    """CPU ms per real choice of default search with Python and compiled playouts, alternating
+    by position; and whether every decision was the same."""
+    agents = [make_agent("search:playouts=python"), make_agent("search:playouts=compiled")]
+    spent = [0.0, 0.0]
+    same = True
+    warm = positions[0]
+    agents[1].reset(rules, warm[2].seat, np.random.default_rng(0))
+    agents[1].act(*warm)  # compile (or load the cache) before timing
+    for i, (obs, mask, view) in enumerate(positions):
+        chosen = []
+        for k, agent in enumerate(agents):
+            agent.reset(rules, view.seat, np.random.default_rng([SEED, i]))
+            start = time.process_time()
+            chosen.append(agent.act(obs, mask, view))
+            spent[k] += time.process_time() - start
+        same &= chosen[0] == chosen[1]
+    return 1000 * spent[0] / len(positions), 1000 * spent[1] / len(positions), same
+
+
+def batch_bytes(num_envs: int) -> float:
+    """Bytes per match of a reset ``BergenVectorEnv``'s arrays (state, buffers, given deals)."""
+    env = BergenVectorEnv(num_envs=num_envs, seed=SEED)
+    env.reset()
+    total = sum(a.nbytes for a in vars(env).values() if isinstance(a, np.ndarray))
+    return total / num_envs
+
+
+def step_time(num_envs: int, seconds: float, copy: bool) -> float:
+    """Microseconds per batched step (random actions, with observations) at ``num_envs``."""
+    loop = vector_loop(num_envs, True, copy)
+    best = 0.0
+    for _ in range(ROUNDS):
+        start = time.perf_counter()
+        steps = loop(start + seconds / ROUNDS)
+        best = max(best, steps / (time.perf_counter() - start))
+    return 1e6 * num_envs / best
+
+
+def run(seconds: float, quick: bool) -> dict[str, Any]:
+    affinity, pin_note = pin_to_one_core()
+    rows: list[dict[str, Any]] = []
+
+    def pair(name: str, unit: str, scalar: float, batched: float, goal: float) -> None:
+        ratio = batched / scalar
+        rows.append(
+            dict(name=name, unit=unit, scalar=scalar, batched=batched, ratio=ratio, goal=goal)
+        )
+        print(
+            f"  {name:<46} scalar {scalar:>12,.0f}  batched {batched:>12,.0f} {unit:<10} "
+            f"{ratio:6.1f}x (goal {goal:g}x)",
+            flush=True,
+        )
+
+    rules = Rules.preset("standard", num_players=2)
+    print(f"one core ({pin_note}); batch of {BATCH}; standard rules, 2 players")
+    a, b = side_by_side(engine_loop(rules, False), vector_loop(BATCH, False), seconds)
+    pair("random play with masks: engine vs batch", "steps/s", a, b, 10)
+    a, b = side_by_side(
+        aec_loop(lambda: bergen_env.env(num_players=2)), vector_loop(BATCH, True), seconds
+    )
+    pair("with observations: AEC env vs batch", "steps/s", a, b, 30)
+    single = make_single_agent(num_players=2)
+    a, b = side_by_side(single_agent_loop(single), learner_loop(BATCH), seconds)
+    pair("one learner vs random: single-agent vs batch", "steps/s", a, b, 10)
+
+    positions = [
+        p for p in collect_positions(rules, 400 if quick else 1500, SEED)
+        if len(p[2].legal_actions) > 1
+    ][: 20 if quick else 100]  # fmt: skip
+    python_ms, compiled_ms, same = search_ms(positions, rules)
+    rows.append(
+        dict(
+            name="search default, ms per real choice",
+            unit="ms",
+            scalar=python_ms,
+            batched=compiled_ms,
+            ratio=python_ms / compiled_ms,
+            goal=5,
+            same_decisions=same,
+            positions=len(positions),
+        )  # fmt: skip
+    )
+    print(
+        f"  {'search ms per real choice (python vs compiled)':<46} python {python_ms:10.2f}  "
+        f"compiled {compiled_ms:10.2f} ms  {python_ms / compiled_ms:6.1f}x fewer (goal 5x); "
+        f"same decisions: {same} ({len(positions)} positions)",
+        flush=True,
+    )
+
+    memory = batch_bytes(BATCH)
+    print(f"  memory per match in a batch of {BATCH}: {memory:,.0f} bytes")
+    sizes = [1, 16, 256, 4096] if quick else [1, 16, 256, 4096, 65536]
+    scaling = []
+    for n in sizes:
+        t = seconds / 3 if n < 65536 else seconds
+        us, own = step_time(n, t, True), step_time(n, t, False)
+        scaling.append(
+            dict(num_envs=n, us_per_step=us, ns_per_match_step=1000 * us / n,
+                 us_per_step_no_copy=own, ns_per_match_step_no_copy=1000 * own / n)
+        )  # fmt: skip
+        print(
+            f"  N={n:>6}: {us:12.1f} us per batched step, {1000 * us / n:9.1f} ns per "
+            f"match-step; copy=False: {own:12.1f} us, {1000 * own / n:9.1f} ns"
+        )
+    if affinity is not None:
+        import os
+
+        os.sched_setaffinity(0, affinity)
+    return dict(machine=machine(), note=pin_note, batch=BATCH, rows=rows,
+                memory_bytes_per_match=memory, scaling=scaling)  # fmt: skip
+
+
+def main(argv: list[str] | None = None) -> dict[str, Any]:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--seconds", type=float, default=6.0, help="per pair of rows")
+    parser.add_argument("--quick", action="store_true", help="fewer positions and sizes")
+    parser.add_argument("--json", help="write the results here")
+    args = parser.parse_args(argv)
+    result = run(args.seconds, args.quick)
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(result, f, indent=2)
+    return result
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,71 @@
+"""The options every Bergen env takes, resolved and validated once.
+
+Both envs (the AEC :func:`bergen_env.env` and the single-agent
+``gymnasium.make("bergen_env/Bergen-v0")``) and both training configs (``training.config``,
+``training.train_rllib``) take the same block of options: the rules (a preset name or
+:class:`~bergen_env.rules.Rules`, the seating, single rule overrides), the reward mode and the
+``max_hands`` cap. :meth:`EnvOptions.resolve` turns those keyword arguments into one frozen,
+checked value; each env adds only its own options.
+
+>>> opts = EnvOptions.resolve(rules="standard", num_players=3, target=7)
+>>> (opts.rules.num_players, opts.rules.target, opts.reward, opts.max_hands)
+(3, 7, 'match', 2000)
+>>> EnvOptions.resolve(max_hands=0)
+Traceback (most recent call last):
+...
+bergen_env.errors.InvalidOptionError: option 'max_hands' must be an int >= 1 or None, got 0
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from bergen_env.rules import Rules, make_rules
+from bergen_env.validation import check_choice, check_int, invalid
+
+#: Reward modes of the AEC env; the single-agent env adds its own (``"shaped"``, ``"win"``).
+REWARD_MODES = ("match", "points")
+#: A match still running after this many hands is truncated.
+DEFAULT_MAX_HANDS = 2000
+
+
+@dataclass(frozen=True)
+class EnvOptions:
+    """The rules, reward mode, hand cap and render mode of one env."""
+
+    rules: Rules
+    reward: str = "match"
+    max_hands: int | None = DEFAULT_MAX_HANDS
+    render_mode: str | None = None
+
+    @classmethod
+    def resolve(
+        cls,
+        rules: str | Rules = "standard",
+        num_players: int | None = None,
+        partnerships: bool | None = None,
+        reward: str = "match",
+        max_hands: int | None = DEFAULT_MAX_HANDS,
+        render_mode: str | None = None,
+        *,
+        reward_modes: Sequence[str] = REWARD_MODES,
+        render_modes: Sequence[str] = (),
+        **overrides: Any,
+    ) -> EnvOptions:
+        """Check the env keyword arguments; ``overrides`` are single rule options.
+
+        ``num_players`` / ``partnerships`` of None keep a given ``Rules``' seating (or the
+        preset's 2 players without partnerships). ``reward_modes`` and ``render_modes``: what
+        the env supports. Errors are :class:`~bergen_env.errors.InvalidOptionError` naming the
+        option.
+        """
+        seating = {"num_players": num_players, "partnerships": partnerships}
+        seating = {k: v for k, v in seating.items() if v is not None}
+        resolved = make_rules(rules, **seating, **overrides)
+        check_choice("reward", reward, reward_modes)
+        max_hands = check_int("max_hands", max_hands, minimum=1, allow_none=True)
+        if render_mode is not None and render_mode not in render_modes:
+            raise invalid("render_mode", f"one of {list(render_modes)} or None", render_mode)
+        return cls(resolved, reward, max_hands, render_mode)

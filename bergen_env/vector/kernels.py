@@ -1,0 +1,822 @@
+"""Compiled Bergen rules over a batch of matches: the arrays of :class:`BatchState` and the
+``@njit`` functions that deal, step, mask and encode them.
+
+Every function mirrors one method of :class:`bergen_env.engine.BergenState` (the reference);
+the differential tests compare them move by move. A match is row ``i`` of each array:
+
+=============  ==============  ==========================================================
+array          shape, dtype    meaning
+=============  ==============  ==========================================================
+``m``          (N, F) int32    the small per-match fields (``CUR``, ``LEAD``, ... below)
+``scores``     (N, 4) int32    per side
+``hands``      (N, 4, 28) int8 per seat: copies held of each tile id
+``bits``       (N, 4) int64    per seat: bitmask of the tile ids held
+``hlen``       (N, 4) int32    per seat: tiles held
+``voids``      (N, 4) int32    per seat: 7-bit mask of numbers known not held
+``line``       (N, 28) int8    copies of each tile id on the line
+``bone``       (N, 56) int8    the hand's deal: hands, then the boneyard (a draw takes the
+                               tile ``BPOS`` places after the hands)
+``rng``        (N,) uint64     the match's own random stream (splitmix64 state)
+``deals``      (N, K, T) int8  given deals (hands then boneyard), ``m[DEALS]`` of them
+=============  ==============  ==========================================================
+
+Rules are an int64 vector ``r`` (indices ``R_*``), built by :func:`rule_vector`.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from bergen_env.actions import DOUBLE_PLAY, DRAW, NUM_PLAY_ACTIONS, PASS
+from bergen_env.errors import InvalidOptionError
+from bergen_env.observation import NEED_BINS, OBS_SIZE, OBS_SLICES
+from bergen_env.rules import BLOCKED_RULES, LEADS, Rules
+from bergen_env.tiles import (
+    CONTAINS,
+    DOUBLE_ID,
+    IS_DOUBLE,
+    MATCH_EITHER,
+    NUM_NUMBERS,
+    NUM_TILES,
+    OTHER_HALF,
+    PIPS,
+    TILE_ID,
+    TILES,
+)
+from bergen_env.vector._numba import njit, njit_inline
+
+MAX_SEATS = 4
+MAX_BONE = 2 * NUM_TILES
+
+# ---------------------------------------------------------------- rule vector indices
+R_N, R_SIDES, R_PARTNERS, R_SETS, R_HAND, R_LEAD, R_RESERVE, R_DOMINO = range(8)
+R_BLOCKED, R_BLOCKED_PTS, R_PENALTY, R_CAPS, R_TARGET, R_VOLUNTARY = range(8, 14)
+R_ACTIONS, R_BONE, R_MAX_HANDS, R_REWARD = range(14, 18)
+NUM_R = 18
+REWARD_MATCH, REWARD_POINTS = 0, 1
+
+# ---------------------------------------------------------------- per-match fields of ``m``
+CUR, LEAD, BPOS, LLEN, E0, E1, D0, D1 = range(8)
+RUN_DRAWS, RUN_VOIDS, HAND_NO, TERMINAL, WINNER, DEAL_POS, DEALS = range(8, 15)
+NUM_FIELDS = 15
+
+# ---------------------------------------------------------------- tables as arrays
+T_CONTAINS = np.array(CONTAINS, dtype=np.int64)
+T_MATCH_EITHER = np.array(MATCH_EITHER, dtype=np.int64)
+T_OTHER_HALF = np.array(OTHER_HALF, dtype=np.int64)
+T_IS_DOUBLE = np.array(IS_DOUBLE, dtype=np.int64)
+T_PIPS = np.array(PIPS, dtype=np.int64)
+T_DOUBLE_ID = np.array(DOUBLE_ID, dtype=np.int64)
+T_LOW = np.array([a for a, _ in TILES], dtype=np.int64)
+T_HIGH = np.array([b for _, b in TILES], dtype=np.int64)
+T_HEADER_TILE = np.array(
+    [TILE_ID[(e0, e1)] for e0 in range(NUM_NUMBERS) for e1 in range(NUM_NUMBERS)], dtype=np.int64
+)
+HEADER_BY_DOUBLES = np.array([2, 3, 4], dtype=np.int64)
+
+# observation offsets
+O_HAND, O_LINE, O_UNSEEN = (OBS_SLICES[k].start for k in ("hand", "line", "unseen"))
+O_LEFT, O_RIGHT, O_DBL = (OBS_SLICES[k].start for k in ("left_end", "right_end", "end_doubles"))
+O_EMPTY, O_TO_MOVE, O_SEATS = (OBS_SLICES[k].start for k in ("line_empty", "to_move", "seats"))
+O_PARTNER, O_SIZES, O_VOIDS = (OBS_SLICES[k].start for k in ("partner", "hand_sizes", "voids"))
+O_BONE, O_SCORES, O_NEED, O_POINTS = (
+    OBS_SLICES[k].start for k in ("boneyard", "scores", "need", "play_points")
+)
+OBS_LEN = OBS_SIZE
+
+_M1 = np.uint64(0x9E3779B97F4A7C15)
+_M2 = np.uint64(0xBF58476D1CE4E5B9)
+_M3 = np.uint64(0x94D049BB133111EB)
+
+
+def rule_vector(rules: Rules, max_hands: int | None, reward: str) -> np.ndarray:
+    """The rules (and the env's ``max_hands`` and ``reward``) as the kernels' int64 vector.
+
+    Raises ``InvalidOptionError`` for option values the kernels do not play (the Draw and
+    Fives options of RULES.md §9), rather than playing other rules.
+    """
+    compiled = {
+        "lead": ("lowest", "highest"),
+        "play_scoring": ("headers",),
+        "out_scoring": ("fixed",),
+        "single_hand": (False,),
+    }
+    for name, values in compiled.items():
+        value = getattr(rules, name, values[0])
+        if value not in values:
+            raise InvalidOptionError(
+                f"option {name}={value!r}: bergen_env.vector plays {name} in {values} only"
+            )
+    r = np.zeros(NUM_R, dtype=np.int64)
+    r[R_N] = rules.num_players
+    r[R_SIDES] = rules.num_sides
+    r[R_PARTNERS] = rules.partnerships
+    r[R_SETS] = rules.sets
+    r[R_HAND] = rules.hand_size
+    r[R_LEAD] = LEADS.index(rules.lead)
+    r[R_RESERVE] = rules.reserve
+    r[R_DOMINO] = rules.domino_points
+    r[R_BLOCKED] = BLOCKED_RULES.index(rules.blocked_rule)
+    r[R_BLOCKED_PTS] = rules.blocked_points
+    r[R_PENALTY] = rules.leftover_penalty
+    r[R_CAPS] = rules.end_caps
+    r[R_TARGET] = rules.target
+    r[R_VOLUNTARY] = rules.voluntary_draw
+    r[R_ACTIONS] = rules.num_actions
+    r[R_BONE] = rules.boneyard_size
+    r[R_MAX_HANDS] = 0 if max_hands is None else max_hands
+    r[R_REWARD] = ("match", "points").index(reward)
+    return r
+
+
+# ================================================================ random numbers
+
+
+@njit_inline
+def next_u64(rng, i):
+    """splitmix64: the next 64 random bits of stream ``i``."""
+    rng[i] += _M1
+    z = rng[i]
+    z = (z ^ (z >> np.uint64(30))) * _M2
+    z = (z ^ (z >> np.uint64(27))) * _M3
+    return z ^ (z >> np.uint64(31))
+
+
+@njit_inline
+def below(rng, i, k):
+    """A uniform int in ``0..k-1`` from stream ``i`` (multiply-shift on 32 random bits)."""
+    x = next_u64(rng, i) >> np.uint64(32)
+    return np.int64((x * np.uint64(k)) >> np.uint64(32))
+
+
+@njit
+def seed_streams(base, first, out):
+    """``out[j]``: the stream of match ``first + j`` under the 64-bit seed ``base``."""
+    for j in range(out.shape[0]):
+        z = np.uint64(base) + np.uint64(first + j + 1) * _M1
+        z = (z ^ (z >> np.uint64(30))) * _M2
+        z = (z ^ (z >> np.uint64(27))) * _M3
+        out[j] = z ^ (z >> np.uint64(31))
+
+
+# ================================================================ small rules
+
+
+@njit_inline
+def side_of(r, seat):
+    return seat % 2 if r[R_PARTNERS] else seat
+
+
+@njit_inline
+def capped(r, scores, i, side, header):
+    """A header's value after end caps (RULES.md §6)."""
+    if header and r[R_CAPS]:
+        need = r[R_TARGET] - scores[i, side]
+        if need <= 2:
+            return 1
+        if need == 3 and header > 2:
+            return 2
+    return header
+
+
+@njit
+def blocked_winner(rule, doubles, pips, lowest, sides):
+    """The side winning a blocked hand, -1 on a tie (``engine.blocked_winner``)."""
+    best = np.zeros(MAX_SEATS, dtype=np.bool_)
+    if rule == 2:  # pips
+        for s in range(sides):
+            best[s] = True
+        return _single_min(best, pips, sides)
+    if rule == 0:  # german: fewest doubles, then fewest pips
+        low = 99
+        for s in range(sides):
+            low = min(low, doubles[s])
+        for s in range(sides):
+            best[s] = doubles[s] == low
+        return _single_min(best, pips, sides)
+    if rule == 1:  # american
+        any_without = False
+        for s in range(sides):
+            best[s] = doubles[s] == 0
+            any_without |= best[s]
+        if any_without:
+            return _single_min(best, pips, sides)
+        for s in range(sides):
+            best[s] = True
+        return _single_min(best, lowest, sides)
+    # most_doubles
+    high = -1
+    for s in range(sides):
+        high = max(high, doubles[s])
+    for s in range(sides):
+        best[s] = True
+    if high == 0:
+        return _single_min(best, pips, sides)
+    for s in range(sides):
+        best[s] = doubles[s] == high
+    return _single_min(best, lowest, sides)
+
+
+@njit
+def _single_min(candidates, key, sides):
+    low = 1 << 30
+    for s in range(sides):
+        if candidates[s] and key[s] < low:
+            low = key[s]
+    found = -1
+    for s in range(sides):
+        if candidates[s] and key[s] == low:
+            if found >= 0:
+                return -1
+            found = s
+    return found
+
+
+# ================================================================ dealing
+
+
+@njit
+def start_hand(r, i, m, scores, hands, bits, hlen, voids, line, bone, rng, deals):
+    """Deal hand ``m[i, HAND_NO]`` (redealing while no seat holds a double)."""
+    n = r[R_N]
+    size = r[R_HAND]
+    sets = r[R_SETS]
+    total = NUM_TILES * sets
+    order = np.empty(MAX_BONE, dtype=np.int64)
+    first = m[i, HAND_NO] % n
+    while True:
+        if m[i, DEAL_POS] < m[i, DEALS]:
+            k = m[i, DEAL_POS]
+            m[i, DEAL_POS] = k + 1
+            for j in range(total):
+                order[j] = deals[i, k, j]
+        else:
+            for j in range(total):
+                order[j] = j // sets
+            for j in range(total - 1, 0, -1):
+                k = below(rng, i, j + 1)
+                tmp = order[j]
+                order[j] = order[k]
+                order[k] = tmp
+        for s in range(MAX_SEATS):
+            bits[i, s] = 0
+            hlen[i, s] = 0
+            for t in range(NUM_TILES):
+                hands[i, s, t] = 0
+        for s in range(n):
+            for j in range(size):
+                t = order[s * size + j]
+                hands[i, s, t] += 1
+                bits[i, s] |= np.int64(1) << t
+            hlen[i, s] = size
+        leader = -1
+        lead_tile = -1
+        for q in range(NUM_NUMBERS):
+            num = q if r[R_LEAD] == 0 else NUM_NUMBERS - 1 - q
+            t = T_DOUBLE_ID[num]
+            for k in range(n):
+                seat = (first + k) % n
+                if hands[i, seat, t]:
+                    leader = seat
+                    lead_tile = t
+                    break
+            if leader >= 0:
+                break
+        if leader >= 0:
+            break
+    for j in range(total):
+        bone[i, j] = order[j]
+    m[i, BPOS] = 0
+    for t in range(NUM_TILES):
+        line[i, t] = 0
+    m[i, LLEN] = 0
+    m[i, E0] = 0
+    m[i, E1] = 0
+    m[i, D0] = 0
+    m[i, D1] = 0
+    for s in range(MAX_SEATS):
+        voids[i, s] = 0
+    m[i, RUN_DRAWS] = 0
+    m[i, RUN_VOIDS] = 0
+    m[i, CUR] = leader
+    m[i, LEAD] = lead_tile
+
+
+@njit
+def new_match(r, i, m, scores, hands, bits, hlen, voids, line, bone, rng, deals):
+    """Start a fresh match in row ``i`` (given deals first, if any are left)."""
+    for s in range(MAX_SEATS):
+        scores[i, s] = 0
+    m[i, HAND_NO] = 0
+    m[i, TERMINAL] = 0
+    m[i, WINNER] = -1
+    start_hand(r, i, m, scores, hands, bits, hlen, voids, line, bone, rng, deals)
+
+
+# ================================================================ queries
+
+
+@njit
+def legal_mask(r, i, m, hands, bits, out):
+    """Fill ``out`` (length A) with the 0/1 legal mask of the player on turn; return the count."""
+    if m[i, LEAD] >= 0:
+        for a in range(out.shape[0]):
+            out[a] = 0
+        out[2 * m[i, LEAD]] = 1
+        return 1
+    for a in range(NUM_PLAY_ACTIONS, out.shape[0]):
+        out[a] = 0
+    p = m[i, CUR]
+    b = bits[i, p]
+    e0 = m[i, E0]
+    e1 = m[i, E1]
+    m0 = b & T_CONTAINS[e0]
+    m1 = b & T_CONTAINS[e1]
+    playable = m0 | m1
+    count = 0
+    for t in range(NUM_TILES):  # branch-free: one pass over the play actions
+        x0 = (m0 >> t) & 1
+        x1 = (m1 >> t) & 1
+        out[2 * t] = x0
+        out[2 * t + 1] = x1
+        count += x0 + x1
+    can_draw = m[i, BPOS] < r[R_BONE] - r[R_RESERVE]
+    if can_draw and (playable == 0 or r[R_VOLUNTARY]):
+        out[DRAW] = 1
+        count += 1
+    if playable == 0 and not can_draw:
+        out[PASS] = 1
+        count += 1
+    if r[R_SETS] == 2 and e0 == e1 and hands[i, p, T_DOUBLE_ID[e0]] >= 2:
+        out[DOUBLE_PLAY + e0] = 1
+        count += 1
+    return count
+
+
+@njit_inline
+def is_legal(r, i, m, hands, bits, a):
+    """Whether action ``a`` is legal for the player on turn of match ``i``."""
+    if m[i, TERMINAL] or a < 0 or a >= r[R_ACTIONS]:
+        return False
+    p = m[i, CUR]
+    if m[i, LEAD] >= 0:
+        return a == 2 * m[i, LEAD]
+    b = bits[i, p]
+    if a < NUM_PLAY_ACTIONS:
+        t = a >> 1
+        end = m[i, E0] if (a & 1) == 0 else m[i, E1]
+        return ((b >> t) & 1) == 1 and ((T_CONTAINS[end] >> t) & 1) == 1
+    playable = (b & T_MATCH_EITHER[m[i, E0] * 7 + m[i, E1]]) != 0
+    can_draw = m[i, BPOS] < r[R_BONE] - r[R_RESERVE]
+    if a == DRAW:
+        return can_draw and (not playable or r[R_VOLUNTARY] != 0)
+    if a == PASS:
+        return not playable and not can_draw
+    n = a - DOUBLE_PLAY
+    return m[i, E0] == n and m[i, E1] == n and hands[i, p, T_DOUBLE_ID[n]] >= 2
+
+
+@njit_inline
+def action_points(r, i, m, scores, hlen, a):
+    """Points the player on turn scores by the legal play ``a`` now (``BergenState``'s)."""
+    if a in (DRAW, PASS):
+        return 0
+    p = m[i, CUR]
+    used = 1
+    if a >= DOUBLE_PLAY:
+        header = 5
+        used = 2
+    elif m[i, LEAD] >= 0:
+        header = 2
+    else:
+        t = a >> 1
+        e = a & 1
+        end_e = m[i, E0 + e]
+        end_o = m[i, E1 - e]
+        header = 0
+        if T_OTHER_HALF[t * 7 + end_e] == end_o:
+            header = HEADER_BY_DOUBLES[T_IS_DOUBLE[t] + m[i, D1 - e]]
+    side = side_of(r, p)
+    header = capped(r, scores, i, side, header)
+    if hlen[i, p] == used and header < r[R_TARGET] - scores[i, side]:
+        return header + r[R_DOMINO]
+    return header
+
+
+# ================================================================ acting
+
+
+@njit_inline
+def apply_action(r, i, m, scores, hands, bits, hlen, voids, line, bone, rng, deals, a):
+    """Apply the legal action ``a`` (``BergenState._apply``); a finished hand deals the next."""
+    p = m[i, CUR]
+    if a < NUM_PLAY_ACTIONS or a > PASS:
+        if m[i, RUN_DRAWS]:
+            ends = (1 << m[i, E0]) | (1 << m[i, E1])
+            voids[i, p] = ends | (m[i, RUN_VOIDS] if m[i, RUN_DRAWS] == 1 else 0)
+            m[i, RUN_DRAWS] = 0
+        if a < NUM_PLAY_ACTIONS:
+            _play(r, i, m, scores, hands, bits, hlen, voids, line, bone, rng, deals, p, a)
+        else:
+            _double_play(r, i, m, scores, hands, bits, hlen, voids, line, bone, rng, deals, p, a)
+    elif a == DRAW:
+        t = bone[i, r[R_N] * r[R_HAND] + m[i, BPOS]]
+        m[i, BPOS] += 1
+        hands[i, p, t] += 1
+        bits[i, p] |= np.int64(1) << t
+        hlen[i, p] += 1
+        if not r[R_VOLUNTARY]:
+            if not m[i, RUN_DRAWS]:
+                m[i, RUN_VOIDS] = voids[i, p]
+            m[i, RUN_DRAWS] += 1
+        voids[i, p] = 0
+        _check_blocked(r, i, m, scores, hands, bits, hlen, voids, line, bone, rng, deals)
+    else:
+        m[i, RUN_DRAWS] = 0
+        voids[i, p] |= (1 << m[i, E0]) | (1 << m[i, E1])
+        m[i, CUR] = (p + 1) % r[R_N]
+        _check_blocked(r, i, m, scores, hands, bits, hlen, voids, line, bone, rng, deals)
+
+
+@njit_inline
+def _remove(i, hands, bits, hlen, line, m, p, t):
+    hands[i, p, t] -= 1
+    if hands[i, p, t] == 0:
+        bits[i, p] &= ~(np.int64(1) << t)
+    hlen[i, p] -= 1
+    line[i, t] += 1
+    m[i, LLEN] += 1
+
+
+@njit_inline
+def _play(r, i, m, scores, hands, bits, hlen, voids, line, bone, rng, deals, p, a):
+    t = a >> 1
+    e = a & 1
+    _remove(i, hands, bits, hlen, line, m, p, t)
+    dbl = T_IS_DOUBLE[t]
+    if m[i, LEAD] >= 0:
+        m[i, LEAD] = -1
+        m[i, E0] = T_LOW[t]
+        m[i, E1] = T_HIGH[t]
+        m[i, D0] = dbl
+        m[i, D1] = dbl
+        header = 2
+    else:
+        n = m[i, E0 + e]
+        m[i, E0 + e] = T_OTHER_HALF[t * 7 + n]
+        m[i, D0 + e] = dbl
+        header = 0
+        if m[i, E0] == m[i, E1]:
+            header = HEADER_BY_DOUBLES[m[i, D0] + m[i, D1]]
+    _after_play(r, i, m, scores, hands, bits, hlen, voids, line, bone, rng, deals, p, header)
+
+
+@njit_inline
+def _double_play(r, i, m, scores, hands, bits, hlen, voids, line, bone, rng, deals, p, a):
+    t = T_DOUBLE_ID[a - DOUBLE_PLAY]
+    _remove(i, hands, bits, hlen, line, m, p, t)
+    _remove(i, hands, bits, hlen, line, m, p, t)
+    m[i, D0] = 1
+    m[i, D1] = 1
+    _after_play(r, i, m, scores, hands, bits, hlen, voids, line, bone, rng, deals, p, 5)
+
+
+@njit_inline
+def _score(r, i, m, scores, side, points):
+    """Add points; end the match (True) when the side reaches the target."""
+    scores[i, side] += points
+    if scores[i, side] >= r[R_TARGET]:
+        m[i, TERMINAL] = 1
+        m[i, WINNER] = side
+        return True
+    return False
+
+
+@njit_inline
+def _after_play(r, i, m, scores, hands, bits, hlen, voids, line, bone, rng, deals, p, header):
+    side = side_of(r, p)
+    if header and _score(r, i, m, scores, side, capped(r, scores, i, side, header)):
+        return
+    if hlen[i, p] == 0:
+        _end_hand(r, i, m, scores, hands, bits, hlen, voids, line, bone, rng, deals, 1, side)
+        return
+    m[i, CUR] = (p + 1) % r[R_N]
+    _check_blocked(r, i, m, scores, hands, bits, hlen, voids, line, bone, rng, deals)
+
+
+@njit_inline
+def _check_blocked(r, i, m, scores, hands, bits, hlen, voids, line, bone, rng, deals):
+    if m[i, BPOS] < r[R_BONE] - r[R_RESERVE]:
+        return
+    fits = T_MATCH_EITHER[m[i, E0] * 7 + m[i, E1]]
+    for s in range(r[R_N]):
+        if bits[i, s] & fits:
+            return
+    sides = r[R_SIDES]
+    doubles = np.zeros(MAX_SEATS, dtype=np.int64)
+    pips = np.zeros(MAX_SEATS, dtype=np.int64)
+    lowest = np.full(MAX_SEATS, NUM_NUMBERS, dtype=np.int64)
+    for s in range(r[R_N]):
+        side = side_of(r, s)
+        for t in range(NUM_TILES):
+            c = hands[i, s, t]
+            if c:
+                pips[side] += T_PIPS[t] * c
+                if T_IS_DOUBLE[t]:
+                    doubles[side] += c
+                    lowest[side] = min(lowest[side], T_LOW[t])
+    winner = blocked_winner(r[R_BLOCKED], doubles, pips, lowest, sides)
+    _end_hand(r, i, m, scores, hands, bits, hlen, voids, line, bone, rng, deals, 0, winner)
+
+
+@njit
+def _end_hand(r, i, m, scores, hands, bits, hlen, voids, line, bone, rng, deals, domino, winner):
+    done = False
+    if winner >= 0:
+        gain = r[R_DOMINO] if domino else r[R_BLOCKED_PTS]
+        done = _score(r, i, m, scores, winner, gain)
+    if not done and r[R_PENALTY]:
+        left = np.zeros(MAX_SEATS, dtype=np.int64)
+        for s in range(r[R_N]):
+            left[side_of(r, s)] += hlen[i, s]
+        for side in range(r[R_SIDES]):
+            if side != winner and left[side]:
+                scores[i, side] -= r[R_PENALTY] * left[side]
+    if not m[i, TERMINAL]:
+        m[i, HAND_NO] += 1
+        start_hand(r, i, m, scores, hands, bits, hlen, voids, line, bone, rng, deals)
+
+
+# ================================================================ observations
+
+
+@njit
+def encode(r, i, m, scores, hands, hlen, voids, line, bone, mask, seat, out):
+    """Write ``Encoder.observe`` of ``seat`` into ``out`` (``mask``: the legal mask when
+    ``seat`` is on turn, for ``play_points``; all zeros otherwise)."""
+    for k in range(OBS_LEN):
+        out[k] = 0.0
+    n = r[R_N]
+    sets = r[R_SETS]
+    for t in range(NUM_TILES):
+        h = hands[i, seat, t]
+        ln = line[i, t]
+        out[O_HAND + t] = h
+        out[O_LINE + t] = ln
+        out[O_UNSEEN + t] = sets - h - ln
+    if m[i, LLEN]:
+        out[O_LEFT + m[i, E0]] = 1.0
+        out[O_RIGHT + m[i, E1]] = 1.0
+        out[O_DBL] = m[i, D0]
+        out[O_DBL + 1] = m[i, D1]
+    else:
+        out[O_EMPTY] = 1.0
+    out[O_TO_MOVE + (m[i, CUR] - seat) % n] = 1.0
+    for k in range(n):
+        out[O_SEATS + k] = 1.0
+        other = (seat + k) % n
+        out[O_SIZES + k] = hlen[i, other]
+        v = voids[i, other]
+        for x in range(NUM_NUMBERS):
+            out[O_VOIDS + k * NUM_NUMBERS + x] = (v >> x) & 1
+    if r[R_PARTNERS]:
+        out[O_PARTNER + 2] = 1.0
+    limit = r[R_BONE] - r[R_RESERVE]
+    out[O_BONE] = r[R_BONE] - m[i, BPOS]
+    out[O_BONE + 1] = max(0, limit - m[i, BPOS])
+    sides = r[R_SIDES]
+    target = r[R_TARGET]
+    first = side_of(r, seat)
+    for j in range(sides):
+        score = scores[i, (first + j) % sides]
+        out[O_SCORES + j] = np.float32(min(1.0, max(-2.0, score / target)))
+        need = min(max(target - score, 1), NEED_BINS)
+        out[O_NEED + j * NEED_BINS + need - 1] = 1.0
+    for a in range(mask.shape[0]):
+        if mask[a] and (a < DRAW or a > PASS):
+            out[O_POINTS + a] = action_points(r, i, m, scores, hlen, a)
+
+
+# ================================================================ the batch
+
+
+@njit
+def reset_rows(r, rows, m, scores, hands, bits, hlen, voids, line, bone, rng, deals):
+    """Start a new match in each row of ``rows`` (its given deals first)."""
+    for i in rows:
+        m[i, DEAL_POS] = 0
+        new_match(r, i, m, scores, hands, bits, hlen, voids, line, bone, rng, deals)
+
+
+@njit
+def first_illegal(r, actions, active, m, hands, bits):
+    """The first active row whose action is illegal, or -1."""
+    for i in range(actions.shape[0]):
+        if active[i] and not is_legal(r, i, m, hands, bits, actions[i]):
+            return i
+    return -1
+
+
+@njit
+def step_rows(
+    r, actions, active, m, scores, hands, bits, hlen, voids, line, bone, rng, deals,
+    rewards, terminated, truncated,
+):  # fmt: skip
+    """Apply ``actions[i]`` in every active row (legal, checked before); write each finished
+    match's rewards (per seat) and end flags, and restart it at once."""
+    for i in range(actions.shape[0]):
+        for s in range(r[R_N]):
+            rewards[i, s] = 0.0
+        terminated[i] = False
+        truncated[i] = False
+        if active[i]:
+            step_row(r, i, actions[i], m, scores, hands, bits, hlen, voids, line, bone, rng,
+                     deals, rewards, terminated, truncated)  # fmt: skip
+
+
+@njit_inline
+def step_row(
+    r, i, a, m, scores, hands, bits, hlen, voids, line, bone, rng, deals,
+    rewards, terminated, truncated,
+):  # fmt: skip
+    """Apply the legal action ``a`` in row ``i``: ``rewards[i]`` (per seat) and the end flags
+    of row ``i`` are set (to their values for this step), and a finished match restarts."""
+    n = r[R_N]
+    sides = r[R_SIDES]
+    points = r[R_REWARD] == REWARD_POINTS
+    b0 = scores[i, 0]
+    b1 = scores[i, 1]
+    b2 = scores[i, 2]
+    b3 = scores[i, 3]
+    apply_action(r, i, m, scores, hands, bits, hlen, voids, line, bone, rng, deals, a)
+    terminated[i] = False
+    truncated[i] = False
+    if points:
+        d0 = scores[i, 0] - b0
+        d1 = scores[i, 1] - b1
+        d2 = scores[i, 2] - b2
+        d3 = scores[i, 3] - b3
+        total = d0 + d1 + d2 + d3
+        for s in range(n):
+            side = side_of(r, s)
+            d = d0 if side == 0 else d1 if side == 1 else d2 if side == 2 else d3
+            rewards[i, s] = d - (total - d) / (sides - 1)
+    else:
+        for s in range(n):
+            rewards[i, s] = 0.0
+    if m[i, TERMINAL]:
+        terminated[i] = True
+        if not points and m[i, WINNER] >= 0:
+            loss = -1.0 / (sides - 1)
+            for s in range(n):
+                rewards[i, s] = 1.0 if side_of(r, s) == m[i, WINNER] else loss
+    elif r[R_MAX_HANDS] and m[i, HAND_NO] >= r[R_MAX_HANDS]:
+        truncated[i] = True
+    if terminated[i] or truncated[i]:
+        m[i, DEAL_POS] = m[i, DEALS]  # given deals belong to the match reset() started
+        new_match(r, i, m, scores, hands, bits, hlen, voids, line, bone, rng, deals)
+
+
+@njit
+def step_observe_rows(
+    r, actions, m, scores, hands, bits, hlen, voids, line, bone, rng, deals,
+    rewards, terminated, truncated, masks, obs, cur, with_obs,
+):  # fmt: skip
+    """:func:`step_rows` and then :func:`observe_rows` over every row, in one pass (each row
+    is stepped and encoded while it is in cache)."""
+    for i in range(actions.shape[0]):
+        step_row(r, i, actions[i], m, scores, hands, bits, hlen, voids, line, bone, rng, deals,
+                 rewards, terminated, truncated)  # fmt: skip
+        cur[i] = m[i, CUR]
+        legal_mask(r, i, m, hands, bits, masks[i])
+        if with_obs:
+            encode(r, i, m, scores, hands, hlen, voids, line, bone, masks[i], m[i, CUR], obs[i])
+
+
+@njit
+def observe_rows(
+    r, active, m, scores, hands, bits, hlen, voids, line, bone, masks, obs, cur, with_obs
+):
+    """Masks (and observations, with ``with_obs``) of the seat on turn in every active row."""
+    for i in range(masks.shape[0]):
+        if not active[i]:
+            continue
+        cur[i] = m[i, CUR]
+        legal_mask(r, i, m, hands, bits, masks[i])
+        if with_obs:
+            encode(r, i, m, scores, hands, hlen, voids, line, bone, masks[i], m[i, CUR], obs[i])
+
+
+# ================================================================ batched agents
+
+
+@njit
+def random_actions(masks, active, rng, out):
+    """A uniform legal action per active row, from that row's stream of ``rng``."""
+    for i in range(masks.shape[0]):
+        if active[i]:
+            out[i] = random_row(masks[i], rng, i)
+
+
+@njit_inline
+def random_row(mask, rng, i):
+    """A uniform legal action of ``mask`` from stream ``i`` (no draw when only one is legal)."""
+    count = 0
+    last = -1
+    for a in range(mask.shape[0]):
+        if mask[a]:
+            count += 1
+            last = a
+    if count == 1:
+        return last
+    k = below(rng, i, count)
+    for a in range(mask.shape[0]):
+        if mask[a]:
+            if k == 0:
+                return a
+            k -= 1
+    return last
+
+
+@njit
+def greedy_actions(r, masks, active, m, scores, hlen, out):
+    """``GreedyAgent``'s choice per active row (see :func:`greedy_row`)."""
+    for i in range(masks.shape[0]):
+        if active[i]:
+            out[i] = greedy_row(r, i, masks[i], m, scores, hlen)
+
+
+@njit_inline
+def greedy_row(r, i, mask, m, scores, hlen):
+    """``GreedyAgent``: the most points now (a play reaching the target first), then a double,
+    then the heavier tile, then the lowest action id."""
+    target = r[R_TARGET]
+    side = side_of(r, m[i, CUR])
+    best = -1
+    bk0 = bk1 = bk2 = bk3 = -(1 << 30)
+    for a in range(mask.shape[0]):
+        if not mask[a]:
+            continue
+        if a in (DRAW, PASS):
+            k0, k1, k2, k3 = 0, -1, 0, 0
+        else:
+            pts = action_points(r, i, m, scores, hlen, a)
+            k0 = 1 if scores[i, side] + pts >= target else 0
+            k1 = pts
+            if a >= DOUBLE_PLAY:
+                k2, k3 = 1, 4 * (a - DOUBLE_PLAY)
+            else:
+                k2, k3 = T_IS_DOUBLE[a >> 1], T_PIPS[a >> 1]
+        # strictly better only: equal keys keep the lower action id (the -action tie-break)
+        if (k0, k1, k2, k3) > (bk0, bk1, bk2, bk3):
+            best = a
+            bk0, bk1, bk2, bk3 = k0, k1, k2, k3
+    return best
+
+
+@njit
+def advance_rows(
+    r, kinds, seat_option, auto_forced, m, scores, hands, bits, hlen, voids, line, bone, rng,
+    deals, agent_rng, seat_rng, seats, acted, reward, carry, term, trunc, masks, seat_rewards,
+    ended_flags,
+):  # fmt: skip
+    """Play every row until its learner (``seats[i]``) has a real decision: the other seats
+    by ``kinds[relative seat]`` (0 random, 1 greedy), the learner's forced moves with
+    ``auto_forced``. Each step's learner reward goes to ``reward`` once it has acted in the
+    match, else to ``carry``; a match that ends is flagged in ``term``/``trunc`` (when its
+    learner acted) and its next match draws a learner seat (``seat_option`` < 0: random)."""
+    n = r[R_N]
+    for i in range(m.shape[0]):
+        while True:
+            count = legal_mask(r, i, m, hands, bits, masks[i])
+            rel = (m[i, CUR] - seats[i]) % n
+            if rel == 0:
+                if not (auto_forced and count == 1):
+                    break
+                a = random_row(masks[i], agent_rng, i)  # the only legal action: no draw
+            elif kinds[rel] == 0:
+                a = random_row(masks[i], agent_rng, i)
+            else:
+                a = greedy_row(r, i, masks[i], m, scores, hlen)
+            step_row(r, i, a, m, scores, hands, bits, hlen, voids, line, bone, rng, deals,
+                     seat_rewards, ended_flags[0], ended_flags[1])  # fmt: skip
+            gain = seat_rewards[i, seats[i]]
+            if acted[i]:
+                reward[i] += gain
+            else:
+                carry[i] += gain
+            if ended_flags[0, i] or ended_flags[1, i]:
+                if acted[i]:
+                    term[i] |= ended_flags[0, i]
+                    trunc[i] |= ended_flags[1, i]
+                carry[i] = 0.0
+                acted[i] = False
+                seats[i] = below(seat_rng, i, n) if seat_option < 0 else seat_option
+
+
+@njit
+def draw_seats(rng, rows, n, out):
+    """A uniform seat in ``0..n-1`` for every row of ``rows`` (a bool mask), from its stream."""
+    for i in range(rows.shape[0]):
+        if rows[i]:
+            out[i] = below(rng, i, n)

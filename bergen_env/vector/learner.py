@@ -1,0 +1,270 @@
+"""``BergenLearnerVectorEnv``: a Gymnasium ``VectorEnv`` with one learner seat per match.
+
+>>> from bergen_env.vector import BergenLearnerVectorEnv
+>>> env = BergenLearnerVectorEnv(num_envs=8, opponents="greedy", seed=0)
+>>> obs, infos = env.reset()
+>>> obs.shape, infos["action_mask"].shape
+((8, 240), (8, 58))
+
+Each of the ``num_envs`` matches has one learner seat; the other seats are played inside the
+batch by batched opponents, so every ``step`` returns at the learner's next decision in every
+match. A match that ends restarts in the same step (Gymnasium's ``SAME_STEP`` autoreset): the
+returned observation is the new match's first decision; ``rewards``, ``terminations`` and
+``truncations`` are the finished match's.
+
+Arguments: ``num_envs``; ``opponents``: ``"random"``, ``"greedy"`` or a callable
+``f(observations, action_masks) -> actions`` over a batch (``(M, 240)`` float32, ``(M, A)``
+int8, returning ``(M,)`` ints: a frozen policy for self-play), or a list with one of these per
+other seat in turn order after the learner; ``learner_seat``: ``"random"`` (drawn for every
+match from the row's stream) or a seat number; ``auto_forced`` (default True): the learner's
+forced moves (exactly one legal action) are played for it; ``reward``: ``"match"`` (+1 /
+-1/(sides-1) for the learner's side when the match ends) or ``"points"`` (the learner's side's
+score change minus the mean change of the other sides, summed over its move and the replies);
+``max_hands``, ``seed`` and every rules argument as in :class:`BergenVectorEnv`.
+
+``infos``: ``"action_mask"`` ``(N, A)`` int8, the learner's legal actions; ``"seat"`` ``(N,)``,
+the learner's seat. Final observations of finished matches are not returned (a terminated
+match's value is 0; a truncation happens only after ``max_hands`` hands).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+from gymnasium import spaces
+
+from bergen_env.env_options import DEFAULT_MAX_HANDS
+from bergen_env.errors import IllegalActionError, InvalidOptionError
+from bergen_env.observation import OBS_SIZE, obs_bounds
+from bergen_env.rules import Rules
+from bergen_env.vector import kernels as K
+from bergen_env.vector.env import BergenVectorEnv
+
+BatchPolicy = Callable[[np.ndarray, np.ndarray], Any]
+OpponentSpec = str | BatchPolicy
+BUILTIN_OPPONENTS = ("random", "greedy")
+
+
+class BergenLearnerVectorEnv(gym.vector.VectorEnv):
+    """One learner seat per match against batched opponents; see the module docstring."""
+
+    metadata = {"autoreset_mode": gym.vector.AutoresetMode.SAME_STEP}
+
+    def __init__(
+        self,
+        num_envs: int,
+        opponents: OpponentSpec | Sequence[OpponentSpec] = "random",
+        learner_seat: str | int = "random",
+        auto_forced: bool = True,
+        rules: str | Rules = "standard",
+        num_players: int | None = None,
+        partnerships: bool | None = None,
+        seed: int | None = None,
+        reward: str = "match",
+        max_hands: int | None = DEFAULT_MAX_HANDS,
+        **overrides: Any,
+    ) -> None:
+        self.batch = BergenVectorEnv(
+            num_envs,
+            rules=rules,
+            num_players=num_players,
+            partnerships=partnerships,
+            seed=seed,
+            reward=reward,
+            max_hands=max_hands,
+            **overrides,
+        )
+        self.rules = self.batch.rules
+        n = self.rules.num_players
+        self.num_envs = self.batch.num_envs
+        specs = [opponents] if isinstance(opponents, str) or callable(opponents) else opponents
+        specs = list(specs)
+        if len(specs) == 1:
+            specs = specs * (n - 1)
+        if len(specs) != n - 1:
+            raise InvalidOptionError(
+                f"option 'opponents' needs 1 or {n - 1} entries for {n} players, got {len(specs)}"
+            )
+        for spec in specs:
+            if not (spec in BUILTIN_OPPONENTS or (callable(spec) and not isinstance(spec, str))):
+                raise InvalidOptionError(
+                    f"option 'opponents': each entry must be one of {BUILTIN_OPPONENTS} or a "
+                    f"callable (observations, action_masks) -> actions, got {spec!r}"
+                )
+        self.opponents = specs
+        self._needs_obs = any(callable(s) for s in specs)
+        #: per relative seat (0, the learner's, unused): 0 random, 1 greedy (built-ins only)
+        self._kinds = np.array([0] + [int(spec == "greedy") for spec in specs], dtype=np.int64)
+        if learner_seat != "random" and not (
+            isinstance(learner_seat, (int, np.integer))
+            and not isinstance(learner_seat, bool)
+            and 0 <= learner_seat < n
+        ):
+            raise InvalidOptionError(
+                f"option 'learner_seat' must be 'random' or a seat in 0..{n - 1}, "
+                f"got {learner_seat!r}"
+            )
+        if not isinstance(auto_forced, bool):
+            raise InvalidOptionError(
+                f"option 'auto_forced' must be True or False, got {auto_forced!r}"
+            )
+        self.learner_seat_option = learner_seat
+        self._seat_option = -1 if learner_seat == "random" else int(learner_seat)
+        self.auto_forced = auto_forced
+        low, high = obs_bounds(self.rules)
+        self.single_observation_space = spaces.Box(low, high, shape=(OBS_SIZE,), dtype=np.float32)
+        self.single_action_space = spaces.Discrete(self.rules.num_actions)
+        self.observation_space = gym.vector.utils.batch_space(
+            self.single_observation_space, self.num_envs
+        )
+        self.action_space = gym.vector.utils.batch_space(self.single_action_space, self.num_envs)
+        size = self.num_envs
+        self.seats = np.zeros(size, dtype=np.int64)
+        self._seat_rng = np.zeros(size, dtype=np.uint64)
+        self._acted = np.zeros(size, dtype=np.bool_)
+        self._reward = np.zeros(size, dtype=np.float32)
+        self._carry = np.zeros(size, dtype=np.float32)
+        self._term = np.zeros(size, dtype=np.bool_)
+        self._trunc = np.zeros(size, dtype=np.bool_)
+        self._actions = np.zeros(size, dtype=np.int64)
+        self._rows = np.arange(size)
+        self._seat_rewards = np.zeros((size, K.MAX_SEATS), dtype=np.float32)
+        self._ended = np.zeros((2, size), dtype=np.bool_)
+
+    # ------------------------------------------------------------------ API
+
+    def reset(
+        self, *, seed: int | None = None, options: dict[str, Any] | None = None
+    ) -> tuple[np.ndarray, dict[str, Any]]:
+        """Start a match in every row (``options={"deals": [...]}`` as in BergenVectorEnv)."""
+        first = not self.batch.has_reset
+        self.batch.reset(seed=seed, options=options)
+        if seed is not None or first:
+            base = np.random.SeedSequence(self.batch.initial_seed if seed is None else seed)
+            K.seed_streams(base.generate_state(3, np.uint64)[2], 0, self._seat_rng)
+        self._draw_seats(np.ones(self.num_envs, dtype=np.bool_))
+        self._acted[:] = False
+        self._carry[:] = 0.0
+        self._reward[:] = 0.0
+        self._term[:] = False
+        self._trunc[:] = False
+        self._advance()
+        self._reward[:] = 0.0  # points scored before the first decision go to the first step
+        return self._learner_obs(), self._infos()
+
+    def step(
+        self, actions: Any
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
+        """The learner's action in every match, then the opponents' replies."""
+        b = self.batch
+        if not b.has_reset:
+            raise RuntimeError("call reset() before step()")
+        acts = b.check_actions(actions)
+        self._reward[:] = self._carry
+        self._carry[:] = 0.0
+        self._term[:] = False
+        self._trunc[:] = False
+        self._acted[:] = True
+        self._apply(acts, b.all_rows, "the learner")
+        self._advance()
+        return (
+            self._learner_obs(),
+            self._reward.copy(),
+            self._term.copy(),
+            self._trunc.copy(),
+            self._infos(),
+        )
+
+    # ------------------------------------------------------------------ internals
+
+    def _apply(self, acts: np.ndarray, active: np.ndarray, who: str) -> None:
+        """Step the active rows and book each result for its learner."""
+        b = self.batch
+        try:
+            b.step_rows(acts, active)
+        except IllegalActionError as exc:
+            raise IllegalActionError(f"{who}: {exc}") from None
+        rows = self._rows[active]
+        gained = b.rewards_buffer[rows, self.seats[rows]]
+        acted = self._acted[rows]
+        ended = b.terminated_buffer[rows] | b.truncated_buffer[rows]
+        # before the learner's first decision of a match its gains wait for its first step
+        self._reward[rows[acted]] += gained[acted]
+        self._carry[rows[~acted]] += gained[~acted]
+        done = rows[ended]
+        if len(done):
+            real = done[self._acted[done]]  # a match that ended before its learner acted
+            self._term[real] |= b.terminated_buffer[real]  # (tiny targets) is replaced silently
+            self._trunc[real] |= b.truncated_buffer[real]
+            self._carry[done] = 0.0
+            self._acted[done] = False
+            fresh = np.zeros(self.num_envs, dtype=np.bool_)
+            fresh[done] = True
+            self._draw_seats(fresh)
+
+    def _advance(self) -> None:
+        """Opponents (and the learner's forced moves) play until the learner must choose."""
+        if not self._needs_obs:  # built-in opponents only: one compiled pass over the rows
+            b = self.batch
+            K.advance_rows(
+                b.rule_array, self._kinds, self._seat_option, self.auto_forced, *b.state_arrays(),
+                b.agent_rng, self._seat_rng, self.seats, self._acted, self._reward, self._carry,
+                self._term, self._trunc, b.masks, self._seat_rewards, self._ended,
+            )  # fmt: skip
+            return
+        self._advance_in_python()
+
+    def _advance_in_python(self) -> None:
+        """:meth:`_advance` round by round, asking callable opponents for their rows."""
+        b = self.batch
+        n = self.rules.num_players
+        masks, acts = b.masks, self._actions
+        while True:
+            b.observe_rows(b.all_rows, self._needs_obs)
+            cur = b.current_player
+            rel = (cur - self.seats) % n
+            waiting = rel != 0
+            if self.auto_forced:
+                forced = (rel == 0) & (masks.sum(axis=1) == 1)
+                waiting |= forced
+            if not waiting.any():
+                return
+            if self.auto_forced and forced.any():
+                acts[forced] = masks[forced].argmax(axis=1)
+            for k, spec in enumerate(self.opponents, start=1):
+                rows = rel == k
+                if not rows.any():
+                    continue
+                if spec == "random":
+                    K.random_actions(masks, rows, b.agent_rng, acts)
+                elif spec == "greedy":
+                    K.greedy_actions(b.rule_array, masks, rows, b.m, b.scores, b.hlen, acts)
+                else:
+                    chosen = np.asarray(spec(b.obs_buffer[rows], masks[rows]))
+                    if chosen.shape != (int(rows.sum()),) or chosen.dtype.kind not in "iu":
+                        raise IllegalActionError(
+                            f"opponent {spec!r} must return one integer action per row, got "
+                            f"{chosen.dtype} {chosen.shape}"
+                        )
+                    acts[rows] = chosen
+            who = "an opponent" if not self.auto_forced else "an opponent or a forced move"
+            self._apply(acts, waiting, who)
+
+    def _learner_obs(self) -> np.ndarray:
+        b = self.batch
+        if not self._needs_obs:
+            b.observe_rows(b.all_rows, True)
+        return b.obs_buffer.copy()
+
+    def _infos(self) -> dict[str, Any]:
+        return {"action_mask": self.batch.masks.copy(), "seat": self.seats.copy()}
+
+    def _draw_seats(self, rows: np.ndarray) -> None:
+        n = self.rules.num_players
+        if self.learner_seat_option == "random":
+            K.draw_seats(self._seat_rng, rows, n, self.seats)
+        else:
+            self.seats[rows] = int(self.learner_seat_option)

@@ -1,0 +1,39 @@
+"""benchmarks/side_by_side.py: two commits' rates from alternating slices (a tiny run)."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from benchmarks import side_by_side
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def test_compares_head_with_the_working_tree(capsys: pytest.CaptureFixture[str]) -> None:
+    if (
+        shutil.which("git") is None
+        or subprocess.run(
+            ["git", "-C", str(ROOT), "rev-parse", "HEAD"], capture_output=True, check=False
+        ).returncode
+    ):
+        pytest.skip("needs a git checkout")
+    rates = side_by_side.main(
+        ["--ref", "HEAD", "--slices", "2", "--seconds", "0.02"] + ["--only", "observe"]
+    )
+    assert set(rates) == {"ref", "tree"}
+    for side in rates.values():
+        assert list(side) == ["observe standard 4p partnerships"]
+        assert len(side["observe standard 4p partnerships"]) == 2
+        assert all(rate > 0 for rate in side["observe standard 4p partnerships"])
+    assert "observe standard 4p partnerships" in capsys.readouterr().out
+
+
+def test_unknown_row_is_an_error() -> None:
+    if shutil.which("git") is None:
+        pytest.skip("needs git")
+    with pytest.raises(SystemExit, match="no row matches --only 'nothing'"):
+        side_by_side.main(["--ref", "HEAD", "--slices", "1", "--only", "nothing"])

@@ -1,0 +1,130 @@
+"""The single-learner batched VectorEnv against the single-agent env (``bergen_env.vector``)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+pytest.importorskip("numba")
+
+from bergen_env import BergenState, Rules  # noqa: E402
+from bergen_env.errors import IllegalActionError, InvalidOptionError  # noqa: E402
+from bergen_env.single_agent import BergenSingleAgentEnv  # noqa: E402
+from bergen_env.vector import BergenLearnerVectorEnv  # noqa: E402
+
+
+def _deals(rules: Rules, count: int, seed: int) -> list[dict]:
+    out = []
+    for k in range(count):
+        state = BergenState(rules, seed=seed * 1000 + k)
+        hands = [state.hand_tiles(s) for s in range(rules.num_players)]
+        out.append({"hands": hands, "boneyard": list(state.boneyard)})
+    return out
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "seat"),
+    [
+        (dict(num_players=2), 1),
+        (dict(num_players=3, rules="traditional", reward="points"), 2),
+        (dict(num_players=4, partnerships=True, rules="double_set"), 0),
+    ],
+)
+def test_first_match_of_each_row_is_the_single_agent_env_s(kwargs: dict, seat: int) -> None:
+    rules_kw = {k: v for k, v in kwargs.items() if k != "reward"}
+    rules = Rules.preset(rules_kw.pop("rules", "standard"), **rules_kw)
+    reward = kwargs.get("reward", "match")
+    rows = 3
+    deals = [_deals(rules, 40, seed) for seed in range(rows)]
+    env = BergenLearnerVectorEnv(
+        num_envs=rows, opponents="greedy", learner_seat=seat, rules=rules, reward=reward, seed=0
+    )
+    obs, infos = env.reset(options={"deals": deals})
+    singles = []
+    for i in range(rows):
+        single = BergenSingleAgentEnv(
+            rules=rules,
+            num_players=rules.num_players,
+            partnerships=rules.partnerships,
+            opponents=["greedy"],
+            learner_seat=seat,
+            reward=reward,
+        )
+        o, _ = single.reset(seed=i, options={"deals": deals[i]})
+        np.testing.assert_array_equal(obs[i], o)
+        np.testing.assert_array_equal(infos["action_mask"][i], single.action_masks())
+        singles.append(single)
+    live = [True] * rows
+    pick = np.random.default_rng(0)
+    steps = 0
+    while any(live):
+        masks = infos["action_mask"]
+        assert (masks.sum(axis=1) >= 2).all()  # forced moves are played automatically
+        actions = np.array([pick.choice(np.flatnonzero(row)) for row in masks])
+        obs, rewards, term, trunc, infos = env.step(actions)
+        for i in range(rows):
+            if not live[i]:
+                continue
+            o, r, t, tr, _ = singles[i].step(int(actions[i]))
+            assert rewards[i] == pytest.approx(r, abs=1e-6)
+            assert (term[i], trunc[i]) == (t, tr)
+            if t or tr:
+                live[i] = False
+            else:
+                np.testing.assert_array_equal(obs[i], o)
+                np.testing.assert_array_equal(infos["action_mask"][i], singles[i].action_masks())
+        steps += 1
+    assert steps > 10
+
+
+def test_callable_opponents_get_their_rows_and_random_seats_vary() -> None:
+    calls = []
+
+    def first_legal(observations: np.ndarray, masks: np.ndarray) -> np.ndarray:
+        assert observations.shape == (len(masks), 240) and observations.dtype == np.float32
+        calls.append(len(masks))
+        return masks.argmax(axis=1)
+
+    env = BergenLearnerVectorEnv(
+        num_envs=16, opponents=[first_legal, "random"], num_players=3, seed=1
+    )
+    obs, infos = env.reset()
+    seats = set(infos["seat"].tolist())
+    done = 0
+    for _ in range(300):
+        actions = np.array([np.flatnonzero(m)[0] for m in infos["action_mask"]])
+        obs, rewards, term, trunc, infos = env.step(actions)
+        assert (infos["action_mask"][np.arange(16), :].sum(axis=1) > 0).all()
+        assert set(np.unique(rewards[term])) <= {1.0, -0.5}
+        done += int(term.sum())
+        seats |= set(infos["seat"].tolist())
+    assert calls and done > 5 and seats == {0, 1, 2}
+
+
+def test_same_seed_same_run() -> None:
+    def run() -> list:
+        env = BergenLearnerVectorEnv(num_envs=4, opponents="random", seed=9)
+        obs, infos = env.reset()
+        out = [obs]
+        for _ in range(50):
+            actions = np.array([np.flatnonzero(m)[-1] for m in infos["action_mask"]])
+            obs, rewards, term, trunc, infos = env.step(actions)
+            out += [obs, rewards, infos["seat"]]
+        return out
+
+    for a, b in zip(run(), run()):
+        np.testing.assert_array_equal(a, b)
+
+
+def test_bad_input_is_named() -> None:
+    with pytest.raises(InvalidOptionError, match="opponents"):
+        BergenLearnerVectorEnv(num_envs=2, opponents="heuristic")
+    with pytest.raises(InvalidOptionError, match="opponents"):
+        BergenLearnerVectorEnv(num_envs=2, num_players=3, opponents=["random"] * 3)
+    with pytest.raises(InvalidOptionError, match="learner_seat"):
+        BergenLearnerVectorEnv(num_envs=2, learner_seat=2)
+    env = BergenLearnerVectorEnv(num_envs=2, opponents=lambda o, m: np.full(len(m), 57), seed=0)
+    with pytest.raises(IllegalActionError, match="opponent"):
+        env.reset()
+        for _ in range(20):
+            env.step(np.array([np.flatnonzero(m)[0] for m in env.batch.masks]))

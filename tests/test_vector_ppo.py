@@ -1,0 +1,39 @@
+"""The CleanRL-style PPO example trains on the batched env for a few iterations."""
+
+from __future__ import annotations
+
+import importlib.util
+import math
+import sys
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("numba")
+pytest.importorskip("torch")
+
+EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "vector_ppo.py"
+
+
+def _load():
+    spec = importlib.util.spec_from_file_location("vector_ppo", EXAMPLE)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["vector_ppo"] = module  # dataclasses look their module up
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_ppo_example_trains_a_few_iterations() -> None:
+    ppo = _load()
+    stats = ppo.main(
+        ["--num-envs", "16", "--num-steps", "32", "--total-timesteps", "1536", "--seed", "3"]
+    )
+    assert stats["iteration"] == 3 and stats["steps"] == 1536
+    assert stats["matches"] > 0  # 512 learner steps finish several matches
+    assert -1.0 <= stats["mean_result"] <= 1.0
+    assert math.isfinite(stats["value_loss"]) and stats["entropy"] > 0
+
+
+def test_ppo_example_refuses_an_unknown_opponent() -> None:
+    with pytest.raises(SystemExit):
+        _load().main(["--opponent", "heuristic"])

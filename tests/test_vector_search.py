@@ -1,0 +1,78 @@
+"""Search with compiled playouts: the same action values and decisions as with Python ones."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+pytest.importorskip("numba")
+
+from bergen_env import BergenState, Rules  # noqa: E402
+from bergen_env.agents import make_agent  # noqa: E402
+from bergen_env.agents.search import SearchAgent  # noqa: E402
+
+CONFIGS = [
+    ("standard", dict(num_players=2)),
+    ("standard", dict(num_players=2, target=5)),  # playouts that end the match
+    ("standard", dict(num_players=3, voluntary_draw=True)),
+    ("traditional", dict(num_players=3)),  # margin values, leftover penalties
+    ("double_set", dict(num_players=2)),  # double plays, two copies
+    ("double_set", dict(num_players=4, partnerships=True)),
+    ("standard", dict(num_players=4, partnerships=True, reserve=0)),
+]
+
+
+def positions(rules: Rules, count: int, seed: int) -> list:
+    """Public views of the player on turn with a real choice, from random matches."""
+    rng = np.random.default_rng(seed)
+    out, match = [], 0
+    while len(out) < count:
+        s = BergenState(rules, seed=seed + match)
+        match += 1
+        while not s.terminal and len(out) < count:
+            legal = s.legal_actions()
+            if len(legal) > 1 and rng.random() < 0.3:
+                out.append(s.public_view(s.current_player))
+            s.apply_action(legal[int(rng.integers(len(legal)))])
+    return out
+
+
+@pytest.mark.parametrize("rollout", ["public", "greedy"])
+@pytest.mark.parametrize(("preset", "kwargs"), CONFIGS)
+def test_compiled_playouts_give_the_same_values(preset: str, kwargs: dict, rollout: str) -> None:
+    rules = Rules.preset(preset, **kwargs)
+    python = SearchAgent(samples=12, rollout=rollout, playouts="python")
+    compiled = SearchAgent(samples=12, rollout=rollout, playouts="compiled")
+    for k, view in enumerate(positions(rules, 12, seed=k_seed(preset, kwargs))):
+        values = []
+        for agent in (python, compiled):
+            agent.reset(rules, view.seat, np.random.default_rng([5, k]))
+            values.append(agent.action_values(view))
+            values.append(agent.rng.random())  # the stream advanced the same way
+        assert values[0] == values[2] and values[1] == values[3], (k, view.moves)
+
+
+def k_seed(preset: str, kwargs: dict) -> int:
+    return len(preset) * 31 + len(kwargs) * 7 + kwargs["num_players"]
+
+
+def test_same_decisions_with_beliefs_and_through_make_agent() -> None:
+    rules = Rules.preset("standard", num_players=2)
+    spec = "search:samples=20,belief=1,playouts={}"
+    agents = [make_agent(spec.format(p)) for p in ("python", "compiled")]
+    for k, view in enumerate(positions(rules, 20, seed=4)):
+        chosen = []
+        for agent in agents:
+            agent.reset(rules, view.seat, np.random.default_rng(k))
+            chosen.append(agent.act(None, None, view))
+        assert chosen[0] == chosen[1]
+
+
+def test_auto_uses_compiled_playouts_where_they_exist() -> None:
+    assert SearchAgent().compiled
+    assert not SearchAgent(rollout="random").compiled
+    assert not SearchAgent(playouts="python").compiled
+    with pytest.raises(ValueError, match="playouts"):
+        SearchAgent(playouts="fast")
+    with pytest.raises(ValueError, match="rollout"):
+        SearchAgent(playouts="compiled", rollout="heuristic")
