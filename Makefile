@@ -19,6 +19,7 @@ TEST_EXTRAS += dev
 TEST_EXTRAS += render
 TEST_EXTRAS += vector
 TEST_EXTRAS += web
+TEST_EXTRAS += openspiel
 
 LINT_PATHS := bergen_env training tests benchmarks examples
 

@@ -782,6 +782,18 @@ def _bits_of(row: list[int]) -> int:
     return bits
 
 
+def lead_of(
+    rules: Rules, hands: Sequence[Sequence[int]], hand_number: int
+) -> tuple[int | None, int | None]:
+    """The seat that leads hand ``hand_number`` dealt ``hands`` (tile ids per seat) and its
+    double, or ``(None, None)`` when no seat holds a double and the hand is dealt again."""
+    counts = [[0] * NUM_TILES for _ in hands]
+    for row, tiles in zip(counts, hands):
+        for t in tiles:
+            row[t] += 1
+    return _find_lead(counts, rules.lead, hand_number % len(hands))
+
+
 def _find_lead(counts: list[list[int]], lead: str, first: int) -> tuple[int | None, int | None]:
     """The seat that leads and the tile it must lead (RULES.md §4, §9).
 

@@ -93,18 +93,17 @@ def policy_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def test_ppo_policy_plays(policy_file: Path, tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
     spec = f"ppo:{policy_file}"
     out = tmp_path / "r.json"
-    assert (
-        main(["--agents", spec, "random", "--matches", "2", "--no-progress", "--json", str(out)])
-        == 0
-    )
+    args = ["--agents", spec, "random", "--matches", "2", "--no-progress", "--json", str(out)]
+    assert main([*args, "--trust-pickle"]) == 0
     data = json.loads(out.read_text())
-    assert data["agents"][spec]["matches"] == 2
+    # the results name the agent as it was loaded: trusted explicitly
+    assert data["agents"][f"ppo:path={policy_file},trust_pickle=true"]["matches"] == 2
 
 
 def test_policy_for_other_rules_is_refused(
     policy_file: Path, capsys: pytest.CaptureFixture
 ) -> None:
     args = ["--agents", f"ppo:{policy_file}", "random", "--rules", "double_set", "--no-progress"]
-    assert main(args) == 2
+    assert main([*args, "--trust-pickle"]) == 2
     err = capsys.readouterr().err
     assert str(policy_file) in err and "65" in err and "58" in err

@@ -98,6 +98,7 @@ def test_run_folder_holds_everything(run_dir: Path) -> None:
         "best_model.zip",
         "final_model.zip",
         "final_eval.json",
+        "final_model.safetensors",
         "learning_curve.png",
     ):
         assert (run_dir / name).is_file(), name
@@ -135,7 +136,11 @@ def test_resume_continues_the_step_count(run_dir: Path, tmp_path: Path) -> None:
 @pytest.mark.parametrize("how", ["make_agent", "load_policy"])
 def test_saved_policy_reloads_and_acts_in_the_aec_env(run_dir: Path, how: str) -> None:
     path = run_dir / "final_model.zip"
-    agent = make_agent(f"ppo:{path}") if how == "make_agent" else load_policy(path)
+    agent = (
+        make_agent(f"ppo:path={path},trust_pickle=true")
+        if how == "make_agent"
+        else load_policy(path, trust_pickle=True)
+    )
     assert play_aec_match(agent, seat=0, seed=0) > 5
     meta = read_metadata(path)
     assert Rules.from_dict(meta["rules"]) == Rules.preset("standard")
@@ -148,19 +153,19 @@ def test_policy_file_errors_name_the_file(run_dir: Path, tmp_path: Path) -> None
     garbage = tmp_path / "garbage.zip"
     garbage.write_bytes(b"not a zip at all")
     with pytest.raises(PolicyFileError, match="garbage.zip.*corrupted"):
-        load_policy(garbage)
+        load_policy(garbage, trust_pickle=True)
     truncated = tmp_path / "truncated.zip"
     truncated.write_bytes((run_dir / "final_model.zip").read_bytes()[:3000])
     with pytest.raises(PolicyFileError, match="truncated.zip"):
-        load_policy(truncated)
+        load_policy(truncated, trust_pickle=True)
     damaged = tmp_path / "damaged.zip"  # metadata intact, the model data replaced
     rewrite_member(run_dir / "final_model.zip", damaged, "policy.pth", lambda _: b"garbage")
     with pytest.raises(PolicyFileError, match="damaged.zip.*corrupted"):
-        load_policy(damaged)
+        load_policy(damaged, trust_pickle=True)
 
 
 def test_policy_with_other_sizes_is_rejected(run_dir: Path, tmp_path: Path) -> None:
-    agent = load_policy(run_dir / "final_model.zip")
+    agent = load_policy(run_dir / "final_model.zip", trust_pickle=True)
     with pytest.raises(PolicyFileError, match="58 actions.*65"):
         agent.reset(Rules.preset("double_set"), 0, np.random.default_rng(0))
     import gymnasium
@@ -176,7 +181,7 @@ def test_policy_with_other_sizes_is_rejected(run_dir: Path, tmp_path: Path) -> N
         MaskablePPO("MlpPolicy", Small(), n_steps=8), tmp_path / "small", Rules.preset()
     )
     with pytest.raises(PolicyFileError, match=r"small.zip.*shape \(10,\).*\(240,\)"):
-        load_policy(path)
+        load_policy(path, trust_pickle=True)
 
 
 def test_unknown_config_key_names_file_and_key(tmp_path: Path) -> None:
@@ -302,11 +307,13 @@ def test_oracle_critic_run_trains_and_its_policy_acts_on_plain_observations(
         + [x for s in sets for x in ("--set", s)]
     )
     assert out["timesteps"] == 512
-    model, meta = load_model(run / "final_model.zip")
+    model, meta = load_model(run / "final_model.zip", trust_pickle=True)
     assert isinstance(model.policy, OracleCriticPolicy)
     assert model.observation_space.shape == (OBS_SIZE + HIDDEN_SIZE,)
     assert meta["obs_size"] == OBS_SIZE
-    assert play_aec_match(load_policy(run / "final_model.zip"), seat=1, seed=2) > 5
+    assert (
+        play_aec_match(load_policy(run / "final_model.zip", trust_pickle=True), seat=1, seed=2) > 5
+    )
     # a file whose metadata disagrees: the error names the inputs an oracle-critic model reads
     edited = tmp_path / "edited.zip"
     rewrite_member(
@@ -316,4 +323,4 @@ def test_oracle_critic_run_trains_and_its_policy_acts_on_plain_observations(
         lambda data: json.dumps(json.loads(data) | {"obs_size": 250}).encode(),
     )
     with pytest.raises(PolicyFileError, match=r"observation \+ hidden tiles has shape \(380,\)"):
-        load_model(edited)
+        load_model(edited, trust_pickle=True)

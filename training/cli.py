@@ -88,6 +88,21 @@ def register_policy_kinds(specs: Iterable[str]) -> None:
             from . import rllib_policies  # noqa: F401  (registers "rllib")
 
 
+def trust_pickle(specs: Iterable[str | None]) -> list[str | None]:
+    """``specs`` with ``trust_pickle=true`` added to each ``ppo`` zip (the ``--trust-pickle`` flag).
+
+    Call :func:`register_policy_kinds` first: it checks the train extra that ``ppo`` needs.
+    """
+    out: list[str | None] = []
+    for spec in specs:
+        if spec is not None and parse_agent_spec(spec)[0] == "ppo":
+            from .policies import with_trust_pickle
+
+            spec = with_trust_pickle(spec)
+        out.append(spec)
+    return out
+
+
 def run(prog: str, main: Main, argv: Sequence[str] | None = None) -> int:
     """Call ``main(argv)`` as program ``prog``: a :class:`UsageError` becomes one line on stderr
     and exit status 2, Ctrl-C exit status 130; otherwise ``main``'s int result (or 0)."""

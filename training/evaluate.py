@@ -1,13 +1,15 @@
 """Evaluate agents against each other: a duplicate tournament with intervals, table, JSON/CSV/PNG.
 
-    bergen-evaluate --agents ppo:policies/standard_2p.zip heuristic --matches 2000
+    bergen-evaluate --agents policy:policies/standard_2p.safetensors heuristic --matches 2000
     bergen-evaluate --agents greedy random heuristic --players 3 --json out.json
     bergen-evaluate --agents heuristic random --players 4 --partnerships \\
         --rules traditional --rule-override target=10 --workers 2 --plot winrates.png
 
-An agent is a scripted name (``random``, ``greedy``, ``heuristic``, ``search:samples=200``) or a
-trained policy ``ppo:PATH``. The format and the statistics are described in
-:mod:`bergen_env.arena`; the same ``--seed`` gives the same numbers whatever ``--workers`` is.
+An agent is a scripted name (``random``, ``greedy``, ``heuristic``, ``search:samples=200``), a
+portable policy file ``policy:PATH.safetensors`` (numpy only), or a MaskablePPO zip
+``ppo:PATH`` (unpickled, so only with ``--trust-pickle``; needs the train extra). The format
+and the statistics are described in :mod:`bergen_env.arena`; the same ``--seed`` gives the same
+numbers whatever ``--workers`` is.
 """
 
 from __future__ import annotations
@@ -28,7 +30,14 @@ from bergen_env.arena import TournamentResult, run_tournament, seat_lineups
 from bergen_env.errors import BergenError
 from bergen_env.rules import PRESETS, RULE_OPTIONS, Rules
 
-from .cli import ArgumentParser, UsageError, register_policy_kinds, require_extra, run
+from .cli import (
+    ArgumentParser,
+    UsageError,
+    register_policy_kinds,
+    require_extra,
+    run,
+    trust_pickle,
+)
 
 PROG = "bergen-evaluate"
 
@@ -66,7 +75,14 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         nargs="+",
         required=True,
         metavar="AGENT",
-        help="agent strings: random, greedy, heuristic, search:samples=200, ppo:PATH",
+        help="agent strings: random, greedy, heuristic, search:samples=200, "
+        "policy:FILE.safetensors, ppo:PATH (with --trust-pickle)",
+    )
+    p.add_argument(
+        "--trust-pickle",
+        action="store_true",
+        help="allow ppo:PATH zips, which are unpickled and so can run code: only for your own "
+        "files (share policies as policy:FILE.safetensors instead)",
     )
     p.add_argument("--players", type=int, default=2, help="seats: 2, 3 or 4 (default 2)")
     p.add_argument(
@@ -194,6 +210,8 @@ def tournament(argv: Sequence[str] | None = None) -> int:
         raise UsageError("--seed must be >= 0")
     rules = build_rules(args)
     register_policy_kinds(args.agents)
+    if args.trust_pickle:
+        args.agents = trust_pickle(args.agents)
     try:
         seat_lineups(len(args.agents), rules)
     except ValueError as exc:

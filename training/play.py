@@ -1,7 +1,7 @@
 """Play Bergen in the terminal against any agents, and optionally save the match as a replay.
 
     bergen-play --opponents heuristic
-    bergen-play --opponents greedy ppo:runs/x/model.zip --players 3 --seed 7
+    bergen-play --opponents greedy policy:runs/x/final_model.safetensors --players 3 --seed 7
     bergen-play --opponents random --players 4 --partnerships --seat 1 --replay m.jsonl
 
 You take one seat (``--seat``, default 0); the opponents fill the other seats in turn order (one
@@ -29,7 +29,7 @@ from bergen_env.replay import MatchRecorder, hands_at_end, write_jsonl
 from bergen_env.rules import PRESETS, Rules
 from bergen_env.tiles import tile_str
 
-from .cli import ArgumentParser, UsageError, register_policy_kinds, run
+from .cli import ArgumentParser, UsageError, register_policy_kinds, run, trust_pickle
 
 PROG = "bergen-play"
 
@@ -255,7 +255,13 @@ def build_parser() -> argparse.ArgumentParser:
         required=True,
         metavar="AGENT",
         help="agents for the other seats in turn order (one name fills all), "
-        "e.g. heuristic, greedy, random, 'search:samples=200', ppo:PATH",
+        "e.g. heuristic, greedy, random, 'search:samples=200', policy:FILE.safetensors",
+    )
+    p.add_argument(
+        "--trust-pickle",
+        action="store_true",
+        help="allow ppo:PATH zips, which are unpickled and so can run code: only for your own "
+        "files (share policies as policy:FILE.safetensors instead)",
     )
     p.add_argument("--players", type=int, default=2, choices=(2, 3, 4), help="seats (default 2)")
     p.add_argument(
@@ -292,9 +298,14 @@ def main(
     try:
         specs = seat_opponents(args.opponents, args.players, args.seat)
         register_policy_kinds(args.opponents)
+        if args.trust_pickle:
+            specs = trust_pickle(specs)
         agents: list[Agent] = [
             HumanAgent(stdin, out) if spec is None else make_agent(spec) for spec in specs
         ]
+        for seat, agent in enumerate(agents):  # policies trained for other rules fail here
+            if not isinstance(agent, HumanAgent):
+                agent.reset(rules, seat, np.random.default_rng(0))
     except (ValueError, UsageError) as exc:
         parser.error(str(exc))
     seed = args.seed

@@ -1,7 +1,12 @@
 """Trained policies as agents: load a MaskablePPO zip and play it in any Bergen env.
 
-Importing this module registers the agent kind ``"ppo"``, so ``make_agent("ppo:PATH")`` (and
-every tool that takes agent strings, e.g. the arena) can use a saved policy.
+Importing this module registers the agent kind ``"ppo"``. An SB3 zip holds pickled Python
+objects, and unpickling a file can run any code in it, so a zip loads only when the caller says
+it trusts the file: ``load_policy(path, trust_pickle=True)``,
+``make_agent("ppo:path=PATH,trust_pickle=true")``, or ``--trust-pickle`` on the command lines.
+Without it loading raises :class:`UntrustedPolicyError`. To share or run a policy, convert it to
+the portable format (:mod:`bergen_env.policy_file`; ``python -m training.export_policy ZIP``,
+which reads the zip without unpickling) and play it with ``policy:PATH``, which needs no torch.
 
 A policy file is an sb3-contrib ``MaskablePPO`` zip plus one extra member, ``bergen_policy.json``,
 with the rules and observation/action sizes it was trained for (:func:`save_policy` writes it).
@@ -15,7 +20,7 @@ Acting in the AEC env from user code::
     import bergen_env
     from bergen_env.training.policies import load_policy
 
-    agent = load_policy("policies/standard_2p.zip")
+    agent = load_policy("policies/standard_2p.zip", trust_pickle=True)  # a file you made
     env = bergen_env.env(num_players=2)
     env.reset(seed=0)
     agent.reset(env.unwrapped.rules, seat=0, rng=np.random.default_rng(0))
@@ -44,11 +49,13 @@ from sb3_contrib import MaskablePPO
 from bergen_env.agents.base import (
     Agent,
     checked_legal_actions,
+    parse_agent_spec,
     register_agent,
     registered_agents,
 )
 from bergen_env.engine import PublicView
 from bergen_env.observation import HIDDEN_SIZE, OBS_SIZE
+from bergen_env.policy_file import PolicyFileError, check_trained_rules
 from bergen_env.rules import Rules
 
 from .oracle_critic import OracleCriticPolicy
@@ -56,9 +63,47 @@ from .oracle_critic import OracleCriticPolicy
 META_NAME = "bergen_policy.json"
 META_FORMAT = 1
 
+__all__ = [
+    "PPOAgent",
+    "PolicyFileError",
+    "UntrustedPolicyError",
+    "load_model",
+    "load_policy",
+    "read_metadata",
+    "save_policy",
+    "with_trust_pickle",
+]
 
-class PolicyFileError(ValueError):
-    """A policy file that is missing, unreadable, or does not fit the game; names the file."""
+
+class UntrustedPolicyError(PolicyFileError):
+    """An SB3 zip loaded without ``trust_pickle``: unpickling it could run code from the file."""
+
+
+def untrusted_message(path: str | Path) -> str:
+    """Why a zip was not loaded, and the two ways on."""
+    return (
+        f"policy file {str(path)!r} is a Stable-Baselines3 zip: loading it unpickles data from "
+        f"the file, which can run any code on this machine, so it is not loaded by default. "
+        f"Convert it to the portable format (arrays and JSON only; the conversion does not "
+        f"unpickle): `python -m training.export_policy {path}`, then play it as "
+        f"policy:PATH.safetensors; or, for a file you made yourself, pass --trust-pickle "
+        f"(trust_pickle=True in Python, ppo:path=PATH,trust_pickle=true as an agent string)"
+    )
+
+
+def with_trust_pickle(spec: str) -> str:
+    """An agent string with ``trust_pickle=true`` added if it is a ``ppo`` agent (for CLI flags).
+
+    ``"ppo:run/model.zip"`` -> ``"ppo:path=run/model.zip,trust_pickle=true"``; other kinds and
+    strings that already say ``trust_pickle`` are returned unchanged.
+    """
+    kind, kwargs = parse_agent_spec(spec)
+    if kind != "ppo" or "trust_pickle" in kwargs:
+        return spec
+    kwargs["trust_pickle"] = True
+    return "ppo:" + ",".join(
+        f"{k}={str(v).lower() if isinstance(v, bool) else v}" for k, v in kwargs.items()
+    )
 
 
 def save_policy(model: MaskablePPO, path: str | Path, rules: Rules, **extra: Any) -> Path:
@@ -100,9 +145,14 @@ def read_metadata(path: str | Path) -> dict[str, Any]:
     return meta
 
 
-def load_model(path: str | Path) -> tuple[MaskablePPO, dict[str, Any]]:
-    """Load a policy file on CPU and check it against this package's observation size."""
-    meta = read_metadata(path)
+def load_model(path: str | Path, trust_pickle: bool = False) -> tuple[MaskablePPO, dict[str, Any]]:
+    """Load a policy zip on CPU and check it against this package's observation size.
+
+    Unpickles the file, so ``trust_pickle=True`` is required (else :class:`UntrustedPolicyError`).
+    """
+    meta = read_metadata(path)  # reads only the JSON member
+    if trust_pickle is not True:
+        raise UntrustedPolicyError(untrusted_message(path))
     try:
         model = MaskablePPO.load(path, device="cpu")
     except Exception as exc:  # SB3 raises many kinds on a damaged archive
@@ -130,24 +180,42 @@ def load_model(path: str | Path) -> tuple[MaskablePPO, dict[str, Any]]:
 class PPOAgent(Agent):
     """A saved MaskablePPO policy as an :class:`Agent` (deterministic, CPU).
 
-    ``PPOAgent(path)`` loads the file; ``PPOAgent.from_model(model, rules)`` wraps a model in
-    memory (used during training).
+    ``PPOAgent(path, trust_pickle=True)`` loads the file (see :func:`load_model`);
+    ``PPOAgent.from_model(model, rules)`` wraps a model in memory (used during training). Rules
+    other than the ones it was trained for are refused unless ``allow_mismatch=True`` (then a
+    warning).
     """
 
     needs_view = False  # acts from the observation and the mask only
 
-    def __init__(self, path: str | Path | None = None) -> None:
+    def __init__(
+        self,
+        path: str | Path | None = None,
+        trust_pickle: bool = False,
+        allow_mismatch: bool = False,
+    ) -> None:
         if path is None:
             raise PolicyFileError("PPOAgent needs the path of a policy file (ppo:PATH)")
-        model, meta = load_model(path)
+        for flag, value in (("trust_pickle", trust_pickle), ("allow_mismatch", allow_mismatch)):
+            if not isinstance(value, bool):
+                raise ValueError(f"{flag} must be true or false, got {value!r}")
+        model, meta = load_model(path, trust_pickle=trust_pickle)
         self.path = str(path)
+        self.allow_mismatch = allow_mismatch
         self._setup(model, meta["num_actions"], Rules.from_dict(meta["rules"]))
 
     @classmethod
-    def from_model(cls, model: MaskablePPO, rules: Rules, path: str = "<memory>") -> PPOAgent:
+    def from_model(
+        cls,
+        model: MaskablePPO,
+        rules: Rules,
+        path: str = "<memory>",
+        allow_mismatch: bool = False,
+    ) -> PPOAgent:
         """Wrap a model in memory (no file)."""
         agent = cls.__new__(cls)
         agent.path = path
+        agent.allow_mismatch = allow_mismatch
         agent._setup(model, int(model.action_space.n), rules)
         return agent
 
@@ -162,16 +230,16 @@ class PPOAgent(Agent):
 
     def __deepcopy__(self, memo: dict) -> PPOAgent:
         """A second seat for the same policy: shares the (read-only) model."""
-        twin = PPOAgent.from_model(self.model, self.trained_rules, path=self.path)
+        twin = PPOAgent.from_model(
+            self.model, self.trained_rules, path=self.path, allow_mismatch=self.allow_mismatch
+        )
         twin.num_actions, twin.name = self.num_actions, self.name
         return twin
 
     def reset(self, rules: Rules, seat: int, rng: np.random.Generator) -> None:
-        if rules.num_actions != self.num_actions:
-            raise PolicyFileError(
-                f"policy file {self.path!r} has {self.num_actions} actions but the rules "
-                f"{rules.name!r} (sets={rules.sets}) have {rules.num_actions}"
-            )
+        check_trained_rules(
+            f"policy file {self.path!r}", self.trained_rules, rules, self.allow_mismatch
+        )
         super().reset(rules, seat, rng)
 
     def act(self, observation: np.ndarray, action_mask: np.ndarray, view: PublicView | None) -> int:
@@ -197,13 +265,17 @@ class PPOAgent(Agent):
         return int(legal[np.argmax(logits[legal])])
 
 
-def load_policy(path: str | Path) -> PPOAgent:
-    """Load a policy file as an agent: ``load_policy("policies/standard_2p.zip")``."""
-    return PPOAgent(path)
+def load_policy(
+    path: str | Path, trust_pickle: bool = False, allow_mismatch: bool = False
+) -> PPOAgent:
+    """Load a policy zip as an agent: ``load_policy("run/final_model.zip", trust_pickle=True)``."""
+    return PPOAgent(path, trust_pickle=trust_pickle, allow_mismatch=allow_mismatch)
 
 
-def _factory(path: str | None = None) -> PPOAgent:
-    return PPOAgent(path)
+def _factory(
+    path: str | None = None, trust_pickle: bool = False, allow_mismatch: bool = False
+) -> PPOAgent:
+    return PPOAgent(path, trust_pickle=trust_pickle, allow_mismatch=allow_mismatch)
 
 
 if "ppo" not in registered_agents():

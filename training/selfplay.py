@@ -83,7 +83,7 @@ class OpponentPool:
             from .policies import PPOAgent
 
             torch.set_num_threads(1)
-            agent = PPOAgent(path)
+            agent = PPOAgent(path, trust_pickle=True)  # a snapshot this run wrote
             self._loaded[path] = agent
         return agent
 

@@ -10,25 +10,27 @@ agents, plus frozen snapshots of itself with self-play on; see ``training.selfpl
 (``training.imitation``) and evaluates it (the metrics row at timestep 0). The run
 folder ``runs/<config>__<seed>__<time>/`` holds:
 
-==========================  ===========================================================
-``config.yaml``             the resolved config (loadable with ``--config``)
-``command.txt``             the command line that made the run (one line per invocation)
-``tb/``                     TensorBoard logs (``rollout/``, ``train/``, ``eval/``, ``time/``)
-``progress.csv``            every logged training metric per rollout
-``metrics.csv``             one row per evaluation and opponent: timesteps, win rate, 95% CI
-``checkpoints/``            ``ckpt_<steps>_steps.zip`` every ``checkpoint_every`` steps (kept)
-``snapshots/``              self-play snapshots (policy files)
-``best_model.zip``          the policy with the best mean evaluation win rate
-``final_model.zip``         the policy at the end of training
-``final_eval.json``         the final evaluation (``result.to_dict()`` per opponent)
-``imitation.json``          the imitation warm start's fit metrics (with ``imitation_teacher``)
-``learning_curve.png``      win rate against each evaluation opponent over training steps
-==========================  ===========================================================
+============================  ===========================================================
+``config.yaml``               the resolved config (loadable with ``--config``)
+``command.txt``               the command line that made the run (one line per invocation)
+``tb/``                       TensorBoard logs (``rollout/``, ``train/``, ``eval/``, ``time/``)
+``progress.csv``              every logged training metric per rollout
+``metrics.csv``               one row per evaluation and opponent: timesteps, win rate, 95% CI
+``checkpoints/``              ``ckpt_<steps>_steps.zip`` every ``checkpoint_every`` steps (kept)
+``snapshots/``                self-play snapshots (policy files)
+``best_model.zip``            the policy with the best mean evaluation win rate
+``final_model.zip``           the policy at the end of training
+``final_eval.json``           the final evaluation (``result.to_dict()`` per opponent)
+``final_model.safetensors``   the final policy in the portable format (``policy:PATH``)
+``imitation.json``            the imitation warm start's fit metrics (with ``imitation_teacher``)
+``learning_curve.png``        win rate against each evaluation opponent over training steps
+============================  ===========================================================
 
 Evaluations are duplicate tournaments of the arena (``bergen_env.arena.run_tournament``): the
 policy (a just-saved policy file, ``ppo:PATH``) against each scripted opponent of
-``eval_opponents``. Policy files load anywhere with ``make_agent("ppo:PATH")`` after
-``import training.policies``.
+``eval_opponents``. The portable ``final_model.safetensors`` plays anywhere as
+``policy:PATH`` (numpy only); the zips load with ``ppo:PATH`` after ``import training.policies``
+and only with ``trust_pickle`` (they are unpickled).
 """
 
 from __future__ import annotations
@@ -67,6 +69,7 @@ from .config import (
     save_config,
     schedule,
 )
+from .export_policy import export_model
 from .oracle_critic import OracleCriticPolicy
 from .policies import PPOAgent, save_policy  # registers the "ppo" agent kind
 from .selfplay import build_opponents, snapshot_path
@@ -140,13 +143,14 @@ def evaluate(
 ) -> dict[str, Any]:
     """Duplicate tournaments of the policy against each ``eval_opponents`` entry.
 
-    With ``eval_workers > 1`` the workers load the just-saved policy file (``ppo:PATH``); with
+    With ``eval_workers > 1`` the workers load the just-saved policy file (``ppo:PATH``, a file
+    this run made, so trusted); with
     one worker the model in memory plays (no process start-up, no reload).
     """
     from bergen_env.arena import run_tournament
 
     if cfg.eval_workers > 1:
-        policy: Any = f"ppo:{policy_path}"
+        policy: Any = f"ppo:path={policy_path},trust_pickle=true"  # this run's own file
         name = policy
     else:
         policy = PPOAgent.from_model(model, rules, path=str(policy_path))
@@ -516,8 +520,18 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
             indent=1,
         )
     )
+    evaluation = {
+        name: {k: r[k] for k in ("win_rate", "ci_low", "ci_high", "matches")}
+        for name, r in final.items()
+    }
+    portable = export_model(
+        model,
+        rules,
+        run_dir / "final_model.safetensors",
+        {"config": cfg.to_dict(), "evaluation": evaluation},
+    )
     plot_learning_curve(run_dir / "metrics.csv", run_dir / "learning_curve.png")
-    print(f"\nrun folder: {run_dir}")
+    print(f"\nrun folder: {run_dir} (portable policy: {portable.name})")
     print(
         f"trained {model.num_timesteps - done_before} steps in {train_s:.0f} s "
         f"({steps_per_s:.0f} env steps/s); total {model.num_timesteps}"

@@ -1,7 +1,9 @@
 """Scripted opponents and the agent interface. See :mod:`bergen_env.agents.base`.
 
-Registered kinds: ``random``, ``greedy``, ``heuristic`` and ``search`` (PIMC), e.g.
-``make_agent("search:samples=200")``.
+Registered kinds: ``random``, ``greedy``, ``heuristic``, ``search`` (PIMC), e.g.
+``make_agent("search:samples=200")``, ``policy`` (a portable policy file,
+``make_agent("policy:policies/standard_2p.safetensors")``), and ``openspiel`` (OpenSpiel's
+ISMCTS through :mod:`bergen_env.openspiel`, ``make_agent("openspiel:bot=ismcts")``).
 """
 
 from bergen_env.agents.base import (
@@ -14,6 +16,8 @@ from bergen_env.agents.base import (
 )
 from bergen_env.agents.greedy import GreedyAgent
 from bergen_env.agents.heuristic import HeuristicAgent
+from bergen_env.agents.openspiel_bot import OpenSpielAgent
+from bergen_env.agents.policy import PolicyAgent
 from bergen_env.agents.random_agent import RandomAgent
 from bergen_env.agents.search import SearchAgent
 
@@ -22,6 +26,8 @@ for _kind, _factory in (
     ("greedy", GreedyAgent),
     ("heuristic", HeuristicAgent),
     ("search", SearchAgent),
+    ("policy", PolicyAgent),
+    ("openspiel", OpenSpielAgent),  # needs the openspiel extra (imported when built)
 ):
     register_agent(_kind, _factory, overwrite=True)
 
@@ -29,6 +35,8 @@ __all__ = [
     "Agent",
     "GreedyAgent",
     "HeuristicAgent",
+    "OpenSpielAgent",
+    "PolicyAgent",
     "RandomAgent",
     "SearchAgent",
     "agent_factory",

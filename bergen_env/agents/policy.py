@@ -1,0 +1,92 @@
+"""A portable policy file as an agent: ``make_agent("policy:policies/standard_2p.safetensors")``.
+
+The file format is :mod:`bergen_env.policy_file` (arrays and a JSON header; nothing in it runs as
+code). The agent plays the network's most probable legal action, computed in numpy, so it needs
+neither torch nor Stable-Baselines3. It refuses rules, player counts or partnerships the policy
+was not trained for; ``policy:path=FILE,allow_mismatch=true`` plays them with a warning.
+"""
+
+from __future__ import annotations
+
+import copy
+from pathlib import Path
+
+import numpy as np
+
+from bergen_env.agents.base import Agent, checked_legal_actions
+from bergen_env.engine import PublicView
+from bergen_env.observation import OBS_SIZE
+from bergen_env.policy_file import (
+    PolicyFile,
+    PolicyFileError,
+    check_trained_rules,
+    read_policy_file,
+)
+from bergen_env.rules import Rules
+
+
+class PolicyAgent(Agent):
+    """Plays a portable policy file deterministically (the most probable legal action)."""
+
+    needs_view = False  # acts from the observation and the mask only
+
+    def __init__(self, path: str | Path | None = None, allow_mismatch: bool = False) -> None:
+        if path is None:
+            raise PolicyFileError("a policy agent needs the path of a policy file (policy:PATH)")
+        if not isinstance(allow_mismatch, bool):
+            raise ValueError(f"allow_mismatch must be true or false, got {allow_mismatch!r}")
+        self.policy = read_policy_file(path)
+        self.path = str(path)
+        self.allow_mismatch = allow_mismatch
+        self.name = f"policy:{self.path}"
+
+    @classmethod
+    def from_policy_file(cls, policy: PolicyFile, allow_mismatch: bool = False) -> PolicyAgent:
+        """An agent for a file already loaded (shares its read-only arrays)."""
+        agent = cls.__new__(cls)
+        agent.policy, agent.path, agent.allow_mismatch = policy, policy.path, allow_mismatch
+        agent.name = f"policy:{policy.path}"
+        return agent
+
+    @property
+    def trained_rules(self) -> Rules:
+        """The rules the policy was trained for."""
+        return self.policy.rules
+
+    def __deepcopy__(self, memo: dict) -> PolicyAgent:
+        """A second seat for the same policy: shares the (read-only) network."""
+        twin = copy.copy(self)
+        twin.__dict__.pop("rng", None)
+        return twin
+
+    def reset(self, rules: Rules, seat: int, rng: np.random.Generator) -> None:
+        check_trained_rules(
+            f"policy file {self.path!r}", self.trained_rules, rules, self.allow_mismatch
+        )
+        super().reset(rules, seat, rng)
+
+    def probabilities(self, observation: np.ndarray, action_mask: np.ndarray) -> np.ndarray:
+        """The policy's distribution over actions (zero on illegal ones)."""
+        return self.policy.network.probabilities(observation, action_mask)
+
+    def act(self, observation: np.ndarray, action_mask: np.ndarray, view: PublicView | None) -> int:
+        legal = checked_legal_actions(
+            self.name,
+            observation,
+            (OBS_SIZE,),
+            action_mask,
+            self.policy.num_actions,
+            lambda shape: PolicyFileError(
+                f"policy file {self.path!r} has {self.policy.num_actions} actions but the "
+                f"action mask has shape {shape}"
+            ),
+        )
+        if len(legal) == 1:
+            return int(legal[0])
+        logits = self.policy.network.logits(observation)
+        return int(legal[np.argmax(logits[legal])])
+
+
+def load_policy_file(path: str | Path, allow_mismatch: bool = False) -> PolicyAgent:
+    """Load a portable policy file as an agent."""
+    return PolicyAgent(path, allow_mismatch=allow_mismatch)

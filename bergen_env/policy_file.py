@@ -1,0 +1,274 @@
+"""The portable policy format: weights as arrays (safetensors) plus a JSON header, played in numpy.
+
+A policy file (``*.safetensors``) holds only arrays and text, so loading one never runs code from
+the file, and playing it needs numpy and the small ``safetensors`` package (both in the base
+install), not torch. The layout, described in full in ``docs/policy-format.md``:
+
+- tensors ``layers.{i}.weight`` (shape ``(out, in)``) and ``layers.{i}.bias`` (``(out,)``), float32;
+- the safetensors metadata entry ``bergen_policy``: a JSON object with ``format``
+  (``"bergen-policy"``), ``version`` (1), ``rules`` (:meth:`Rules.to_dict`, so the player count
+  and partnerships too), ``obs_size``, ``num_actions``, ``network`` (``layers``: one
+  ``{"weight", "bias", "activation"}`` entry per layer, applied in order to the observation; the
+  last layer's outputs are the action logits) and ``provenance`` (``source``, ``config``,
+  ``timesteps``, ``evaluation``; free-form, not read when playing).
+
+>>> import numpy as np
+>>> net = PolicyNetwork(
+...     [np.eye(2, dtype=np.float32)], [np.zeros(2, dtype=np.float32)], ["identity"]
+... )
+>>> net.logits(np.array([1.0, 3.0], dtype=np.float32)).tolist()
+[1.0, 3.0]
+"""
+
+from __future__ import annotations
+
+import json
+import warnings
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from bergen_env.errors import BergenError
+from bergen_env.observation import OBS_SIZE
+from bergen_env.rules import Rules
+
+FORMAT_NAME = "bergen-policy"
+FORMAT_VERSION = 1
+#: The safetensors metadata key that holds the JSON header.
+HEADER_KEY = "bergen_policy"
+#: The file suffix of the portable format.
+SUFFIX = ".safetensors"
+
+ACTIVATIONS = {
+    "identity": lambda x: x,
+    "relu": lambda x: np.maximum(x, 0.0, out=x),
+    "tanh": lambda x: np.tanh(x, out=x),
+}
+
+
+class PolicyFileError(BergenError, ValueError):
+    """A policy file that is missing, unreadable, or does not fit the game; names the file."""
+
+
+class PolicyMismatchWarning(UserWarning):
+    """A policy plays rules it was not trained for (allowed explicitly with ``allow_mismatch``)."""
+
+
+class PolicyNetwork:
+    """A multilayer perceptron in numpy: ``x -> act_i(W_i x + b_i)`` for each layer in order."""
+
+    def __init__(
+        self,
+        weights: Sequence[np.ndarray],
+        biases: Sequence[np.ndarray],
+        activations: Sequence[str],
+    ) -> None:
+        if not (len(weights) == len(biases) == len(activations)) or not weights:
+            raise ValueError(
+                f"a network needs one weight, bias and activation per layer, got "
+                f"{len(weights)}, {len(biases)} and {len(activations)}"
+            )
+        for i, (w, b, act) in enumerate(zip(weights, biases, activations)):
+            if w.ndim != 2 or b.shape != (w.shape[0],):
+                raise ValueError(
+                    f"layer {i}: weight {w.shape} and bias {b.shape} do not form a dense layer"
+                )
+            if i and w.shape[1] != weights[i - 1].shape[0]:
+                raise ValueError(
+                    f"layer {i} reads {w.shape[1]} inputs but layer {i - 1} has "
+                    f"{weights[i - 1].shape[0]} outputs"
+                )
+            if act not in ACTIVATIONS:
+                raise ValueError(
+                    f"layer {i}: unknown activation {act!r}; known: {sorted(ACTIVATIONS)}"
+                )
+        # transposed once, so a batch of rows is ``x @ w_t + b``
+        self._layers = [
+            (np.ascontiguousarray(w.T, dtype=np.float32), b.astype(np.float32), ACTIVATIONS[a])
+            for w, b, a in zip(weights, biases, activations)
+        ]
+        self.activations = list(activations)
+        self.input_size = int(weights[0].shape[1])
+        self.output_size = int(weights[-1].shape[0])
+
+    def logits(self, observation: np.ndarray) -> np.ndarray:
+        """The output of the last layer for one observation ``(in,)`` or a batch ``(n, in)``."""
+        x = np.asarray(observation, dtype=np.float32)
+        for w_t, b, act in self._layers:
+            x = act(x @ w_t + b)
+        return x
+
+    def probabilities(self, observation: np.ndarray, action_mask: np.ndarray) -> np.ndarray:
+        """The policy's action distribution with illegal actions at probability zero."""
+        logits = self.logits(observation).astype(np.float64)
+        legal = np.asarray(action_mask).astype(bool)
+        if not legal.any(axis=-1).all():
+            raise ValueError("the action mask has no legal action")
+        masked = np.where(legal, logits, -np.inf)
+        masked -= masked.max(axis=-1, keepdims=True)
+        p = np.exp(masked)
+        return p / p.sum(axis=-1, keepdims=True)
+
+
+def make_header(
+    rules: Rules,
+    activations: Sequence[str],
+    num_layers: int,
+    provenance: dict[str, Any] | None = None,
+) -> dict[str, Any]:
+    """The JSON header for a network of ``num_layers`` dense layers trained for ``rules``."""
+    return {
+        "format": FORMAT_NAME,
+        "version": FORMAT_VERSION,
+        "rules": rules.to_dict(),
+        "obs_size": OBS_SIZE,
+        "num_actions": rules.num_actions,
+        "network": {
+            "input": "observation",
+            "output": "logits",
+            "layers": [
+                {"weight": f"layers.{i}.weight", "bias": f"layers.{i}.bias", "activation": a}
+                for i, a in zip(range(num_layers), activations)
+            ],
+        },
+        "provenance": provenance or {},
+    }
+
+
+def save_policy_file(
+    path: str | Path,
+    rules: Rules,
+    weights: Sequence[np.ndarray],
+    biases: Sequence[np.ndarray],
+    activations: Sequence[str],
+    provenance: dict[str, Any] | None = None,
+) -> Path:
+    """Write a portable policy file (``.safetensors`` is added to a path without it)."""
+    from safetensors.numpy import save_file
+
+    path = Path(path)
+    if path.suffix != SUFFIX:
+        path = path.with_name(path.name + SUFFIX)
+    network = PolicyNetwork(weights, biases, activations)  # checks the shapes and activations
+    if network.input_size != OBS_SIZE or network.output_size != rules.num_actions:
+        raise ValueError(
+            f"a policy for {rules.name!r} maps {OBS_SIZE} inputs to {rules.num_actions} "
+            f"actions, got a network of {network.input_size} -> {network.output_size}"
+        )
+    header = make_header(rules, activations, len(weights), provenance)
+    tensors: dict[str, np.ndarray] = {}
+    for layer, w, b in zip(header["network"]["layers"], weights, biases):
+        tensors[layer["weight"]] = np.ascontiguousarray(w, dtype=np.float32)
+        tensors[layer["bias"]] = np.ascontiguousarray(b, dtype=np.float32)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    save_file(tensors, str(path), metadata={HEADER_KEY: json.dumps(header, sort_keys=True)})
+    return path
+
+
+class PolicyFile:
+    """A loaded policy file: its header, the rules it was trained for, and its network."""
+
+    def __init__(self, path: str | Path, header: dict[str, Any], network: PolicyNetwork) -> None:
+        self.path = str(path)
+        self.header = header
+        self.network = network
+        #: The rules (player count and partnerships included) the policy was trained for.
+        self.rules = Rules.from_dict(header["rules"])
+        self.num_actions = int(header["num_actions"])
+
+    @property
+    def provenance(self) -> dict[str, Any]:
+        return self.header.get("provenance", {})
+
+
+def read_policy_file(path: str | Path) -> PolicyFile:
+    """Load and check a portable policy file; every error names the file and the problem."""
+    from safetensors import SafetensorError, safe_open
+
+    path = Path(path)
+    where = f"policy file {str(path)!r}"
+    if not path.is_file():
+        raise PolicyFileError(f"{where} does not exist")
+    if path.suffix == ".zip":
+        raise PolicyFileError(
+            f"{where} is a Stable-Baselines3 zip, not a portable policy: convert it with "
+            f"`python -m training.export_policy {path}` (or load it with ppo:PATH and the "
+            f"trust-pickle flag if you made it yourself)"
+        )
+    try:
+        with safe_open(str(path), framework="numpy") as f:
+            metadata = f.metadata() or {}
+            tensors = {k: f.get_tensor(k) for k in f.keys()}  # noqa: SIM118 (not a dict)
+    except (SafetensorError, OSError, ValueError) as exc:
+        raise PolicyFileError(f"{where} is not a readable safetensors file ({exc})") from None
+    if HEADER_KEY not in metadata:
+        raise PolicyFileError(f"{where} has no {HEADER_KEY!r} header: not a Bergen policy file")
+    try:
+        header = json.loads(metadata[HEADER_KEY])
+    except json.JSONDecodeError as exc:
+        raise PolicyFileError(f"{where}: its header is not JSON ({exc})") from None
+    if not isinstance(header, dict) or header.get("format") != FORMAT_NAME:
+        raise PolicyFileError(f"{where}: header format is not {FORMAT_NAME!r}")
+    if header.get("version") != FORMAT_VERSION:
+        raise PolicyFileError(
+            f"{where}: format version {header.get('version')!r}; this package reads version "
+            f"{FORMAT_VERSION}"
+        )
+    for key in ("rules", "obs_size", "num_actions", "network"):
+        if key not in header:
+            raise PolicyFileError(f"{where}: header lacks {key!r}")
+    try:
+        rules = Rules.from_dict(header["rules"])
+        layers = header["network"]["layers"]
+        weights = [tensors[layer["weight"]] for layer in layers]
+        biases = [tensors[layer["bias"]] for layer in layers]
+        network = PolicyNetwork(weights, biases, [layer["activation"] for layer in layers])
+    except KeyError as exc:
+        raise PolicyFileError(f"{where}: missing entry or tensor {exc}") from None
+    except (TypeError, ValueError) as exc:
+        raise PolicyFileError(f"{where}: {exc}") from None
+    if header["obs_size"] != OBS_SIZE or network.input_size != OBS_SIZE:
+        raise PolicyFileError(
+            f"{where} reads observations of size {network.input_size} (header obs_size="
+            f"{header['obs_size']}), but this package's observation has size {OBS_SIZE}"
+        )
+    if not header["num_actions"] == network.output_size == rules.num_actions:
+        raise PolicyFileError(
+            f"{where}: the network has {network.output_size} outputs, the header says "
+            f"{header['num_actions']} actions, and its rules have {rules.num_actions}"
+        )
+    return PolicyFile(path, header, network)
+
+
+def check_trained_rules(source: str, trained: Rules, rules: Rules, allow_mismatch: bool) -> None:
+    """Refuse to play ``rules`` with a policy trained for other ones (``source`` names it).
+
+    The rules must be equal in every option, player count and partnerships included. With
+    ``allow_mismatch`` a mismatch only warns (:class:`PolicyMismatchWarning`), unless the action
+    count differs, which no policy can play.
+    """
+    if trained.to_dict() | {"name": ""} == rules.to_dict() | {"name": ""}:
+        return
+    differ = [
+        f"{key}={trained.to_dict()[key]!r} (playing {value!r})"
+        for key, value in rules.to_dict().items()
+        if key != "name" and trained.to_dict().get(key) != value
+    ]
+    message = (
+        f"{source} was trained for {_describe(trained)} but is asked to play {_describe(rules)}: "
+        f"it was trained with {', '.join(differ)}"
+    )
+    if trained.num_actions != rules.num_actions or not allow_mismatch:
+        if trained.num_actions != rules.num_actions:
+            message += f"; its {trained.num_actions} actions cannot play {rules.num_actions}"
+        else:
+            message += " (pass allow_mismatch=true to play it anyway)"
+        raise PolicyFileError(message)
+    warnings.warn(message, PolicyMismatchWarning, stacklevel=3)
+
+
+def _describe(rules: Rules) -> str:
+    teams = ", partnerships" if rules.partnerships else ""
+    return f"{rules.name!r} rules, {rules.num_players} players{teams}"

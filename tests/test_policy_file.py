@@ -1,0 +1,411 @@
+"""The portable policy format: numpy play, agreement with torch, safety, and rule checks."""
+
+from __future__ import annotations
+
+import base64
+import json
+import pickle
+import shutil
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import bergen_env
+from bergen_env.agents import PolicyAgent, make_agent
+from bergen_env.arena import run_tournament
+from bergen_env.observation import OBS_SIZE
+from bergen_env.policy_file import (
+    HEADER_KEY,
+    PolicyFileError,
+    PolicyMismatchWarning,
+    read_policy_file,
+    save_policy_file,
+)
+from bergen_env.rules import Rules
+
+ROOT = Path(__file__).resolve().parents[1]
+SHIPPED = ["standard_2p", "standard_3p", "partners_4p"]
+SEATING = {
+    "standard_2p": {"num_players": 2},
+    "standard_3p": {"num_players": 3},
+    "partners_4p": {"num_players": 4, "partnerships": True},
+}
+
+
+def shipped(name: str, suffix: str = ".safetensors") -> Path:
+    return ROOT / "policies" / f"{name}{suffix}"
+
+
+def recorded_observations(rules: Rules, seed: int, matches: int = 3) -> tuple[np.ndarray, ...]:
+    """Every (observation, mask) of every seat in a few heuristic-vs-heuristic AEC matches."""
+    heuristic = make_agent("heuristic")
+    obs_rows, mask_rows = [], []
+    for m in range(matches):
+        env = bergen_env.env(rules=rules)
+        env.reset(seed=seed + m)
+        raw = env.unwrapped
+        rng = np.random.default_rng(seed + m)
+        for name in env.agent_iter():
+            obs, _, terminated, truncated, _ = env.last()
+            if terminated or truncated:
+                env.step(None)
+                continue
+            seat = int(name.rpartition("_")[2])
+            heuristic.reset(rules, seat, rng)
+            obs_rows.append(obs["observation"].astype(np.float32))
+            mask_rows.append(obs["action_mask"].copy())
+            env.step(heuristic.act(obs["observation"], obs["action_mask"], raw.public_view(name)))
+    return np.array(obs_rows), np.array(mask_rows)
+
+
+# ---------------------------------------------------------------- the shipped files
+
+
+@pytest.mark.parametrize("name", SHIPPED)
+def test_shipped_policy_header_says_what_it_was_trained_for(name: str) -> None:
+    path = shipped(name)
+    assert path.stat().st_size < 700_000
+    policy = read_policy_file(path)
+    assert policy.rules == Rules.preset("standard", **SEATING[name])
+    assert policy.header["obs_size"] == OBS_SIZE
+    assert policy.header["num_actions"] == policy.rules.num_actions == 58
+    assert [layer["activation"] for layer in policy.header["network"]["layers"]] == [
+        "relu",
+        "relu",
+        "identity",
+    ]
+    prov = policy.provenance
+    assert prov["exported_from"] == f"{name}.zip" and prov["timesteps"] > 0
+    assert prov["config"]["default"]["net_arch"] == [256, 256]
+    assert prov["evaluation"]["matches"] >= 2000 and "heuristic" in prov["evaluation"]["opponents"]
+
+
+@pytest.mark.parametrize("name", SHIPPED)
+def test_shipped_policy_plays_a_tournament_with_numpy(name: str) -> None:
+    rules = Rules.preset("standard", **SEATING[name])
+    spec = f"policy:{shipped(name)}"
+    others = 1 if rules.partnerships else rules.num_players - 1
+    result = run_tournament([spec] + ["random"] * others, rules, matches=4, seed=1)
+    assert result.agents[spec].matches >= 4  # rounded up to whole deal groups
+
+
+def test_policy_agent_is_deterministic() -> None:
+    rules = Rules.preset("standard")
+    obs, masks = recorded_observations(rules, seed=5, matches=1)
+    a, b = make_agent(f"policy:{shipped('standard_2p')}"), PolicyAgent(shipped("standard_2p"))
+    for agent in (a, b):
+        agent.reset(rules, 0, np.random.default_rng(0))
+    assert [a.act(o, m, None) for o, m in zip(obs, masks)] == [
+        b.act(o, m, None) for o, m in zip(obs, masks)
+    ]
+
+
+# ------------------------------------------------------------- numpy agrees with torch
+
+
+@pytest.mark.parametrize("name", SHIPPED)
+def test_numpy_forward_pass_matches_torch(name: str) -> None:
+    pytest.importorskip("sb3_contrib")
+    import torch
+
+    from training.policies import load_model
+
+    rules = Rules.preset("standard", **SEATING[name])
+    obs, masks = recorded_observations(rules, seed=11)
+    assert len(obs) > 50
+    model, _ = load_model(shipped(name, ".zip"), trust_pickle=True)
+    with torch.no_grad():
+        dist = model.policy.get_distribution(torch.as_tensor(obs), action_masks=masks)
+        torch_probs = dist.distribution.probs.numpy()
+    agent = PolicyAgent(shipped(name))
+    numpy_probs = agent.probabilities(obs, masks)
+    np.testing.assert_allclose(numpy_probs, torch_probs, atol=2e-6)
+    assert np.all(numpy_probs[masks == 0] == 0.0)
+    torch_actions = np.argmax(torch_probs, axis=1)
+    agent.reset(rules, 0, np.random.default_rng(0))
+    assert [agent.act(o, m, None) for o, m in zip(obs, masks)] == torch_actions.tolist()
+
+
+def test_oracle_critic_model_exports_and_agrees(tmp_path: Path) -> None:
+    """The oracle-critic policy (actor on the observation, critic on observation + hidden)."""
+    pytest.importorskip("sb3_contrib")
+    import torch
+    from sb3_contrib import MaskablePPO
+
+    from bergen_env.single_agent import BergenSingleAgentEnv
+    from training.export_policy import export_model, export_zip
+    from training.oracle_critic import OracleCriticPolicy
+    from training.policies import save_policy
+
+    rules = Rules.preset("standard")
+    env = BergenSingleAgentEnv(opponents=["random"], privileged=True)
+    model = MaskablePPO(
+        OracleCriticPolicy,
+        env,
+        n_steps=16,
+        batch_size=16,
+        seed=0,
+        policy_kwargs={"net_arch": [16, 8], "activation_fn": torch.nn.Tanh},
+    )
+    zip_path = save_policy(model, tmp_path / "oracle.zip", rules, timesteps=0)
+    from_zip = read_policy_file(export_zip(zip_path))
+    from_memory = read_policy_file(export_model(model, rules, tmp_path / "mem"))
+    assert from_zip.header["provenance"]["critic"] == "oracle"
+    obs, masks = recorded_observations(rules, seed=3, matches=1)
+    with torch.no_grad():
+        latent = model.policy.mlp_extractor.forward_actor(torch.as_tensor(obs))
+        logits = model.policy.action_net(latent).numpy()
+    for policy in (from_zip, from_memory):
+        assert [layer["activation"] for layer in policy.header["network"]["layers"]] == [
+            "tanh",
+            "tanh",
+            "identity",
+        ]
+        np.testing.assert_allclose(policy.network.logits(obs), logits, atol=1e-5)
+
+
+def test_exporter_refuses_what_numpy_cannot_express(tmp_path: Path) -> None:
+    pytest.importorskip("sb3_contrib")
+    import torch
+    from sb3_contrib import MaskablePPO
+
+    from bergen_env.single_agent import BergenSingleAgentEnv
+    from training.export_policy import main
+    from training.policies import save_policy
+
+    env = BergenSingleAgentEnv(opponents=["random"])
+    model = MaskablePPO(
+        "MlpPolicy", env, n_steps=16, policy_kwargs={"net_arch": [8], "activation_fn": torch.nn.ELU}
+    )
+    path = save_policy(model, tmp_path / "elu.zip", Rules.preset())
+    assert main([str(path)]) == 2
+    assert not path.with_suffix(".safetensors").exists()
+
+
+# ---------------------------------------------------------------- no code from data
+
+
+class _WritesAFile:
+    """Unpickling this calls ``Path.write_text(marker, ...)``: code run from data."""
+
+    def __init__(self, marker: Path) -> None:
+        self.marker = marker
+
+    def __reduce__(self):
+        return (Path.write_text, (self.marker, "code ran while loading"))
+
+
+def crafted_zip(path: Path, marker: Path) -> Path:
+    """An SB3-shaped zip whose ``data`` and ``policy.pth`` unpickle to a file write."""
+    payload = base64.b64encode(pickle.dumps(_WritesAFile(marker))).decode()
+    data = {
+        "policy_class": {":type:": "<class 'abc.ABCMeta'>", ":serialized:": payload},
+        "observation_space": {
+            ":type:": "<class 'gymnasium.spaces.box.Box'>",
+            ":serialized:": payload,
+        },
+        "action_space": {
+            ":type:": "<class 'gymnasium.spaces.discrete.Discrete'>",
+            ":serialized:": payload,
+        },
+    }
+    meta = {"format": 1, "obs_size": OBS_SIZE, "num_actions": 58, "rules": Rules.preset().to_dict()}
+    with zipfile.ZipFile(path, "w") as archive:
+        archive.writestr("data", json.dumps(data))
+        archive.writestr("policy.pth", pickle.dumps(_WritesAFile(marker)))
+        archive.writestr("pytorch_variables.pth", pickle.dumps(_WritesAFile(marker)))
+        archive.writestr("_stable_baselines3_version", "2.4.0")
+        archive.writestr("bergen_policy.json", json.dumps(meta))
+    return path
+
+
+def test_crafted_zip_runs_no_code_without_the_trust_flag(tmp_path: Path) -> None:
+    pytest.importorskip("sb3_contrib")
+    from training.evaluate import main as evaluate
+    from training.export_policy import main as export
+    from training.policies import UntrustedPolicyError, load_policy
+
+    marker = tmp_path / "pwned.txt"
+    evil = crafted_zip(tmp_path / "evil.zip", marker)
+    with pytest.raises(UntrustedPolicyError, match=r"evil.zip.*unpickles.*export_policy"):
+        load_policy(evil)
+    with pytest.raises(ValueError, match="trust_pickle"):
+        make_agent(f"ppo:{evil}")
+    assert evaluate(["--agents", f"ppo:{evil}", "random", "--no-progress"]) == 2
+    assert export([str(evil)]) == 2  # the exporter reads tensors only: refuses, runs nothing
+    with pytest.raises(ValueError, match="Stable-Baselines3 zip.*export_policy"):
+        make_agent(f"policy:{evil}")
+    assert not marker.exists()
+    # the file is really dangerous: trusting it runs its code (this is what the flag guards)
+    with pytest.raises(Exception):  # noqa: B017 (whatever SB3 makes of the payload afterwards)
+        load_policy(evil, trust_pickle=True)
+    assert marker.read_text() == "code ran while loading"
+
+
+# -------------------------------------------------------------- trained for these rules
+
+
+@pytest.mark.parametrize(
+    ("name", "rules", "wrong"),
+    [
+        ("standard_2p", Rules.preset("standard", num_players=3), "num_players=2 (playing 3)"),
+        ("standard_2p", Rules.preset("traditional"), "'traditional' rules"),
+        (
+            "partners_4p",
+            Rules.preset("standard", num_players=4),
+            "partnerships=True (playing False)",
+        ),
+        ("standard_3p", Rules.preset("standard", num_players=3, target=15), "target=10"),
+    ],
+)
+def test_mismatched_policy_is_refused(name: str, rules: Rules, wrong: str) -> None:
+    agent = make_agent(f"policy:{shipped(name)}")
+    with pytest.raises(PolicyFileError, match="allow_mismatch") as info:
+        agent.reset(rules, 0, np.random.default_rng(0))
+    message = str(info.value)
+    assert name in message and wrong in message and "was trained for" in message
+    lenient = make_agent(f"policy:path={shipped(name)},allow_mismatch=true")
+    with pytest.warns(PolicyMismatchWarning, match=wrong.split(" ")[0]):
+        lenient.reset(rules, 0, np.random.default_rng(0))
+
+
+def test_mismatched_action_count_is_refused_even_when_allowed() -> None:
+    agent = make_agent(f"policy:path={shipped('standard_2p')},allow_mismatch=true")
+    with pytest.raises(PolicyFileError, match="58 actions cannot play 65"):
+        agent.reset(Rules.preset("double_set"), 0, np.random.default_rng(0))
+
+
+def test_mismatched_ppo_zip_is_refused() -> None:
+    pytest.importorskip("sb3_contrib")
+    from training.policies import load_policy
+
+    agent = load_policy(shipped("standard_2p", ".zip"), trust_pickle=True)
+    with pytest.raises(PolicyFileError, match="standard_2p.zip.*num_players=2 \\(playing 4\\)"):
+        agent.reset(Rules.preset("standard", num_players=4), 0, np.random.default_rng(0))
+
+
+def test_evaluate_cli_names_both_rules(capsys: pytest.CaptureFixture) -> None:
+    from training.evaluate import main
+
+    spec = f"policy:{shipped('standard_2p')}"
+    assert main(["--agents", spec, "heuristic", "random", "--players", "3", "--no-progress"]) == 2
+    err = capsys.readouterr().err
+    assert "2 players" in err and "3 players" in err and "standard_2p.safetensors" in err
+
+
+# ---------------------------------------------------------------- bad files
+
+
+def _tiny(tmp_path: Path, **header_changes) -> Path:
+    rules = Rules.preset()
+    rng = np.random.default_rng(0)
+    w = [rng.normal(size=(4, OBS_SIZE)), rng.normal(size=(58, 4))]
+    b = [np.zeros(4), np.zeros(58)]
+    path = save_policy_file(tmp_path / "tiny", rules, w, b, ["tanh", "identity"])
+    if header_changes:
+        from safetensors import safe_open
+        from safetensors.numpy import load_file, save_file
+
+        with safe_open(str(path), framework="numpy") as f:
+            header = json.loads(f.metadata()[HEADER_KEY])
+        tensors = load_file(str(path))
+        for key, value in header_changes.items():
+            if key.startswith("tensor:"):
+                tensors[key[7:]] = value
+            else:
+                header[key] = value
+        save_file(tensors, str(path), metadata={HEADER_KEY: json.dumps(header)})
+    return path
+
+
+def test_written_file_round_trips(tmp_path: Path) -> None:
+    path = _tiny(tmp_path)
+    assert path.name == "tiny.safetensors"
+    policy = read_policy_file(path)
+    assert policy.network.activations == ["tanh", "identity"]
+    assert policy.rules == Rules.preset()
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        ({"version": 2}, "format version 2"),
+        ({"format": "other"}, "not 'bergen-policy'"),
+        ({"obs_size": 10}, "header obs_size=10"),
+        ({"num_actions": 57}, "57 actions"),
+        ({"tensor:layers.1.weight": np.zeros((58, 5), np.float32)}, "reads 5 inputs"),
+        ({"tensor:layers.0.weight": np.zeros((4, 10), np.float32)}, "observations of size 10"),
+    ],
+)
+def test_bad_header_or_tensors_are_named(tmp_path: Path, change: dict, message: str) -> None:
+    path = _tiny(tmp_path, **change)
+    with pytest.raises(PolicyFileError, match=message):
+        read_policy_file(path)
+
+
+def test_unknown_activation_and_unreadable_files(tmp_path: Path) -> None:
+    path = _tiny(tmp_path)
+    from safetensors import safe_open
+    from safetensors.numpy import load_file, save_file
+
+    with safe_open(str(path), framework="numpy") as f:
+        header = json.loads(f.metadata()[HEADER_KEY])
+    header["network"]["layers"][0]["activation"] = "gelu"
+    save_file(load_file(str(path)), str(path), metadata={HEADER_KEY: json.dumps(header)})
+    with pytest.raises(PolicyFileError, match="tiny.safetensors.*unknown activation 'gelu'"):
+        read_policy_file(path)
+    garbage = tmp_path / "garbage.safetensors"
+    garbage.write_bytes(b"\x00" * 40)
+    with pytest.raises(ValueError, match="garbage.safetensors.*not a readable"):
+        make_agent(f"policy:{garbage}")
+    with pytest.raises(ValueError, match="nope.safetensors.*does not exist"):
+        make_agent(f"policy:{tmp_path / 'nope.safetensors'}")
+    bare = tmp_path / "bare.safetensors"
+    from safetensors.numpy import save_file as save
+
+    save({"x": np.zeros(2, np.float32)}, str(bare))
+    with pytest.raises(PolicyFileError, match="no 'bergen_policy' header"):
+        read_policy_file(bare)
+
+
+# ---------------------------------------------------------------- the base install
+
+
+@pytest.mark.slow
+def test_fresh_base_install_evaluates_a_portable_policy(tmp_path: Path) -> None:
+    """``pip install .`` alone (no torch): the CLI plays the shipped portable policy."""
+    src = tmp_path / "src"
+    skip = shutil.ignore_patterns(".git", ".venv", "runs", "build", "*.egg-info", "__pycache__")
+    shutil.copytree(ROOT, src, ignore=skip)
+    venv = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
+    py = venv / "bin" / "python"
+    pip = [str(py), "-m", "pip", "install", "--quiet", "--disable-pip-version-check"]
+    subprocess.run([*pip, str(src)], check=True, timeout=900)
+    no_torch = subprocess.run([str(py), "-c", "import torch"], capture_output=True, cwd=tmp_path)
+    assert no_torch.returncode != 0
+    script = venv / "bin" / "bergen-evaluate"  # the console script, where the package has it
+    evaluate = [str(script)] if script.exists() else [str(py), "-m", "training.evaluate"]
+    policy = f"policy:{shipped('standard_2p')}"
+    out = subprocess.run(
+        [*evaluate, "--agents", policy, "heuristic", "--matches", "50", "--no-progress"],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        timeout=600,
+    )
+    assert out.returncode == 0, out.stderr
+    assert "standard_2p.safetensors" in out.stdout and "50" in out.stdout
+    zip_spec = f"ppo:{shipped('standard_2p', '.zip')}"
+    refused = subprocess.run(
+        [*evaluate, "--agents", zip_spec, "heuristic", "--no-progress"],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        timeout=600,
+    )
+    assert refused.returncode == 2 and "Traceback" not in refused.stderr
