@@ -28,12 +28,22 @@ from bergen_env.policy_file import (
 from bergen_env.rules import Rules
 
 ROOT = Path(__file__).resolve().parents[1]
-SHIPPED = ["standard_2p", "standard_3p", "partners_4p"]
-SEATING = {
-    "standard_2p": {"num_players": 2},
-    "standard_3p": {"num_players": 3},
-    "partners_4p": {"num_players": 4, "partnerships": True},
+SHIPPED = ["standard_2p", "standard_3p", "partners_4p", "draw_2p", "fives_2p"]
+#: Each shipped policy's rules: (preset, seating).
+TRAINED_FOR = {
+    "standard_2p": ("standard", {"num_players": 2}),
+    "standard_3p": ("standard", {"num_players": 3}),
+    "partners_4p": ("standard", {"num_players": 4, "partnerships": True}),
+    "draw_2p": ("draw", {"num_players": 2}),
+    "fives_2p": ("fives", {"num_players": 2}),
 }
+#: The matches of the evaluation recorded in each file's header.
+EVAL_MATCHES = {"fives_2p": 1000}
+
+
+def trained_rules(name: str) -> Rules:
+    preset, seating = TRAINED_FOR[name]
+    return Rules.preset(preset, **seating)
 
 
 def shipped(name: str, suffix: str = ".safetensors") -> Path:
@@ -70,7 +80,7 @@ def test_shipped_policy_header_says_what_it_was_trained_for(name: str) -> None:
     path = shipped(name)
     assert path.stat().st_size < 700_000
     policy = read_policy_file(path)
-    assert policy.rules == Rules.preset("standard", **SEATING[name])
+    assert policy.rules == trained_rules(name)
     assert policy.header["obs_size"] == OBS_SIZE
     assert policy.header["num_actions"] == policy.rules.num_actions == 58
     assert [layer["activation"] for layer in policy.header["network"]["layers"]] == [
@@ -81,12 +91,12 @@ def test_shipped_policy_header_says_what_it_was_trained_for(name: str) -> None:
     prov = policy.provenance
     assert prov["exported_from"] == f"{name}.zip" and prov["timesteps"] > 0
     assert prov["config"]["default"]["net_arch"] == [256, 256]
-    assert prov["evaluation"]["matches"] >= 2000 and "heuristic" in prov["evaluation"]["opponents"]
+    assert prov["evaluation"]["matches"] >= EVAL_MATCHES.get(name, 2000) and "heuristic" in prov["evaluation"]["opponents"]
 
 
 @pytest.mark.parametrize("name", SHIPPED)
 def test_shipped_policy_plays_a_tournament_with_numpy(name: str) -> None:
-    rules = Rules.preset("standard", **SEATING[name])
+    rules = trained_rules(name)
     spec = f"policy:{shipped(name)}"
     others = 1 if rules.partnerships else rules.num_players - 1
     result = run_tournament([spec] + ["random"] * others, rules, matches=4, seed=1)
@@ -114,7 +124,7 @@ def test_numpy_forward_pass_matches_torch(name: str) -> None:
 
     from training.policies import load_model
 
-    rules = Rules.preset("standard", **SEATING[name])
+    rules = trained_rules(name)
     obs, masks = recorded_observations(rules, seed=11)
     assert len(obs) > 50
     model, _ = load_model(shipped(name, ".zip"), trust_pickle=True)

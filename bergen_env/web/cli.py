@@ -1,6 +1,6 @@
 """``bergen-web``: serve the browser game (127.0.0.1:8000 by default).
 
-    bergen-web --port 8000 --pace 0.8 --agent ppo2p=ppo:policies/standard_2p.zip
+    bergen-web --port 8000 --pace 0.8 --agent net=policy:policies/standard_2p.safetensors
 
 ``--agent NAME=SPEC`` adds an agent to the menu a table may seat (any agent string the agent
 registry knows). Only the server's operator names files: a person at a table picks from the menu.
