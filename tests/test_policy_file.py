@@ -91,7 +91,10 @@ def test_shipped_policy_header_says_what_it_was_trained_for(name: str) -> None:
     prov = policy.provenance
     assert prov["exported_from"] == f"{name}.zip" and prov["timesteps"] > 0
     assert prov["config"]["default"]["net_arch"] == [256, 256]
-    assert prov["evaluation"]["matches"] >= EVAL_MATCHES.get(name, 2000) and "heuristic" in prov["evaluation"]["opponents"]
+    assert (
+        prov["evaluation"]["matches"] >= EVAL_MATCHES.get(name, 2000)
+        and "heuristic" in prov["evaluation"]["opponents"]
+    )
 
 
 @pytest.mark.parametrize("name", SHIPPED)
