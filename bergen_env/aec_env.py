@@ -77,8 +77,8 @@ from pettingzoo.utils import wrappers
 
 from bergen_env.actions import action_str, check_action_id
 from bergen_env.engine import BergenState, PublicView
-from bergen_env.env_options import DEFAULT_MAX_HANDS, EnvOptions
-from bergen_env.errors import GameOverError, IllegalActionError, InvalidOptionError
+from bergen_env.env_options import DEFAULT_MAX_HANDS, EnvOptions, reset_deals
+from bergen_env.errors import GameOverError, IllegalActionError
 from bergen_env.observation import OBS_SIZE, STATE_SIZE, Encoder, obs_bounds
 from bergen_env.render import render_text
 from bergen_env.render_image import render_rgb
@@ -259,14 +259,7 @@ class raw_env(AECEnv):
     def reset(self, seed: int | None = None, options: dict[str, Any] | None = None) -> None:
         if seed is not None or self._rng is None:
             self._rng = np.random.default_rng(seed)
-        deals = None
-        if options:
-            unknown = sorted(set(options) - {"deals"})
-            if unknown:
-                raise InvalidOptionError(
-                    f"reset() got unknown option(s) {unknown}; known: ['deals']"
-                )
-            deals = options.get("deals")
+        deals = reset_deals(options)
         self._game = BergenState(self.rules, seed=self._rng, deals=deals)
         self.agents = self.possible_agents[:]
         self.rewards = dict.fromkeys(self.agents, 0.0)

@@ -22,6 +22,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from bergen_env.errors import InvalidOptionError
 from bergen_env.rules import Rules, make_rules
 from bergen_env.validation import check_choice, check_int, invalid
 
@@ -69,3 +70,13 @@ class EnvOptions:
         if render_mode is not None and render_mode not in render_modes:
             raise invalid("render_mode", f"one of {list(render_modes)} or None", render_mode)
         return cls(resolved, reward, max_hands, render_mode)
+
+
+def reset_deals(options: dict[str, Any] | None) -> Any:
+    """The ``deals`` of a ``reset(options=...)`` (None when absent); any other key is an error."""
+    if not options:
+        return None
+    unknown = sorted(set(options) - {"deals"})
+    if unknown:
+        raise InvalidOptionError(f"reset() got unknown option(s) {unknown}; known: ['deals']")
+    return options.get("deals")

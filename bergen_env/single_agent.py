@@ -93,7 +93,7 @@ from bergen_env.actions import action_str, check_action_id
 from bergen_env.agents.base import Agent, make_agent
 from bergen_env.agents.match_value import WinTable, win_table
 from bergen_env.engine import BergenState
-from bergen_env.env_options import DEFAULT_MAX_HANDS, EnvOptions
+from bergen_env.env_options import DEFAULT_MAX_HANDS, EnvOptions, reset_deals
 from bergen_env.env_options import REWARD_MODES as AEC_REWARD_MODES
 from bergen_env.errors import GameOverError, IllegalActionError, InvalidOptionError
 from bergen_env.observation import Encoder, obs_bounds
@@ -213,14 +213,7 @@ class BergenSingleAgentEnv(gym.Env):
         self, *, seed: int | None = None, options: dict[str, Any] | None = None
     ) -> tuple[np.ndarray, dict[str, Any]]:
         super().reset(seed=seed)
-        deals = None
-        if options:
-            unknown = sorted(set(options) - {"deals"})
-            if unknown:
-                raise InvalidOptionError(
-                    f"reset() got unknown option(s) {unknown}; known: ['deals']"
-                )
-            deals = options.get("deals")
+        deals = reset_deals(options)
         rng = self.np_random
         n = self.rules.num_players
         self._illegal = False

@@ -25,7 +25,7 @@ import numpy as np
 
 from bergen_env.actions import action_str
 from bergen_env.engine import validate_deal
-from bergen_env.env_options import DEFAULT_MAX_HANDS, EnvOptions
+from bergen_env.env_options import DEFAULT_MAX_HANDS, EnvOptions, reset_deals
 from bergen_env.errors import IllegalActionError, InvalidOptionError
 from bergen_env.observation import OBS_SIZE
 from bergen_env.rules import Rules
@@ -112,14 +112,7 @@ class BergenVectorEnv:
             seed = self.initial_seed
         if seed is not None or not self.has_reset:
             self.seed(seed)
-        deals = None
-        if options:
-            unknown = sorted(set(options) - {"deals"})
-            if unknown:
-                raise InvalidOptionError(
-                    f"reset() got unknown option(s) {unknown}; known: ['deals']"
-                )
-            deals = options.get("deals")
+        deals = reset_deals(options)
         self._load_deals(deals)
         K.reset_rows(self.rule_array, np.arange(self.num_envs), *self.state_arrays())
         self.has_reset = True
