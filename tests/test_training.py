@@ -133,6 +133,18 @@ def test_resume_continues_the_step_count(run_dir: Path, tmp_path: Path) -> None:
     assert len((resumed / "command.txt").read_text().splitlines()) == 2
 
 
+def test_resume_with_no_steps_left_only_evaluates(run_dir: Path, tmp_path: Path) -> None:
+    import shutil
+
+    resumed = tmp_path / "finished"
+    shutil.copytree(run_dir, resumed)
+    (resumed / "final_eval.json").unlink()
+    out = train("--resume", str(resumed))  # the budget of 512 steps is already spent
+    assert "at 512 steps" in out.stdout
+    assert json.loads((resumed / "final_eval.json").read_text())
+    assert read_metadata(resumed / "final_model.zip")["timesteps"] == 512
+
+
 @pytest.mark.parametrize("how", ["make_agent", "load_policy"])
 def test_saved_policy_reloads_and_acts_in_the_aec_env(run_dir: Path, how: str) -> None:
     path = run_dir / "final_model.zip"

@@ -512,6 +512,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     save_policy(model, run_dir / "final_model.zip", rules, timesteps=model.num_timesteps)
 
     # --- final evaluation
+    if getattr(evaluator, "model", None) is None:  # no learn() bound it: nothing left to train
+        evaluator.init_callback(model)
     final = evaluator.run_eval(cfg.final_eval_matches)
     model.logger.dump(model.num_timesteps)
     (run_dir / "final_eval.json").write_text(
