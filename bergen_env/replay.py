@@ -162,18 +162,30 @@ def read_jsonl(path: str | Path) -> list[dict[str, Any]]:
     path = Path(path)
     if not path.is_file():
         raise FileNotFoundError(f"replay file {str(path)!r} does not exist")
-    records = []
     with open(path, encoding="utf-8") as f:
-        for number, line in enumerate(f, start=1):
-            if not line.strip():
-                continue
-            where = f"{path}, line {number}"
-            try:
-                record = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise ReplayError(f"{where}: not valid JSON ({exc})") from None
-            check_record(record, where)
-            records.append(record)
+        return parse_records(f, source=str(path))
+
+
+def parse_records(
+    lines: Iterable[str], source: str | None = None, limit: int | None = None
+) -> list[dict[str, Any]]:
+    """The checked match records of replay lines (JSON lines, blank lines skipped).
+
+    Errors name ``source`` (if given) and the line; more than ``limit`` records is an error.
+    """
+    records = []
+    for number, line in enumerate(lines, start=1):
+        if not line.strip():
+            continue
+        where = f"line {number}" if source is None else f"{source}, line {number}"
+        try:
+            record = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise ReplayError(f"{where}: not valid JSON ({exc})") from None
+        check_record(record, where)
+        records.append(record)
+        if limit is not None and len(records) > limit:
+            raise ReplayError(f"the file holds more than {limit} matches; split it")
     return records
 
 

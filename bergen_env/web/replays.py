@@ -7,12 +7,17 @@ the event and, after a hand's last event, how the hand ended. The record is re-s
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from typing import Any
 
 from bergen_env.actions import DOUBLE_PLAY, DRAW, NUM_PLAY_ACTIONS, PASS
-from bergen_env.replay import ReplayError, check_record, hands_at_end, record_rules, resimulate
+from bergen_env.replay import (
+    ReplayError,
+    hands_at_end,
+    parse_records,
+    record_rules,
+    resimulate,
+)
 from bergen_env.tiles import DOUBLE_ID, OTHER_HALF, TILES
 
 #: Frames of more matches than this are not built from one upload.
@@ -44,19 +49,7 @@ def place(line: list[tuple[int, int]], action: int) -> None:
 
 def parse_replay_text(text: str) -> list[dict[str, Any]]:
     """The records of a replay file's text (JSON lines); errors name the line."""
-    records = []
-    for number, raw in enumerate(text.splitlines(), start=1):
-        if not raw.strip():
-            continue
-        where = f"line {number}"
-        try:
-            record = json.loads(raw)
-        except json.JSONDecodeError as exc:
-            raise ReplayError(f"{where}: not valid JSON ({exc})") from None
-        check_record(record, where)
-        records.append(record)
-        if len(records) > MAX_MATCHES:
-            raise ReplayError(f"the file holds more than {MAX_MATCHES} matches; split it")
+    records = parse_records(text.splitlines(), limit=MAX_MATCHES)
     if not records:
         raise ReplayError("the file holds no match record")
     return records
