@@ -259,6 +259,53 @@ def test_crafted_zip_runs_no_code_without_the_trust_flag(tmp_path: Path) -> None
     assert marker.read_text() == "code ran while loading"
 
 
+def crafted_checkpoint(path: Path, marker: Path) -> Path:
+    """An RLlib-shaped algorithm checkpoint whose module pickle unpickles to a file write."""
+    module = path / "learner_group" / "learner" / "rl_module" / "shared"
+    module.mkdir(parents=True)
+    (module / "class_and_ctor_args.pkl").write_bytes(pickle.dumps(_WritesAFile(marker)))
+    return path
+
+
+def test_crafted_rllib_checkpoint_runs_no_code_without_the_trust_flag(tmp_path: Path) -> None:
+    from training.evaluate import main as evaluate
+    from training.rllib_policies import RLlibAgent, UntrustedCheckpointError
+
+    marker = tmp_path / "pwned.txt"
+    evil = crafted_checkpoint(tmp_path / "evil_ckpt", marker)
+    with pytest.raises(UntrustedCheckpointError, match=r"evil_ckpt.*unpickles.*trust-pickle"):
+        RLlibAgent(evil)
+    for spec in (f"rllib:{evil}", f"rllib:{evil}:shared", f"rllib:path={evil},policy=shared"):
+        with pytest.raises(ValueError, match=r"evil_ckpt.*unpickles.*trust-pickle"):
+            make_agent(spec)
+    assert evaluate(["--agents", f"rllib:{evil}", "random", "--no-progress"]) == 2
+    with pytest.raises(ValueError, match="trust_pickle must be true or false"):
+        make_agent(f"rllib:path={evil},trust_pickle=1")
+    assert not marker.exists()
+    pytest.importorskip("ray.rllib")
+    with pytest.raises(Exception):  # noqa: B017 (whatever Ray makes of the payload afterwards)
+        make_agent(f"rllib:path={evil},trust_pickle=true")
+    assert marker.read_text() == "code ran while loading"
+
+
+@pytest.mark.parametrize(
+    ("spec", "trusted"),
+    [
+        ("ppo:run/model.zip", "ppo:path=run/model.zip,trust_pickle=true"),
+        ("rllib:ckpt/final", "rllib:path=ckpt/final,trust_pickle=true"),
+        ("rllib:ckpt/final:side_1", "rllib:path=ckpt/final:side_1,trust_pickle=true"),
+        ("rllib:path=c,policy=p", "rllib:path=c,policy=p,trust_pickle=true"),
+        ("ppo:path=m.zip,trust_pickle=false", "ppo:path=m.zip,trust_pickle=false"),
+        ("policy:p.safetensors", "policy:p.safetensors"),
+        ("search:samples=10", "search:samples=10"),
+    ],
+)
+def test_trust_pickle_flag_rewrites_only_pickle_kinds(spec: str, trusted: str) -> None:
+    from training.cli import trust_pickle
+
+    assert trust_pickle([spec, None]) == [trusted, None]
+
+
 # -------------------------------------------------------------- trained for these rules
 
 

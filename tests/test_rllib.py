@@ -257,7 +257,15 @@ def test_training_run_writes_checkpoint_and_metrics(selfplay_run: Path) -> None:
 def test_checkpoint_plays_through_evaluate(selfplay_run: Path, tmp_path: Path) -> None:
     ckpt = selfplay_run / "checkpoints" / "final"
     out = tmp_path / "result.json"
-    argv = ["--agents", f"rllib:{ckpt}", "random", "--matches", "4", "--no-progress"]
+    argv = [
+        "--agents",
+        f"rllib:{ckpt}",
+        "random",
+        "--matches",
+        "4",
+        "--no-progress",
+        "--trust-pickle",
+    ]
     argv += ["--json", str(out)]
     evaluate = (ROOT / "training" / "evaluate.py").read_text()
     if "training.rllib_policies" in evaluate:
@@ -267,7 +275,7 @@ def test_checkpoint_plays_through_evaluate(selfplay_run: Path, tmp_path: Path) -
         run(["-c", code + f"sys.exit(main({argv!r}))"])
     result = json.loads(out.read_text())
     text = json.dumps(result)
-    assert f"rllib:{ckpt}" in text
+    assert f"rllib:path={ckpt},trust_pickle=true" in text
     assert "random" in text
 
 
@@ -275,9 +283,12 @@ def test_sides_checkpoint_holds_one_policy_per_side(sides_run: Path) -> None:
     ckpt = sides_run / "checkpoints" / "final"
     rules = Rules.preset("standard", num_players=4, partnerships=True)
     with pytest.raises(ValueError, match=r"holds policies \['side_0', 'side_1'\]: name one"):
-        make_agent(f"rllib:{ckpt}")
+        make_agent(f"rllib:path={ckpt},trust_pickle=true")
     for policy in ("side_0", "side_1"):
-        for spec in (f"rllib:{ckpt}:{policy}", f"rllib:path={ckpt},policy={policy}"):
+        for spec in (
+            f"rllib:path={ckpt}:{policy},trust_pickle=true",
+            f"rllib:path={ckpt},policy={policy},trust_pickle=true",
+        ):
             agent = make_agent(spec)
             assert isinstance(agent, RLlibAgent) and agent.policy == policy
             agent.reset(rules, 0, np.random.default_rng(0))
@@ -286,7 +297,7 @@ def test_sides_checkpoint_holds_one_policy_per_side(sides_run: Path) -> None:
 
 
 def test_rllib_agent_acts_greedily_and_legally(selfplay_run: Path) -> None:
-    agent = make_agent(f"rllib:{selfplay_run / 'checkpoints' / 'final'}")
+    agent = make_agent(f"rllib:path={selfplay_run / 'checkpoints' / 'final'},trust_pickle=true")
     aec = raw_env()
     aec.reset(seed=1)
     agent.reset(aec.rules, 0, np.random.default_rng(0))
@@ -315,7 +326,7 @@ def test_rllib_agent_acts_greedily_and_legally(selfplay_run: Path) -> None:
 )
 def test_rllib_agent_errors(selfplay_run: Path, suffix: str, message: str) -> None:
     with pytest.raises(ValueError, match=message):
-        make_agent(f"rllib:{selfplay_run / 'checkpoints' / 'final'}{suffix}")
+        make_agent(f"rllib:path={selfplay_run / 'checkpoints' / 'final'}{suffix},trust_pickle=true")
 
 
 def test_relative_checkpoint_path_loads(
@@ -323,5 +334,5 @@ def test_relative_checkpoint_path_loads(
 ) -> None:
     """Ray reads checkpoints by URI; a path relative to the working directory must still load."""
     monkeypatch.chdir(selfplay_run)
-    agent = make_agent("rllib:checkpoints/final")
+    agent = make_agent("rllib:path=checkpoints/final,trust_pickle=true")
     agent.reset(Rules.preset("standard"), 0, np.random.default_rng(0))

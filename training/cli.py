@@ -88,19 +88,29 @@ def register_policy_kinds(specs: Iterable[str]) -> None:
             from . import rllib_policies  # noqa: F401  (registers "rllib")
 
 
-def trust_pickle(specs: Iterable[str | None]) -> list[str | None]:
-    """``specs`` with ``trust_pickle=true`` added to each ``ppo`` zip (the ``--trust-pickle`` flag).
+#: Agent kinds whose files are unpickled, so they load only with ``trust_pickle=true``.
+PICKLE_KINDS = ("ppo", "rllib")
 
-    Call :func:`register_policy_kinds` first: it checks the train extra that ``ppo`` needs.
+
+def with_trust_pickle(spec: str) -> str:
+    """An agent string with ``trust_pickle=true`` added if its kind unpickles files (for CLI flags).
+
+    ``"ppo:run/model.zip"`` -> ``"ppo:path=run/model.zip,trust_pickle=true"``; other kinds and
+    strings that already say ``trust_pickle`` are returned unchanged.
     """
-    out: list[str | None] = []
-    for spec in specs:
-        if spec is not None and parse_agent_spec(spec)[0] == "ppo":
-            from .policies import with_trust_pickle
+    kind, kwargs = parse_agent_spec(spec)
+    if kind not in PICKLE_KINDS or "trust_pickle" in kwargs:
+        return spec
+    kwargs["trust_pickle"] = True
+    return f"{kind}:" + ",".join(
+        f"{k}={str(v).lower() if isinstance(v, bool) else v}" for k, v in kwargs.items()
+    )
 
-            spec = with_trust_pickle(spec)
-        out.append(spec)
-    return out
+
+def trust_pickle(specs: Iterable[str | None]) -> list[str | None]:
+    """``specs`` with ``trust_pickle=true`` added to each ``ppo`` zip and ``rllib`` checkpoint (the
+    ``--trust-pickle`` flag)."""
+    return [None if spec is None else with_trust_pickle(spec) for spec in specs]
 
 
 def run(prog: str, main: Main, argv: Sequence[str] | None = None) -> int:

@@ -6,10 +6,10 @@
         --rules traditional --rule-override target=10 --workers 2 --plot winrates.png
 
 An agent is a scripted name (``random``, ``greedy``, ``heuristic``, ``search:samples=200``), a
-portable policy file ``policy:PATH.safetensors`` (numpy only), or a MaskablePPO zip
-``ppo:PATH`` (unpickled, so only with ``--trust-pickle``; needs the train extra). The format
-and the statistics are described in :mod:`bergen_env.arena`; the same ``--seed`` gives the same
-numbers whatever ``--workers`` is.
+portable policy file ``policy:PATH.safetensors`` (numpy only), a MaskablePPO zip ``ppo:PATH`` or
+an RLlib checkpoint ``rllib:PATH`` (both unpickled, so only with ``--trust-pickle``; they need the
+train and rllib extras). The format and the statistics are described in :mod:`bergen_env.arena`;
+the same ``--seed`` gives the same numbers whatever ``--workers`` is.
 """
 
 from __future__ import annotations
@@ -76,13 +76,13 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         required=True,
         metavar="AGENT",
         help="agent strings: random, greedy, heuristic, search:samples=200, "
-        "policy:FILE.safetensors, ppo:PATH (with --trust-pickle)",
+        "policy:FILE.safetensors, ppo:PATH and rllib:PATH (with --trust-pickle)",
     )
     p.add_argument(
         "--trust-pickle",
         action="store_true",
-        help="allow ppo:PATH zips, which are unpickled and so can run code: only for your own "
-        "files (share policies as policy:FILE.safetensors instead)",
+        help="allow ppo:PATH zips and rllib:PATH checkpoints, which are unpickled and so can run "
+        "code: only for your own files (share policies as policy:FILE.safetensors instead)",
     )
     p.add_argument("--players", type=int, default=2, help="seats: 2, 3 or 4 (default 2)")
     p.add_argument(

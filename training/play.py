@@ -260,8 +260,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--trust-pickle",
         action="store_true",
-        help="allow ppo:PATH zips, which are unpickled and so can run code: only for your own "
-        "files (share policies as policy:FILE.safetensors instead)",
+        help="allow ppo:PATH zips and rllib:PATH checkpoints, which are unpickled and so can run "
+        "code: only for your own files (share policies as policy:FILE.safetensors instead)",
     )
     p.add_argument("--players", type=int, default=2, choices=(2, 3, 4), help="seats (default 2)")
     p.add_argument(

@@ -49,7 +49,6 @@ from sb3_contrib import MaskablePPO
 from bergen_env.agents.base import (
     Agent,
     checked_legal_actions,
-    parse_agent_spec,
     register_agent,
     registered_agents,
 )
@@ -71,7 +70,6 @@ __all__ = [
     "load_policy",
     "read_metadata",
     "save_policy",
-    "with_trust_pickle",
 ]
 
 
@@ -88,21 +86,6 @@ def untrusted_message(path: str | Path) -> str:
         f"unpickle): `python -m training.export_policy {path}`, then play it as "
         f"policy:PATH.safetensors; or, for a file you made yourself, pass --trust-pickle "
         f"(trust_pickle=True in Python, ppo:path=PATH,trust_pickle=true as an agent string)"
-    )
-
-
-def with_trust_pickle(spec: str) -> str:
-    """An agent string with ``trust_pickle=true`` added if it is a ``ppo`` agent (for CLI flags).
-
-    ``"ppo:run/model.zip"`` -> ``"ppo:path=run/model.zip,trust_pickle=true"``; other kinds and
-    strings that already say ``trust_pickle`` are returned unchanged.
-    """
-    kind, kwargs = parse_agent_spec(spec)
-    if kind != "ppo" or "trust_pickle" in kwargs:
-        return spec
-    kwargs["trust_pickle"] = True
-    return "ppo:" + ",".join(
-        f"{k}={str(v).lower() if isinstance(v, bool) else v}" for k, v in kwargs.items()
     )
 
 

@@ -8,6 +8,12 @@ strings (the arena, ``training.evaluate``) can play a policy trained by
 only when the checkpoint holds several and none is called ``shared``. The key=value form works
 too: ``rllib:path=PATH,policy=side_1``.
 
+Loading a checkpoint unpickles its ``class_and_ctor_args.pkl``, which can run code from the
+file, so a checkpoint is loaded only when the caller says it is trusted:
+``rllib:path=PATH,trust_pickle=true``, ``RLlibAgent(PATH, trust_pickle=True)``, or
+``--trust-pickle`` on the command lines. Without it loading raises
+:class:`UntrustedCheckpointError`.
+
 The agent acts greedily: the most probable legal action of the RLModule's masked logits.
 
 Importing this module is cheap and works without Ray: Ray and torch are imported when the first
@@ -33,6 +39,19 @@ _MODULES_DIR = Path("learner_group", "learner", "rl_module")
 
 class RLlibCheckpointError(ValueError):
     """A checkpoint that is missing, not an RLlib checkpoint, or lacks the asked policy."""
+
+
+class UntrustedCheckpointError(RLlibCheckpointError):
+    """A checkpoint loaded without ``trust_pickle``: unpickling it could run code from the file."""
+
+
+def untrusted_message(path: str | Path) -> str:
+    """Why an RLlib checkpoint is not loaded without ``trust_pickle``, and how to allow it."""
+    return (
+        f"RLlib checkpoint {str(path)!r}: loading it unpickles {_CTOR_FILE}, which can run code "
+        "from the file; for a checkpoint you made yourself pass --trust-pickle "
+        "(trust_pickle=True in Python, rllib:path=PATH,trust_pickle=true as an agent string)"
+    )
 
 
 def _require_ray() -> None:
@@ -69,8 +88,14 @@ def module_dirs(path: str | Path) -> dict[str, Path]:
     )
 
 
-def load_module(path: str | Path, policy: str | None = None) -> tuple[Any, str]:
-    """The RLModule of ``policy`` in checkpoint ``path`` and its id (see the module docstring)."""
+def load_module(
+    path: str | Path, policy: str | None = None, trust_pickle: bool = False
+) -> tuple[Any, str]:
+    """The RLModule of ``policy`` in checkpoint ``path`` and its id (see the module docstring).
+
+    Unpickles the checkpoint, so ``trust_pickle=True`` is required (else
+    :class:`UntrustedCheckpointError`).
+    """
     dirs = module_dirs(path)
     if not dirs:
         raise RLlibCheckpointError(f"RLlib checkpoint {str(path)!r} holds no RLModule")
@@ -92,6 +117,8 @@ def load_module(path: str | Path, policy: str | None = None) -> tuple[Any, str]:
         raise RLlibCheckpointError(
             f"RLlib checkpoint {str(path)!r} has no policy {policy!r}; it holds {sorted(dirs)}"
         )
+    if trust_pickle is not True:
+        raise UntrustedCheckpointError(untrusted_message(path))
     _require_ray()
     from ray.rllib.core.rl_module.rl_module import RLModule
 
@@ -105,14 +132,16 @@ class RLlibAgent(Agent):
 
     needs_view = False  # acts from the observation and the mask only
 
-    def __init__(self, path: str | Path | None = None, policy: str | None = None) -> None:
+    def __init__(
+        self, path: str | Path | None = None, policy: str | None = None, trust_pickle: bool = False
+    ) -> None:
         if path is None:
             raise RLlibCheckpointError("RLlibAgent needs a checkpoint path (rllib:PATH[:POLICY])")
         path = str(path)
         if policy is None and not Path(path).exists() and ":" in path:
             path, _, policy = path.rpartition(":")
         self.path = path
-        self.module, self.policy = load_module(path, policy or None)
+        self.module, self.policy = load_module(path, policy or None, trust_pickle=trust_pickle)
         from ray.rllib.core.columns import Columns
 
         from .rllib_env import MASK_KEY, OBS_KEY
@@ -162,12 +191,19 @@ class RLlibAgent(Agent):
         return out[logits_col][0].numpy()
 
 
-def _factory(path: str | None = None, policy: str | None = None, **kwargs: Any) -> RLlibAgent:
+def _factory(
+    path: str | None = None, policy: str | None = None, trust_pickle: bool = False, **kwargs: Any
+) -> RLlibAgent:
     if kwargs:
         raise RLlibCheckpointError(
-            f"agent 'rllib' takes path and policy, got unknown parameter(s) {sorted(kwargs)}"
+            "agent 'rllib' takes path, policy and trust_pickle, got unknown parameter(s) "
+            f"{sorted(kwargs)}"
         )
-    return RLlibAgent(path, policy)
+    if not isinstance(trust_pickle, bool):
+        raise RLlibCheckpointError(
+            f"agent 'rllib': trust_pickle must be true or false, got {trust_pickle!r}"
+        )
+    return RLlibAgent(path, policy, trust_pickle=trust_pickle)
 
 
 if "rllib" not in registered_agents():
