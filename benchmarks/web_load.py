@@ -23,7 +23,7 @@ import subprocess
 import sys
 import time
 
-import httpx
+import httpx2
 import numpy as np
 import websockets
 
@@ -37,7 +37,7 @@ def free_port() -> int:
 
 
 async def person(
-    http: httpx.AsyncClient,
+    http: httpx2.AsyncClient,
     ws_url: str,
     token: str,
     rng: np.random.Generator,
@@ -75,8 +75,8 @@ async def run(args: argparse.Namespace, base: str) -> dict:
     ws_url = base.replace("http", "ws", 1)
     latencies: list[float] = []
     server_ms: list[float] = []
-    limits = httpx.Limits(max_connections=400, max_keepalive_connections=400)
-    async with httpx.AsyncClient(base_url=base, limits=limits, timeout=60) as http:
+    limits = httpx2.Limits(max_connections=400, max_keepalive_connections=400)
+    async with httpx2.AsyncClient(base_url=base, limits=limits, timeout=60) as http:
         tables = []
         for i in range(args.tables):
             if i % 2 == 0:
@@ -177,9 +177,9 @@ def main(argv: list[str] | None = None) -> dict:
     try:
         for _ in range(200):
             try:
-                httpx.get(f"{base}/api/meta", timeout=1)
+                httpx2.get(f"{base}/api/meta", timeout=1)
                 break
-            except httpx.HTTPError:
+            except httpx2.HTTPError:
                 time.sleep(0.1)
         else:
             raise SystemExit("the server did not start")

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 pytest.importorskip("starlette")
-pytest.importorskip("httpx")
+pytest.importorskip("httpx2")
 
 from starlette.testclient import TestClient  # noqa: E402
 from test_hidden_information import hidden_swap  # noqa: E402
