@@ -14,7 +14,10 @@ Rows use the loops of :mod:`benchmarks.run` (each side's own copy, which must de
 ``engine _apply`` and ``engine apply_action`` (random legal play),
 ``aec env()`` (PettingZoo's ``performance_benchmark`` loop), ``single_agent`` (learner steps
 against random opponents), and ``observe`` / ``state`` (the encoders on a fixed set of
-positions).
+positions). With numba installed (the ``[vector]`` extra) both sides also time the batched
+engine with the loops of :mod:`benchmarks.vector_speed` (standard rules, 2 players, 4,096
+matches: random play with masks, with observations, one learner against random opponents) and
+``search`` (its default, compiled playouts) on a fixed set of positions with a real choice.
 """
 
 from __future__ import annotations
@@ -83,6 +86,33 @@ rows = {
     "observe standard 4p partnerships": encoder_loop("observe"),
     "state standard 4p partnerships": encoder_loop("state"),
 }
+try:
+    import numba  # noqa: F401  (the batched rows need the [vector] extra on both sides)
+except ImportError:
+    numba = None
+if numba is not None:
+    from benchmarks import vector_speed as vs
+    from benchmarks.agents_speed import collect_positions
+    from bergen_env.agents import make_agent
+
+    def search_loop():
+        positions = [p for p in collect_positions(std2, 300, 0) if len(p[2].legal_actions) > 1]
+        positions = positions[:20]
+        agent = make_agent("search")
+        def loop(deadline):
+            n = 0
+            while time.perf_counter() < deadline:
+                for i, (obs, mask, view) in enumerate(positions):
+                    agent.reset(std2, view.seat, np.random.default_rng([0, i]))
+                    agent.act(obs, mask, view)
+                n += len(positions)
+            return n
+        return loop
+
+    rows["vector random play standard 2p N=4096"] = vs.vector_loop(4096, False)
+    rows["vector observations standard 2p N=4096"] = vs.vector_loop(4096, True)
+    rows["vector learner standard 2p N=4096"] = vs.learner_loop(4096)
+    rows["search compiled standard 2p (choices)"] = search_loop()
 for loop in rows.values():  # warm up every row once
     loop(time.perf_counter() + 0.05)
 print(json.dumps(list(rows)), flush=True)

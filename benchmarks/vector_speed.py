@@ -12,7 +12,10 @@ round, so load from other jobs on the machine hits both sides alike; the ratios 
   with compiled playouts, on the same positions and seeds (the decisions are the same);
 - memory per match of the batch, and time per batched step for N from 1 to 65,536.
 
-    python -m benchmarks.vector_speed [--seconds 3] [--quick] [--json PATH]
+Two players; ``--rules`` names the presets measured (default ``standard``; e.g.
+``--rules standard draw fives``); memory and the N sweep use the first.
+
+    python -m benchmarks.vector_speed [--seconds 3] [--quick] [--rules standard ...] [--json PATH]
 """
 
 from __future__ import annotations
@@ -37,7 +40,7 @@ from benchmarks.run import (
     single_agent_loop,
 )
 from bergen_env.agents import make_agent
-from bergen_env.rules import Rules
+from bergen_env.rules import PRESETS, Rules
 from bergen_env.vector import BergenLearnerVectorEnv, BergenVectorEnv
 
 SEED = 0
@@ -45,9 +48,13 @@ BATCH = 4096
 ROUNDS = 3
 
 
-def vector_loop(num_envs: int, observations: bool, copy: bool = True) -> Callable[[float], int]:
+def vector_loop(
+    num_envs: int, observations: bool, copy: bool = True, rules: str = "standard"
+) -> Callable[[float], int]:
     """Batched random legal play; returns match-steps (one per row per batch step)."""
-    env = BergenVectorEnv(num_envs=num_envs, seed=SEED, observations=observations, copy=copy)
+    env = BergenVectorEnv(
+        num_envs=num_envs, rules=rules, seed=SEED, observations=observations, copy=copy
+    )
     obs, _ = env.reset()
 
     def loop(deadline: float) -> int:
@@ -62,10 +69,10 @@ def vector_loop(num_envs: int, observations: bool, copy: bool = True) -> Callabl
     return loop
 
 
-def learner_loop(num_envs: int) -> Callable[[float], int]:
+def learner_loop(num_envs: int, rules: str = "standard") -> Callable[[float], int]:
     """Learner steps of the batched single-learner env against random opponents (the learner
     also random, from a seeded numpy Generator)."""
-    env = BergenLearnerVectorEnv(num_envs=num_envs, opponents="random", seed=SEED)
+    env = BergenLearnerVectorEnv(num_envs=num_envs, rules=rules, opponents="random", seed=SEED)
     _, infos = env.reset()
     pick = np.random.default_rng(SEED)
 
@@ -117,17 +124,17 @@ def search_ms(positions: list, rules: Rules) -> tuple[float, float, bool]:
     return 1000 * spent[0] / len(positions), 1000 * spent[1] / len(positions), same
 
 
-def batch_bytes(num_envs: int) -> float:
+def batch_bytes(num_envs: int, rules: str = "standard") -> float:
     """Bytes per match of a reset ``BergenVectorEnv``'s arrays (state, buffers, given deals)."""
-    env = BergenVectorEnv(num_envs=num_envs, seed=SEED)
+    env = BergenVectorEnv(num_envs=num_envs, rules=rules, seed=SEED)
     env.reset()
     total = sum(a.nbytes for a in vars(env).values() if isinstance(a, np.ndarray))
     return total / num_envs
 
 
-def step_time(num_envs: int, seconds: float, copy: bool) -> float:
+def step_time(num_envs: int, seconds: float, copy: bool, rules: str = "standard") -> float:
     """Microseconds per batched step (random actions, with observations) at ``num_envs``."""
-    loop = vector_loop(num_envs, True, copy)
+    loop = vector_loop(num_envs, True, copy, rules)
     best = 0.0
     for _ in range(ROUNDS):
         start = time.perf_counter()
@@ -136,64 +143,73 @@ def step_time(num_envs: int, seconds: float, copy: bool) -> float:
     return 1e6 * num_envs / best
 
 
-def run(seconds: float, quick: bool) -> dict[str, Any]:
+def run(seconds: float, quick: bool, presets: tuple[str, ...] = ("standard",)) -> dict[str, Any]:
     affinity, pin_note = pin_to_one_core()
     rows: list[dict[str, Any]] = []
 
-    def pair(name: str, unit: str, scalar: float, batched: float, goal: float) -> None:
+    def pair(preset: str, name: str, unit: str, scalar: float, batched: float, goal: float) -> None:
         ratio = batched / scalar
         rows.append(
-            dict(name=name, unit=unit, scalar=scalar, batched=batched, ratio=ratio, goal=goal)
-        )
+            dict(rules=preset, name=name, unit=unit, scalar=scalar, batched=batched, ratio=ratio,
+                 goal=goal)
+        )  # fmt: skip
         print(
             f"  {name:<46} scalar {scalar:>12,.0f}  batched {batched:>12,.0f} {unit:<10} "
             f"{ratio:6.1f}x (goal {goal:g}x)",
             flush=True,
         )
 
-    rules = Rules.preset("standard", num_players=2)
-    print(f"one core ({pin_note}); batch of {BATCH}; standard rules, 2 players")
-    a, b = side_by_side(engine_loop(rules, False), vector_loop(BATCH, False), seconds)
-    pair("random play with masks: engine vs batch", "steps/s", a, b, 10)
-    a, b = side_by_side(
-        aec_loop(lambda: bergen_env.env(num_players=2)), vector_loop(BATCH, True), seconds
-    )
-    pair("with observations: AEC env vs batch", "steps/s", a, b, 30)
-    single = make_single_agent(num_players=2)
-    a, b = side_by_side(single_agent_loop(single), learner_loop(BATCH), seconds)
-    pair("one learner vs random: single-agent vs batch", "steps/s", a, b, 10)
+    print(f"one core ({pin_note}); batch of {BATCH}; 2 players")
+    for preset in presets:
+        print(f"{preset} rules")
+        rules = Rules.preset(preset, num_players=2)
+        a, b = side_by_side(
+            engine_loop(rules, False), vector_loop(BATCH, False, rules=preset), seconds
+        )
+        pair(preset, "random play with masks: engine vs batch", "steps/s", a, b, 10)
+        a, b = side_by_side(
+            aec_loop(lambda p=preset: bergen_env.env(rules=p, num_players=2)),
+            vector_loop(BATCH, True, rules=preset),
+            seconds,
+        )
+        pair(preset, "with observations: AEC env vs batch", "steps/s", a, b, 30)
+        single = make_single_agent(rules=preset, num_players=2)
+        a, b = side_by_side(single_agent_loop(single), learner_loop(BATCH, preset), seconds)
+        pair(preset, "one learner vs random: single-agent vs batch", "steps/s", a, b, 10)
 
-    positions = [
-        p for p in collect_positions(rules, 400 if quick else 1500, SEED)
-        if len(p[2].legal_actions) > 1
-    ][: 20 if quick else 100]  # fmt: skip
-    python_ms, compiled_ms, same = search_ms(positions, rules)
-    rows.append(
-        dict(
-            name="search default, ms per real choice",
-            unit="ms",
-            scalar=python_ms,
-            batched=compiled_ms,
-            ratio=python_ms / compiled_ms,
-            goal=5,
-            same_decisions=same,
-            positions=len(positions),
-        )  # fmt: skip
-    )
-    print(
-        f"  {'search ms per real choice (python vs compiled)':<46} python {python_ms:10.2f}  "
-        f"compiled {compiled_ms:10.2f} ms  {python_ms / compiled_ms:6.1f}x fewer (goal 5x); "
-        f"same decisions: {same} ({len(positions)} positions)",
-        flush=True,
-    )
+        positions = [
+            p for p in collect_positions(rules, 400 if quick else 1500, SEED)
+            if len(p[2].legal_actions) > 1
+        ][: 20 if quick else 100]  # fmt: skip
+        python_ms, compiled_ms, same = search_ms(positions, rules)
+        rows.append(
+            dict(
+                rules=preset,
+                name="search default, ms per real choice",
+                unit="ms",
+                scalar=python_ms,
+                batched=compiled_ms,
+                ratio=python_ms / compiled_ms,
+                goal=5,
+                same_decisions=same,
+                positions=len(positions),
+            )  # fmt: skip
+        )
+        print(
+            f"  {'search ms per real choice (python vs compiled)':<46} python {python_ms:10.2f}  "
+            f"compiled {compiled_ms:10.2f} ms  {python_ms / compiled_ms:6.1f}x fewer (goal 5x); "
+            f"same decisions: {same} ({len(positions)} positions)",
+            flush=True,
+        )
 
-    memory = batch_bytes(BATCH)
-    print(f"  memory per match in a batch of {BATCH}: {memory:,.0f} bytes")
+    first = presets[0]
+    memory = batch_bytes(BATCH, first)
+    print(f"{first} rules: memory per match in a batch of {BATCH}: {memory:,.0f} bytes")
     sizes = [1, 16, 256, 4096] if quick else [1, 16, 256, 4096, 65536]
     scaling = []
     for n in sizes:
         t = seconds / 3 if n < 65536 else seconds
-        us, own = step_time(n, t, True), step_time(n, t, False)
+        us, own = step_time(n, t, True, first), step_time(n, t, False, first)
         scaling.append(
             dict(num_envs=n, us_per_step=us, ns_per_match_step=1000 * us / n,
                  us_per_step_no_copy=own, ns_per_match_step_no_copy=1000 * own / n)
@@ -206,7 +222,7 @@ def run(seconds: float, quick: bool) -> dict[str, Any]:
         import os
 
         os.sched_setaffinity(0, affinity)
-    return dict(machine=machine(), note=pin_note, batch=BATCH, rows=rows,
+    return dict(machine=machine(), note=pin_note, batch=BATCH, rules=list(presets), rows=rows,
                 memory_bytes_per_match=memory, scaling=scaling)  # fmt: skip
 
 
@@ -215,8 +231,11 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--seconds", type=float, default=6.0, help="per pair of rows")
     parser.add_argument("--quick", action="store_true", help="fewer positions and sizes")
     parser.add_argument("--json", help="write the results here")
+    parser.add_argument(
+        "--rules", nargs="+", default=["standard"], choices=PRESETS, help="presets to measure"
+    )
     args = parser.parse_args(argv)
-    result = run(args.seconds, args.quick)
+    result = run(args.seconds, args.quick, tuple(args.rules))
     if args.json:
         with open(args.json, "w") as f:
             json.dump(result, f, indent=2)

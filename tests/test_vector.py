@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from collections import Counter
 from pathlib import Path
 
 import numpy as np
@@ -19,17 +20,49 @@ from bergen_env.vector import BergenVectorEnv  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 SEATINGS = [(2, False), (3, False), (4, False), (4, True)]
-CONFIGS = [
-    (preset, dict(num_players=n, partnerships=p))
-    for preset in ("standard", "traditional", "double_set")
-    for n, p in SEATINGS
-] + [
-    ("standard", dict(num_players=2, target=5, reward="points")),  # end caps, many resets
-    ("standard", dict(num_players=3, lead="highest", blocked_rule="american", voluntary_draw=True)),
-    ("traditional", dict(num_players=2, blocked_rule="pips", target=6, max_hands=2)),
-    ("double_set", dict(num_players=2, target=8, reward="points")),
-    ("double_set", dict(num_players=4, partnerships=True, blocked_rule="german", end_caps=True)),
-]
+CONFIGS = (
+    [
+        (preset, dict(num_players=n, partnerships=p))
+        for preset in ("standard", "traditional", "double_set")
+        for n, p in SEATINGS
+    ]
+    + [
+        ("standard", dict(num_players=2, target=5, reward="points")),  # end caps, many resets
+        (
+            "standard",
+            dict(num_players=3, lead="highest", blocked_rule="american", voluntary_draw=True),
+        ),
+        ("traditional", dict(num_players=2, blocked_rule="pips", target=6, max_hands=2)),
+        ("double_set", dict(num_players=2, target=8, reward="points")),
+        (
+            "double_set",
+            dict(num_players=4, partnerships=True, blocked_rule="german", end_caps=True),
+        ),
+    ]
+    + [  # Draw and Fives (RULES.md §9): free and rotating leads, counts, pips, single hands
+        (preset, dict(num_players=n, partnerships=p))
+        for preset in ("draw", "fives")
+        for n, p in SEATINGS
+    ]
+    + [
+        ("fives", dict(num_players=2, target=15, reward="points")),  # the target reached mid-hand
+        ("fives", dict(num_players=3, lead="highest_any", out_scoring="pips", max_hands=2)),
+        ("draw", dict(num_players=2, reward="points")),
+        ("draw", dict(num_players=3, single_hand=False, target=40, lead="rotate")),
+        ("standard", dict(num_players=2, lead="rotate", play_scoring="fives", end_caps=False)),
+        (
+            "traditional",
+            dict(
+                num_players=4,
+                lead="highest_any",
+                out_scoring="pips_fives",
+                domino_points=0,
+                blocked_points=0,
+                leftover_penalty=0,
+            ),
+        ),  # fmt: skip
+    ]
+)
 
 
 def _config_id(config: tuple) -> str:
@@ -71,9 +104,10 @@ def record(env: BergenVectorEnv, steps: int, options: dict | None = None) -> dic
     return dict(log=log, matches=matches)
 
 
-def replay_row(rec: dict, i: int, preset: str, kwargs: dict) -> int:
+def replay_row(rec: dict, i: int, preset: str, kwargs: dict, events: Counter | None = None) -> int:
     """Replay row ``i`` in the AEC env, with its recorded deals, comparing every step;
-    return the number of matches finished."""
+    return the number of matches finished. ``events`` counts how they ended: ``"tie"`` (no
+    winner), ``"mid_hand"`` (the target reached during play), ``"hand_end"``."""
     kw = dict(kwargs)
     aec = raw_env(rules=preset, **kw)
     sides = aec.rules.num_sides
@@ -96,6 +130,15 @@ def replay_row(rec: dict, i: int, preset: str, kwargs: dict) -> int:
         done = any(aec.terminations.values()), any(aec.truncations.values())
         assert (bool(nxt["term"][i]), bool(nxt["trunc"][i])) == done, where
         if any(done):
+            if events is not None and done[0]:
+                game = aec.game
+                results = game.hand_results
+                if game.winner is None:
+                    events["tie"] += 1
+                elif not results or results[-1].hand != game.hand_number:
+                    events["mid_hand"] += 1
+                else:
+                    events["hand_end"] += 1
             k += 1
             aec.reset(options={"deals": matches[k]})
         else:
@@ -112,6 +155,32 @@ def test_batch_agrees_with_the_aec_env_at_every_step(preset: str, kwargs: dict) 
         replay_row(rec, i, preset, kwargs)
     hands = sum(len(m) for row in rec["matches"] for m in row)
     assert hands > 6  # several hands were dealt and compared
+
+
+@pytest.mark.parametrize(
+    ("preset", "kwargs", "event"),
+    [
+        ("draw", dict(num_players=2), "tie"),  # a blocked single hand with equal pips
+        ("draw", dict(num_players=4), "tie"),
+        ("fives", dict(num_players=2), "mid_hand"),  # 61 reached by a count during play
+        ("fives", dict(num_players=2), "hand_end"),  # 61 reached by a won hand's pips
+    ],
+)
+def test_rare_match_ends_agree_with_the_aec_env(preset: str, kwargs: dict, event: str) -> None:
+    rows = 48
+    env = BergenVectorEnv(num_envs=rows, rules=preset, seed=11, **kwargs)
+    rec = record(env, 400 if preset == "draw" else 700)
+    wanted = []  # the rows whose matches ended that way, found from the rewards alone
+    for i in range(rows):
+        ends = [e["rewards"][i] for e in rec["log"][1:] if e["term"][i]]
+        if event == "tie":
+            ends = [r for r in ends if not r.any()]
+        if ends:
+            wanted.append(i)
+    events: Counter = Counter()
+    for i in wanted[:12]:
+        replay_row(rec, i, preset, kwargs, events)
+    assert events[event] >= 1, events
 
 
 def test_auto_resets_are_compared_too() -> None:
@@ -132,7 +201,7 @@ def _deals(rules: Rules, count: int, seed: int) -> list[dict]:
     return out
 
 
-@pytest.mark.parametrize("preset", ["standard", "double_set"])
+@pytest.mark.parametrize("preset", ["standard", "double_set", "draw", "fives"])
 def test_given_deals_are_played_then_random_ones(preset: str) -> None:
     rules = Rules.preset(preset, num_players=2)
     deals = [_deals(rules, 3, seed) for seed in range(3)]
@@ -149,11 +218,13 @@ def test_given_deals_are_played_then_random_ones(preset: str) -> None:
         replay_row(rec, i, preset, dict(num_players=2))
 
 
-def test_same_seed_same_batch_and_rows_independent_of_n() -> None:
-    small = record(BergenVectorEnv(num_envs=2, seed=3, num_players=3), 200)
-    again = record(BergenVectorEnv(num_envs=2, seed=3, num_players=3), 200)
-    large = record(BergenVectorEnv(num_envs=5, seed=3, num_players=3), 200)
-    other = record(BergenVectorEnv(num_envs=2, seed=4, num_players=3), 200)
+@pytest.mark.parametrize("preset", ["standard", "draw", "fives"])
+def test_same_seed_same_batch_and_rows_independent_of_n(preset: str) -> None:
+    kw = dict(rules=preset, num_players=3)
+    small = record(BergenVectorEnv(num_envs=2, seed=3, **kw), 200)
+    again = record(BergenVectorEnv(num_envs=2, seed=3, **kw), 200)
+    large = record(BergenVectorEnv(num_envs=5, seed=3, **kw), 200)
+    other = record(BergenVectorEnv(num_envs=2, seed=4, **kw), 200)
     for a, b, c in zip(small["log"], again["log"], large["log"]):
         np.testing.assert_array_equal(a["obs"]["observation"], b["obs"]["observation"])
         np.testing.assert_array_equal(a["obs"]["observation"], c["obs"]["observation"][:2])
@@ -173,8 +244,9 @@ def test_reset_seed_restarts_the_streams() -> None:
     assert [env.current_deal(i) for i in range(3)] != deals
 
 
-def test_greedy_actions_are_the_greedy_agent_s() -> None:
-    rules = Rules.preset("double_set", num_players=3)
+@pytest.mark.parametrize("preset", ["double_set", "draw", "fives"])
+def test_greedy_actions_are_the_greedy_agent_s(preset: str) -> None:
+    rules = Rules.preset(preset, num_players=3)
     env = BergenVectorEnv(num_envs=4, rules=rules, seed=2)
     rec = record(env, 150)
     agent = GreedyAgent()

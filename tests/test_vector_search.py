@@ -19,6 +19,14 @@ CONFIGS = [
     ("double_set", dict(num_players=2)),  # double plays, two copies
     ("double_set", dict(num_players=4, partnerships=True)),
     ("standard", dict(num_players=4, partnerships=True, reserve=0)),
+    ("fives", dict(num_players=2)),  # the match-win table to 61, rotating leads
+    ("fives", dict(num_players=3)),  # margin values
+    ("fives", dict(num_players=4)),  # partnerships
+    ("fives", dict(num_players=2, target=12)),  # playouts that reach the target
+    ("draw", dict(num_players=2)),  # the single-hand match: wins, losses, tied blocks
+    ("draw", dict(num_players=3)),
+    ("draw", dict(num_players=4)),
+    ("standard", dict(num_players=3, lead="rotate")),  # a free lead under headers
 ]
 
 

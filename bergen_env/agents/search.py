@@ -34,8 +34,7 @@ the ``"public"`` and ``"greedy"`` rollouts with the compiled kernels of
 :mod:`bergen_env.vector.rollouts` (the ``[vector]`` extra: numba), with the same values and
 decisions, the random stream consumed the same way; ``"auto"`` (default) is ``"compiled"``
 where numba is installed and the rollout has compiled playouts, else ``"python"``. The compiled
-kernels play Bergen's options only: under Draw and Fives (RULES.md §9) ``"auto"`` plays in
-Python and ``"compiled"`` is an error at ``reset``.
+kernels play every rule option (Bergen, Draw and Fives).
 With ``budget_ms=None`` decisions are reproducible from the RNG given to ``reset``.
 """
 
@@ -57,7 +56,7 @@ from bergen_env.agents.heuristic import HeuristicAgent
 from bergen_env.agents.match_value import MAX_STATES, WinTable, has_table, table_states, win_table
 from bergen_env.agents.sampling import HiddenTileSampler
 from bergen_env.engine import TILE_POOLS, BergenState, PublicView
-from bergen_env.rules import Rules
+from bergen_env.rules import DOUBLE_LEADS, Rules
 from bergen_env.scoring import OPENING_POINTS, PLAY_POINTS
 from bergen_env.tiles import (
     CONTAINS,
@@ -116,10 +115,13 @@ def greedy_rollout(s: BergenState, hand: int, clairvoyant: bool = True) -> None:
         for t in range(NUM_TILES):
             if line_counts[t]:
                 on_line |= 1 << t
+    opening = OPENING_POINTS[s.rules.play_scoring]
     while True:
         p = s.current_player
         if s.lead_tile is not None:
             a = 2 * s.lead_tile
+        elif not s.line_len:  # a free lead (a custom rule set: headers with lead=rotate)
+            a = best_opening(hand_bits[p], opening)
         else:
             bits = hand_bits[p]
             e0, e1 = end_num
@@ -194,10 +196,7 @@ def points_rollout(s: BergenState, hand: int) -> None:
         if s.lead_tile is not None:
             a = 2 * s.lead_tile
         elif not s.line_len:  # a free lead: the best-scoring tile, then the order
-            a, best = -1, -1
-            for t in ROLLOUT_ORDER:
-                if bits >> t & 1 and opening[t] > best:
-                    a, best = 2 * t, opening[t]
+            a = best_opening(bits, opening)
         else:
             e0, e1 = end_num
             d0, d1 = end_dbl
@@ -223,6 +222,16 @@ def points_rollout(s: BergenState, hand: int) -> None:
         apply(a)
         if s.terminal or s.hand_number != hand:
             return
+
+
+def best_opening(bits: int, opening: tuple[int, ...]) -> int:
+    """The rollouts' free lead from the hand ``bits``: the tile with the most ``opening``
+    points (``scoring.OPENING_POINTS`` of the game), ties to the first in ``ROLLOUT_ORDER``."""
+    a, best = -1, -1
+    for t in ROLLOUT_ORDER:
+        if bits >> t & 1 and opening[t] > best:
+            a, best = 2 * t, opening[t]
+    return a
 
 
 def heuristic_rollout(s: BergenState, hand: int, agent: HeuristicAgent) -> None:
@@ -262,13 +271,14 @@ def random_rollout(s: BergenState, hand: int, rng: np.random.Generator) -> None:
 
 def deal_next_hand(rules: Rules, rng: np.random.Generator) -> None:
     """Draw from ``rng`` what ``BergenState`` draws to deal a hand (redealing while no seat
-    holds a double), discarding the deal: keeps the stream of compiled playouts in step."""
+    holds a double, under the leads that need one), discarding the deal: keeps the stream of
+    compiled playouts in step."""
     dealt = rules.num_players * rules.hand_size
     buffer = _DEAL_BUFFERS[rules.sets]
     while True:
         buffer[:] = TILE_POOLS[rules.sets]
         rng.shuffle(buffer)  # what Generator.permutation does to its copy
-        if _IS_DOUBLE[buffer[:dealt]].any():
+        if rules.lead not in DOUBLE_LEADS or _IS_DOUBLE[buffer[:dealt]].any():
             return
 
 
@@ -279,16 +289,6 @@ def numba_installed() -> bool:
 
 _IS_DOUBLE = np.array(IS_DOUBLE, dtype=bool)
 _DEAL_BUFFERS = {sets: pool.copy() for sets, pool in TILE_POOLS.items()}
-
-
-def compiled_rules(rules: Rules) -> bool:
-    """Whether the compiled playouts play ``rules``: Bergen's options, not RULES.md §9's."""
-    return (
-        rules.play_scoring == "headers"
-        and rules.out_scoring == "fixed"
-        and not rules.single_hand
-        and rules.lead in ("lowest", "highest")
-    )
 
 
 class SearchAgent(Agent):
@@ -346,13 +346,6 @@ class SearchAgent(Agent):
 
     def reset(self, rules: Rules, seat: int, rng: np.random.Generator) -> None:
         self._win_table(rules)  # a bad value/rules pair fails here, before the first decision
-        if self.playouts == "compiled" and not compiled_rules(rules):
-            raise ValueError(
-                f"agent {self.name!r}: parameter playouts='compiled' plays Bergen's options "
-                f"only, not {rules.name!r} (play_scoring={rules.play_scoring!r}, "
-                f"out_scoring={rules.out_scoring!r}, lead={rules.lead!r}, "
-                f"single_hand={rules.single_hand}); use playouts='auto' or 'python'"
-            )
         super().reset(rules, seat, rng)
 
     def _win_table(self, rules: Rules) -> WinTable | None:
@@ -394,8 +387,7 @@ class SearchAgent(Agent):
         totals = [0.0] * len(legal)
         done = 0
         deals = self._weighted_deals(view, sampler) if self.belief else None
-        use = self.compiled and compiled_rules(view.rules)
-        compiled = self._compiled_root(view) if use else None
+        compiled = self._compiled_root(view) if self.compiled else None
         if compiled is not None and deals is None and deadline is None:  # one compiled call
             sums = compiled.search(rng, sampler, self.samples, self.rollout == "greedy")
             return {a: v / self.samples for a, v in zip(legal, sums.tolist())}

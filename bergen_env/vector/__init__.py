@@ -1,4 +1,5 @@
-"""Batched, compiled Bergen: N matches as arrays stepped together (needs the ``[vector]`` extra).
+"""Batched, compiled Bergen, Draw and Fives: N matches as arrays stepped together (needs the
+``[vector]`` extra).
 
 - :class:`BergenVectorEnv`: the whole batch, every seat (the pgx shape).
 - :class:`BergenLearnerVectorEnv`: a Gymnasium ``VectorEnv`` with one learner seat per match,

@@ -1,4 +1,4 @@
-"""``BergenVectorEnv``: N Bergen matches as arrays, stepped together (the pgx shape).
+"""``BergenVectorEnv``: N matches as arrays, stepped together (the pgx shape).
 
 >>> from bergen_env.vector import BergenVectorEnv
 >>> env = BergenVectorEnv(num_envs=4, num_players=2, seed=0)
@@ -37,7 +37,8 @@ __all__ = ["BergenVectorEnv"]
 
 
 class BergenVectorEnv:
-    """``num_envs`` Bergen matches stepped together; see the module docstring.
+    """``num_envs`` matches (any preset: Bergen, Draw, Fives) stepped together; see the module
+    docstring.
 
     Arguments: ``num_envs``; ``rules`` (a preset name or :class:`~bergen_env.Rules`),
     ``num_players``, ``partnerships`` and every rule option as in the AEC env; ``reward``

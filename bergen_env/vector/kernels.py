@@ -20,7 +20,10 @@ array          shape, dtype    meaning
 ``deals``      (N, K, T) int8  given deals (hands then boneyard), ``m[DEALS]`` of them
 =============  ==============  ==========================================================
 
-Rules are an int64 vector ``r`` (indices ``R_*``), built by :func:`rule_vector`.
+Rules are an int64 vector ``r`` (indices ``R_*``), built by :func:`rule_vector`. Every option
+of RULES.md §1–9 is played (Bergen's presets, Draw and Fives); the points of a play and of a won
+hand are read from tables built from :mod:`bergen_env.scoring` (``T_PLAY_POINTS``,
+``T_OPENING_POINTS``, ``T_OUT_POINTS``).
 """
 
 from __future__ import annotations
@@ -28,9 +31,17 @@ from __future__ import annotations
 import numpy as np
 
 from bergen_env.actions import DOUBLE_PLAY, DRAW, NUM_PLAY_ACTIONS, PASS
-from bergen_env.errors import InvalidOptionError
 from bergen_env.observation import NEED_BINS, OBS_SIZE, OBS_SLICES
 from bergen_env.rules import BLOCKED_RULES, LEADS, Rules
+from bergen_env.scoring import (
+    DOUBLE_PLAY_HEADER,
+    HEADER_BY_DOUBLES,
+    OPENING_POINTS,
+    OUT_SCORINGS,
+    PLAY_POINTS,
+    PLAY_SCORINGS,
+    out_points,
+)
 from bergen_env.tiles import (
     CONTAINS,
     DOUBLE_ID,
@@ -52,8 +63,20 @@ MAX_BONE = 2 * NUM_TILES
 R_N, R_SIDES, R_PARTNERS, R_SETS, R_HAND, R_LEAD, R_RESERVE, R_DOMINO = range(8)
 R_BLOCKED, R_BLOCKED_PTS, R_PENALTY, R_CAPS, R_TARGET, R_VOLUNTARY = range(8, 14)
 R_ACTIONS, R_BONE, R_MAX_HANDS, R_REWARD = range(14, 18)
-NUM_R = 18
+R_PLAY, R_OUT, R_SINGLE, R_HAS_TARGET, R_SCALE = range(18, 23)
+NUM_R = 23
 REWARD_MATCH, REWARD_POINTS = 0, 1
+#: ``r[R_LEAD]`` values (``LEADS`` order): a forced double, the highest double's holder leading
+#: any tile, seat ``hand mod n`` leading any tile.
+LEAD_LOWEST, LEAD_HIGHEST, LEAD_HIGHEST_ANY, LEAD_ROTATE = (
+    LEADS.index(x) for x in ("lowest", "highest", "highest_any", "rotate")
+)
+#: ``r[R_PLAY]`` of Bergen's headers (computed inline on the hot path) and ``r[R_OUT]`` of the
+#: fixed domino/blocked points.
+PLAY_HEADERS = PLAY_SCORINGS.index("headers")
+OUT_FIXED = OUT_SCORINGS.index("fixed")
+#: ``r[R_TARGET]`` of a match without a target (a single hand with ``target=0``): never reached.
+NO_TARGET = 1 << 30
 
 # ---------------------------------------------------------------- per-match fields of ``m``
 CUR, LEAD, BPOS, LLEN, E0, E1, D0, D1 = range(8)
@@ -72,7 +95,18 @@ T_HIGH = np.array([b for _, b in TILES], dtype=np.int64)
 T_HEADER_TILE = np.array(
     [TILE_ID[(e0, e1)] for e0 in range(NUM_NUMBERS) for e1 in range(NUM_NUMBERS)], dtype=np.int64
 )
-HEADER_BY_DOUBLES = np.array([2, 3, 4], dtype=np.int64)
+T_HEADER_BY_DOUBLES = np.array(HEADER_BY_DOUBLES, dtype=np.int64)
+#: ``T_PLAY_POINTS[r[R_PLAY], scoring.play_index(...)]``: ``scoring.PLAY_POINTS`` per scoring.
+T_PLAY_POINTS = np.array([PLAY_POINTS[k] for k in PLAY_SCORINGS], dtype=np.int64)
+#: ``T_OPENING_POINTS[r[R_PLAY], tile]``: ``scoring.OPENING_POINTS`` per scoring.
+T_OPENING_POINTS = np.array([OPENING_POINTS[k] for k in PLAY_SCORINGS], dtype=np.int64)
+#: The most pips the hands of one hand can hold (two sets).
+MAX_PIPS = 2 * sum(PIPS)
+#: ``T_OUT_POINTS[r[R_OUT], pips]``: ``scoring.out_points`` of the other sides' pips (the
+#: ``fixed`` row is unused: those points are ``r[R_DOMINO]``/``r[R_BLOCKED_PTS]``).
+T_OUT_POINTS = np.array(
+    [[out_points(k, pips) for pips in range(MAX_PIPS + 1)] for k in OUT_SCORINGS], dtype=np.int64
+)
 
 # observation offsets
 O_HAND, O_LINE, O_UNSEEN = (OBS_SLICES[k].start for k in ("hand", "line", "unseen"))
@@ -90,23 +124,7 @@ _M3 = np.uint64(0x94D049BB133111EB)
 
 
 def rule_vector(rules: Rules, max_hands: int | None, reward: str) -> np.ndarray:
-    """The rules (and the env's ``max_hands`` and ``reward``) as the kernels' int64 vector.
-
-    Raises ``InvalidOptionError`` for option values the kernels do not play (the Draw and
-    Fives options of RULES.md §9), rather than playing other rules.
-    """
-    compiled = {
-        "lead": ("lowest", "highest"),
-        "play_scoring": ("headers",),
-        "out_scoring": ("fixed",),
-        "single_hand": (False,),
-    }
-    for name, values in compiled.items():
-        value = getattr(rules, name, values[0])
-        if value not in values:
-            raise InvalidOptionError(
-                f"option {name}={value!r}: bergen_env.vector plays {name} in {values} only"
-            )
+    """The rules (and the env's ``max_hands`` and ``reward``) as the kernels' int64 vector."""
     r = np.zeros(NUM_R, dtype=np.int64)
     r[R_N] = rules.num_players
     r[R_SIDES] = rules.num_sides
@@ -120,12 +138,17 @@ def rule_vector(rules: Rules, max_hands: int | None, reward: str) -> np.ndarray:
     r[R_BLOCKED_PTS] = rules.blocked_points
     r[R_PENALTY] = rules.leftover_penalty
     r[R_CAPS] = rules.end_caps
-    r[R_TARGET] = rules.target
+    r[R_TARGET] = rules.target if rules.has_target else NO_TARGET
     r[R_VOLUNTARY] = rules.voluntary_draw
     r[R_ACTIONS] = rules.num_actions
     r[R_BONE] = rules.boneyard_size
     r[R_MAX_HANDS] = 0 if max_hands is None else max_hands
     r[R_REWARD] = ("match", "points").index(reward)
+    r[R_PLAY] = PLAY_SCORINGS.index(rules.play_scoring)
+    r[R_OUT] = OUT_SCORINGS.index(rules.out_scoring)
+    r[R_SINGLE] = rules.single_hand
+    r[R_HAS_TARGET] = rules.has_target
+    r[R_SCALE] = rules.score_scale
     return r
 
 
@@ -271,14 +294,17 @@ def start_hand(r, i, m, scores, hands, bits, hlen, voids, line, bone, rng, deals
             hlen[i, s] = size
         leader = -1
         lead_tile = -1
+        if r[R_LEAD] == LEAD_ROTATE:  # seat hand mod n leads any tile; no redeal
+            leader = first
+            break
         for q in range(NUM_NUMBERS):
-            num = q if r[R_LEAD] == 0 else NUM_NUMBERS - 1 - q
+            num = q if r[R_LEAD] == LEAD_LOWEST else NUM_NUMBERS - 1 - q
             t = T_DOUBLE_ID[num]
             for k in range(n):
                 seat = (first + k) % n
                 if hands[i, seat, t]:
                     leader = seat
-                    lead_tile = t
+                    lead_tile = t if r[R_LEAD] != LEAD_HIGHEST_ANY else -1
                     break
             if leader >= 0:
                 break
@@ -324,10 +350,19 @@ def legal_mask(r, i, m, hands, bits, out):
             out[a] = 0
         out[2 * m[i, LEAD]] = 1
         return 1
-    for a in range(NUM_PLAY_ACTIONS, out.shape[0]):
-        out[a] = 0
     p = m[i, CUR]
     b = bits[i, p]
+    if m[i, LLEN] == 0:  # a free lead (RULES.md §9): any tile held, laid with end 0
+        count = 0
+        for a in range(out.shape[0]):
+            out[a] = 0
+        for t in range(NUM_TILES):
+            x = (b >> t) & 1
+            out[2 * t] = x
+            count += x
+        return count
+    for a in range(NUM_PLAY_ACTIONS, out.shape[0]):
+        out[a] = 0
     e0 = m[i, E0]
     e1 = m[i, E1]
     m0 = b & T_CONTAINS[e0]
@@ -362,6 +397,8 @@ def is_legal(r, i, m, hands, bits, a):
     if m[i, LEAD] >= 0:
         return a == 2 * m[i, LEAD]
     b = bits[i, p]
+    if m[i, LLEN] == 0:  # a free lead: any own tile on end 0
+        return a < NUM_PLAY_ACTIONS and (a & 1) == 0 and ((b >> (a >> 1)) & 1) == 1
     if a < NUM_PLAY_ACTIONS:
         t = a >> 1
         end = m[i, E0] if (a & 1) == 0 else m[i, E1]
@@ -384,23 +421,41 @@ def action_points(r, i, m, scores, hlen, a):
     p = m[i, CUR]
     used = 1
     if a >= DOUBLE_PLAY:
-        header = 5
+        header = DOUBLE_PLAY_HEADER
         used = 2
-    elif m[i, LEAD] >= 0:
-        header = 2
-    else:
+    elif m[i, LLEN] == 0:
+        header = T_OPENING_POINTS[r[R_PLAY], a >> 1]
+    elif r[R_PLAY] == PLAY_HEADERS:
         t = a >> 1
         e = a & 1
         end_e = m[i, E0 + e]
         end_o = m[i, E1 - e]
         header = 0
         if T_OTHER_HALF[t * 7 + end_e] == end_o:
-            header = HEADER_BY_DOUBLES[T_IS_DOUBLE[t] + m[i, D1 - e]]
+            header = T_HEADER_BY_DOUBLES[T_IS_DOUBLE[t] + m[i, D1 - e]]
+    else:
+        header = _table_points(r, i, m, a >> 1, a & 1)
     side = side_of(r, p)
     header = capped(r, scores, i, side, header)
-    if hlen[i, p] == used and header < r[R_TARGET] - scores[i, side]:
+    if hlen[i, p] == used and r[R_OUT] == OUT_FIXED and header < r[R_TARGET] - scores[i, side]:
         return header + r[R_DOMINO]
     return header
+
+
+@njit_inline
+def _table_points(r, i, m, t, e):
+    """``scoring.PLAY_POINTS`` of tile ``t`` played on end ``e`` of the line now."""
+    x0 = m[i, E0]
+    x1 = m[i, E1]
+    f0 = m[i, D0]
+    f1 = m[i, D1]
+    if e == 0:
+        x0 = T_OTHER_HALF[t * 7 + x0]
+        f0 = T_IS_DOUBLE[t]
+    else:
+        x1 = T_OTHER_HALF[t * 7 + x1]
+        f1 = T_IS_DOUBLE[t]
+    return T_PLAY_POINTS[r[R_PLAY], ((t * 7 + x0) * 7 + x1) * 4 + 2 * f0 + f1]
 
 
 # ================================================================ acting
@@ -452,22 +507,29 @@ def _remove(i, hands, bits, hlen, line, m, p, t):
 def _play(r, i, m, scores, hands, bits, hlen, voids, line, bone, rng, deals, p, a):
     t = a >> 1
     e = a & 1
+    opening = m[i, LLEN] == 0
     _remove(i, hands, bits, hlen, line, m, p, t)
     dbl = T_IS_DOUBLE[t]
-    if m[i, LEAD] >= 0:
+    if opening:
         m[i, LEAD] = -1
         m[i, E0] = T_LOW[t]
         m[i, E1] = T_HIGH[t]
         m[i, D0] = dbl
         m[i, D1] = dbl
-        header = 2
+        header = T_OPENING_POINTS[r[R_PLAY], t]
     else:
         n = m[i, E0 + e]
         m[i, E0 + e] = T_OTHER_HALF[t * 7 + n]
         m[i, D0 + e] = dbl
         header = 0
-        if m[i, E0] == m[i, E1]:
-            header = HEADER_BY_DOUBLES[m[i, D0] + m[i, D1]]
+        if r[R_PLAY] == PLAY_HEADERS:
+            if m[i, E0] == m[i, E1]:
+                header = T_HEADER_BY_DOUBLES[m[i, D0] + m[i, D1]]
+        else:
+            header = T_PLAY_POINTS[
+                r[R_PLAY],
+                ((t * 7 + m[i, E0]) * 7 + m[i, E1]) * 4 + 2 * m[i, D0] + m[i, D1],
+            ]
     _after_play(r, i, m, scores, hands, bits, hlen, voids, line, bone, rng, deals, p, header)
 
 
@@ -478,7 +540,9 @@ def _double_play(r, i, m, scores, hands, bits, hlen, voids, line, bone, rng, dea
     _remove(i, hands, bits, hlen, line, m, p, t)
     m[i, D0] = 1
     m[i, D1] = 1
-    _after_play(r, i, m, scores, hands, bits, hlen, voids, line, bone, rng, deals, p, 5)
+    _after_play(
+        r, i, m, scores, hands, bits, hlen, voids, line, bone, rng, deals, p, DOUBLE_PLAY_HEADER
+    )
 
 
 @njit_inline
@@ -533,7 +597,15 @@ def _check_blocked(r, i, m, scores, hands, bits, hlen, voids, line, bone, rng, d
 def _end_hand(r, i, m, scores, hands, bits, hlen, voids, line, bone, rng, deals, domino, winner):
     done = False
     if winner >= 0:
-        gain = r[R_DOMINO] if domino else r[R_BLOCKED_PTS]
+        if r[R_OUT] == OUT_FIXED:
+            gain = r[R_DOMINO] if domino else r[R_BLOCKED_PTS]
+        else:  # the pips left in the other sides' hands
+            pips = 0
+            for s in range(r[R_N]):
+                if side_of(r, s) != winner:
+                    for t in range(NUM_TILES):
+                        pips += T_PIPS[t] * hands[i, s, t]
+            gain = T_OUT_POINTS[r[R_OUT], pips]
         done = _score(r, i, m, scores, winner, gain)
     if not done and r[R_PENALTY]:
         left = np.zeros(MAX_SEATS, dtype=np.int64)
@@ -542,6 +614,9 @@ def _end_hand(r, i, m, scores, hands, bits, hlen, voids, line, bone, rng, deals,
         for side in range(r[R_SIDES]):
             if side != winner and left[side]:
                 scores[i, side] -= r[R_PENALTY] * left[side]
+    if r[R_SINGLE] and not m[i, TERMINAL]:  # the match is this one hand (a tie: no winner)
+        m[i, TERMINAL] = 1
+        m[i, WINNER] = winner
     if not m[i, TERMINAL]:
         m[i, HAND_NO] += 1
         start_hand(r, i, m, scores, hands, bits, hlen, voids, line, bone, rng, deals)
@@ -586,12 +661,14 @@ def encode(r, i, m, scores, hands, hlen, voids, line, bone, mask, seat, out):
     out[O_BONE + 1] = max(0, limit - m[i, BPOS])
     sides = r[R_SIDES]
     target = r[R_TARGET]
+    scale = r[R_SCALE]
     first = side_of(r, seat)
     for j in range(sides):
         score = scores[i, (first + j) % sides]
-        out[O_SCORES + j] = np.float32(min(1.0, max(-2.0, score / target)))
-        need = min(max(target - score, 1), NEED_BINS)
-        out[O_NEED + j * NEED_BINS + need - 1] = 1.0
+        out[O_SCORES + j] = np.float32(min(1.0, max(-2.0, score / scale)))
+        if r[R_HAS_TARGET]:  # no target (Draw): need stays 0
+            need = min(max(target - score, 1), NEED_BINS)
+            out[O_NEED + j * NEED_BINS + need - 1] = 1.0
     for a in range(mask.shape[0]):
         if mask[a] and (a < DRAW or a > PASS):
             out[O_POINTS + a] = action_points(r, i, m, scores, hlen, a)
@@ -762,6 +839,8 @@ def greedy_row(r, i, mask, m, scores, hlen):
         else:
             pts = action_points(r, i, m, scores, hlen, a)
             k0 = 1 if scores[i, side] + pts >= target else 0
+            if r[R_SINGLE] and hlen[i, m[i, CUR]] == (2 if a >= DOUBLE_PLAY else 1):
+                k0 = 1  # going out wins a single-hand match
             k1 = pts
             if a >= DOUBLE_PLAY:
                 k2, k3 = 1, 4 * (a - DOUBLE_PLAY)

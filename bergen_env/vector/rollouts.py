@@ -1,8 +1,9 @@
-"""Compiled playouts of ``search``'s greedy rollout policy over one determinization.
+"""Compiled playouts of ``search``'s greedy rollout policies over one determinization.
 
-:func:`bergen_env.agents.search.greedy_rollout` is the reference: :class:`CompiledPlayouts`
-plays the same moves with the batched kernels (a batch of one match), so the search's action
-values, and its decisions, are the same.
+:func:`bergen_env.agents.search.greedy_rollout` (Bergen's headers) and
+:func:`~bergen_env.agents.search.points_rollout` (Fives and Draw) are the reference:
+:class:`CompiledPlayouts` plays the same moves with the batched kernels (a batch of one match),
+so the search's action values, and its decisions, are the same.
 
 A determinization is the searcher's public view plus a guess of the hidden tiles;
 :meth:`CompiledPlayouts.run` takes the guess as one flat array (every seat's hand in seat order,
@@ -46,10 +47,67 @@ OUT_TERMINAL, OUT_WINNER, OUT_NEW_HAND = 4, 5, 6
 
 
 @njit
+def _best_opening(r, b):
+    """A free lead's tile (``search.best_opening``): the most opening points, then the
+    rollout order."""
+    a = -1
+    best = -1
+    for j in range(NUM_TILES):
+        t = ROLLOUT_ORDER[j]
+        if (b >> t) & 1 and K.T_OPENING_POINTS[r[K.R_PLAY], t] > best:
+            a = 2 * t
+            best = K.T_OPENING_POINTS[r[K.R_PLAY], t]
+    return a
+
+
+@njit
+def _points_action(r, m, bits):
+    """The rollout's move in games without headers (``search.points_rollout``): the play that
+    scores the most now, ties to the rollout order; else draw, else pass."""
+    p = m[0, K.CUR]
+    b = bits[0, p]
+    if m[0, K.LLEN] == 0:
+        return _best_opening(r, b)
+    e0 = m[0, K.E0]
+    e1 = m[0, K.E1]
+    d0 = m[0, K.D0]
+    d1 = m[0, K.D1]
+    m0 = b & K.T_CONTAINS[e0]
+    m1 = b & K.T_CONTAINS[e1]
+    if m0 | m1:
+        ps = r[K.R_PLAY]
+        a = -1
+        best = -1
+        for j in range(NUM_TILES):
+            t = ROLLOUT_ORDER[j]
+            if (m0 >> t) & 1:
+                x = K.T_OTHER_HALF[t * 7 + e0]
+                v = K.T_PLAY_POINTS[ps, ((t * 7 + x) * 7 + e1) * 4 + 2 * K.T_IS_DOUBLE[t] + d1]
+                if v > best:
+                    a = 2 * t
+                    best = v
+            if (m1 >> t) & 1:
+                x = K.T_OTHER_HALF[t * 7 + e1]
+                v = K.T_PLAY_POINTS[ps, ((t * 7 + e0) * 7 + x) * 4 + 2 * d0 + K.T_IS_DOUBLE[t]]
+                if v > best:
+                    a = 2 * t + 1
+                    best = v
+        return a
+    if m[0, K.BPOS] < r[K.R_BONE] - r[K.R_RESERVE]:
+        return DRAW
+    return PASS
+
+
+@njit
 def _rollout_action(r, m, hands, bits, voids, line, on_line, clairvoyant):
-    """The greedy rollout's move for the player on turn (``search.greedy_rollout``)."""
+    """The rollout's move for the player on turn (``search.greedy_rollout``, or
+    ``search.points_rollout`` in games without headers)."""
     if m[0, K.LEAD] >= 0:
         return 2 * m[0, K.LEAD]
+    if r[K.R_PLAY] != K.PLAY_HEADERS:
+        return _points_action(r, m, bits)
+    if m[0, K.LLEN] == 0:
+        return _best_opening(r, bits[0, m[0, K.CUR]])
     p = m[0, K.CUR]
     n = r[K.R_N]
     two_sets = r[K.R_SETS] == 2
@@ -237,6 +295,9 @@ def search_totals(rng, samples, pool, excluded, orders, order_lens, in_order, si
         )  # fmt: skip
         for _ in range(new_hands):
             while True:  # redeal while no seat holds a double (BergenState._start_hand)
+                if r[K.R_LEAD] == K.LEAD_ROTATE:  # no double needed: one shuffle
+                    rng.permutation(deal_pool)
+                    break
                 order = rng.permutation(deal_pool)
                 found = False
                 for j in range(dealt):
@@ -252,13 +313,16 @@ def search_totals(rng, samples, pool, excluded, orders, order_lens, in_order, si
 @njit
 def _value(r, m, scores, player, value_table, low):
     """``SearchAgent.playout_values``' value of a finished playout for ``player``: a won or
-    lost match is worth +/- ``WIN_VALUE * target``; otherwise, with a match-win table (flat,
+    lost match is worth +/- ``WIN_VALUE * target`` (``score_scale``; 0 for a tied single
+    hand); otherwise, with a match-win table (flat,
     side-major, ``target - low`` scores per side from ``low``) the win chance scaled to that
     range, and without one (an empty table) the side's score minus the best other side's."""
     side = K.side_of(r, player)
     sides = r[K.R_SIDES]
-    win = WIN_VALUE * r[K.R_TARGET]
+    win = WIN_VALUE * r[K.R_SCALE]
     if m[0, K.TERMINAL]:
+        if m[0, K.WINNER] < 0:
+            return 0.0
         return win if m[0, K.WINNER] == side else -win
     if value_table.shape[0]:
         size = r[K.R_TARGET] - low
