@@ -3,7 +3,7 @@
     python -m benchmarks.rating_table --agents random greedy heuristic search ...
         [--matches 200] [--matches-for SPEC N ...] [--seed 0] [--rules standard]
         [--players 2] [--partnerships] [--workers 1] [--results PATH]
-        [--bootstrap 1000] [--anchor SPEC=RATING]
+        [--bootstrap 1000] [--anchor SPEC RATING]
 
 Every pair of agents plays a duplicate tournament (:func:`bergen_env.arena.run_tournament`: the
 same deals with the seats swapped) of ``--matches`` matches, or fewer for a slow agent
@@ -45,7 +45,7 @@ import numpy as np
 from bergen_env.agents import make_agent, parse_agent_spec
 from bergen_env.arena import RATING_PRIOR, placed_ahead, run_tournament, seat_lineups
 from bergen_env.errors import BergenError
-from bergen_env.ratings import ELO_CENTER, elo_ratings
+from bergen_env.ratings import ELO_CENTER, elo_ratings, expected_score
 from bergen_env.rules import Rules
 from bergen_env.stats import wilson_interval
 
@@ -400,19 +400,24 @@ class RatingTable:
         return "\n".join(lines)
 
     def pairs_markdown(self) -> str:
-        """One row per pair: match count, the first agent's match-win rate (95% Wilson), time."""
+        """One row per pair: matches, the better-rated agent's match-win rate (95% Wilson), its
+        score and the score the ratings predict, the wall time per match and the commit."""
         lines = [
-            "| agent | opponent | matches | win rate | 95% CI | ms/match | commit |",
-            "|---|---|---|---|---|---|---|",
+            "| agent | opponent | matches | win rate | 95% CI | score | rated "
+            "| ms/match | commit |",
+            "|---" * 9 + "|",
         ]
         rank = {name: k for k, name in enumerate(self.agents)}
-        for p in sorted(self.pairs, key=lambda p: (min(rank[x] for x in p.agents), p.agents)):
+        ordered = sorted(self.pairs, key=lambda p: sorted(rank[x] for x in p.agents))
+        for p in ordered:
             a, b = sorted(p.agents, key=rank.__getitem__)
             wins = p.wins[p.agents.index(a)]
             lo, hi = wilson_interval(wins, p.matches)
+            rated = expected_score(self.ratings[a], self.ratings[b])
             lines.append(
                 f"| `{a}` | `{b}` | {p.matches} | {wins / p.matches:.3f} | [{lo:.3f}, {hi:.3f}] "
-                f"| {1000 * p.seconds / p.matches:.1f} | `{p.commit}` |"
+                f"| {self.score[a][b]:.3f} | {rated:.3f} | {1000 * p.seconds / p.matches:.1f} "
+                f"| `{p.commit}` |"
             )
         return "\n".join(lines)
 
@@ -488,28 +493,11 @@ def rating_table(
 # ---------------------------------------------------------------------- command line
 
 
-def _spec_count(text: str) -> tuple[str, int]:
-    spec, _, n = text.rpartition("=")
-    if not spec:
-        raise argparse.ArgumentTypeError(f"expected SPEC=N, got {text!r}")
+def _number(p: argparse.ArgumentParser, flag: str, spec: str, text: str, kind: type) -> Any:
     try:
-        return spec, int(n)
+        return kind(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(
-            f"expected SPEC=N with an integer N, got {text!r}"
-        ) from None
-
-
-def _spec_rating(text: str) -> tuple[str, float]:
-    spec, _, value = text.rpartition("=")
-    if not spec:
-        raise argparse.ArgumentTypeError(f"expected SPEC=RATING, got {text!r}")
-    try:
-        return spec, float(value)
-    except ValueError:
-        raise argparse.ArgumentTypeError(
-            f"expected SPEC=RATING with a number, got {text!r}"
-        ) from None
+        p.error(f"{flag} {spec!r}: {text!r} is not {'an integer' if kind is int else 'a number'}")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -522,10 +510,10 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--matches", type=int, default=200, help="matches per pair (default 200)")
     p.add_argument(
         "--matches-for",
-        type=_spec_count,
+        nargs=2,
         action="append",
         default=[],
-        metavar="SPEC=N",
+        metavar=("SPEC", "N"),
         help="at most N matches in every pair with SPEC (repeatable)",
     )
     p.add_argument("--seed", type=int, default=0)
@@ -537,11 +525,15 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--bootstrap", type=int, default=1000, help="bootstrap replicates")
     p.add_argument(
         "--anchor",
-        type=_spec_rating,
-        metavar="SPEC=RATING",
-        help="pin one agent's rating (default random=1000 when random plays, else mean 1500)",
+        nargs=2,
+        metavar=("SPEC", "RATING"),
+        help="pin one agent's rating (default: random 1000 when random plays, else a mean of 1500)",
     )
     args = p.parse_args(argv)
+    matches_for = {spec: _number(p, "--matches-for", spec, n, int) for spec, n in args.matches_for}
+    anchor = DEFAULT_ANCHOR
+    if args.anchor is not None:
+        anchor = (args.anchor[0], _number(p, "--anchor", *args.anchor, float))
     if args.results is not None and not args.results.parent.is_dir():
         p.error(
             f"--results {str(args.results)!r}: folder {str(args.results.parent)!r} does not exist"
@@ -555,7 +547,7 @@ def main(argv: list[str] | None = None) -> int:
             args.agents,
             rules,
             matches=args.matches,
-            matches_for=dict(args.matches_for),
+            matches_for=matches_for,
             seed=args.seed,
             workers=args.workers,
             results=args.results,
@@ -565,7 +557,7 @@ def main(argv: list[str] | None = None) -> int:
             run,
             bootstrap=args.bootstrap,
             seed=args.seed,
-            anchor=args.anchor or DEFAULT_ANCHOR,
+            anchor=anchor,
         )
     except ValueError as exc:
         p.error(str(exc))

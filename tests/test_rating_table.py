@@ -222,14 +222,19 @@ def test_command_line_prints_the_tables_and_rejects_bad_input(
     assert "1 pairs (1 played, 0 from" in out
     assert "| 1 | `greedy` |" in out and "| `greedy` | `random` | 8 |" in out
     assert rt.main([*argv, "--results", str(path)]) == 0
-    assert "(0 played, 1 from" in capsys.readouterr().out
+    assert rt.main([*argv, "--results", str(path), "--anchor", "greedy", "0"]) == 0
+    out = capsys.readouterr().out
+    assert "(0 played, 1 from" in out and "| 1 | `greedy` | 0 | [0, 0] | 8 |" in out
     with pytest.raises(SystemExit) as exit_info:
         rt.main(["--agents", "random", "nosuchagent"])
     assert exit_info.value.code == 2
     assert "nosuchagent" in capsys.readouterr().err
     with pytest.raises(SystemExit):
-        rt.main([*argv, "--matches-for", "greedy"])
-    assert "expected SPEC=N" in capsys.readouterr().err
+        rt.main([*argv, "--matches-for", "greedy", "many"])
+    assert "--matches-for 'greedy': 'many' is not an integer" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        rt.main([*argv, "--anchor", "search", "1000"])
+    assert "anchor 'search' is not one of the agents" in capsys.readouterr().err
     with pytest.raises(SystemExit):
         rt.main([*argv, "--results", str(tmp_path / "missing" / "r.json")])
     assert "does not exist" in capsys.readouterr().err
