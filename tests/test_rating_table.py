@@ -44,6 +44,8 @@ def test_ratings_follow_the_outcomes_on_the_elo_scale() -> None:
     assert table.ratings["A"] - 1000.0 == pytest.approx(400 * math.log10(30.5 / 10.5))
     assert table.score["A"]["B"] == 0.75 and table.score["B"]["A"] == 0.25
     assert table.matches["A"]["B"] == 40
+    assert rt.expected_score(table.ratings["A"], table.ratings["B"]) == pytest.approx(30.5 / 41)
+    assert "| `A` | `B` | 40 | 0.750 | [0.598, 0.858] | 0.750 | 0.744 |" in table.pairs_markdown()
     # level matches count half for each side
     level = rt.RoundRobin(["A", "B"], [_pair("A", "B", "1" * 40)], [])
     even = rt.rating_table(level, bootstrap=50, anchor=None)
