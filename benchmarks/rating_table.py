@@ -246,10 +246,11 @@ def pair_matches(
     return math.ceil(n / rotations) * rotations
 
 
-def _git_commit() -> str | None:
+def git_commit() -> str | None:
+    """The checkout's commit (``-dirty`` with uncommitted changes), or None outside git."""
     try:
         out = subprocess.run(
-            ["git", "rev-parse", "--short", "HEAD"],
+            ["git", "describe", "--always", "--dirty", "--abbrev=7"],
             capture_output=True,
             text=True,
             check=True,
@@ -260,8 +261,10 @@ def _git_commit() -> str | None:
     return out.stdout.strip() or None
 
 
-def play_pair(a: str, b: str, rules: Rules, matches: int, seed: int, workers: int) -> PairResult:
-    """One pair's duplicate tournament, reduced to what is stored."""
+def play_pair(
+    a: str, b: str, rules: Rules, matches: int, seed: int, workers: int, commit: str | None
+) -> PairResult:
+    """One pair's duplicate tournament, reduced to what is stored (``commit``: the code's)."""
     start = time.perf_counter()
     result = run_tournament([a, b], rules, matches=matches, seed=seed, workers=workers)
     seconds = time.perf_counter() - start
@@ -283,7 +286,7 @@ def play_pair(a: str, b: str, rules: Rules, matches: int, seed: int, workers: in
         outcomes="".join(outcomes),
         wins=(wins[0], wins[1]),
         seconds=round(seconds, 2),
-        commit=_git_commit(),
+        commit=commit,
     )
 
 
@@ -329,6 +332,7 @@ def round_robin(
     rotations = len(seat_lineups(2, rules))
     stored = load_results(results) if results is not None else []
     by_key = {p.key(): p for p in stored}
+    commit = git_commit()  # once: the code this process runs, whatever is committed meanwhile
     files = {s: agent_files(s) for s in specs}
     pairs, played = [], []
     order = sorted(specs)
@@ -338,7 +342,7 @@ def round_robin(
             key = pair_key((a, b), {**files[a], **files[b]}, rules.to_dict(), seed, n)
             pair = by_key.get(key)
             if pair is None:
-                pair = play_pair(a, b, rules, n, seed, workers)
+                pair = play_pair(a, b, rules, n, seed, workers, commit)
                 if pair.key() != key:  # the files changed while the pair played
                     raise ValueError(f"the files of {a!r} or {b!r} changed during the run")
                 played.append((a, b))
