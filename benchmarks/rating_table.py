@@ -132,6 +132,11 @@ class PairResult:
             isinstance(wins, list) and len(wins) == 2 and all(isinstance(w, int) for w in wins)
         ):
             raise ValueError(f"{where}: 'wins' must be two integers, got {wins!r}")
+        seconds, commit = data["seconds"], data["commit"]
+        if not isinstance(seconds, int | float) or isinstance(seconds, bool) or seconds < 0:
+            raise ValueError(f"{where}: 'seconds' must be a number >= 0, got {seconds!r}")
+        if commit is not None and not isinstance(commit, str):
+            raise ValueError(f"{where}: 'commit' must be a string or null, got {commit!r}")
         return cls(
             agents=(agents[0], agents[1]),
             files=data["files"],
@@ -141,8 +146,8 @@ class PairResult:
             rotations=rotations,
             outcomes=outcomes,
             wins=(wins[0], wins[1]),
-            seconds=float(data["seconds"]),
-            commit=data["commit"],
+            seconds=float(seconds),
+            commit=commit,
         )
 
 

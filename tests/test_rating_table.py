@@ -199,6 +199,9 @@ def test_bad_results_files_name_the_file(tmp_path: Path, content: str, message: 
         ("matches", 3, "not whole deal groups"),
         ("agents", ["random"], "two agent strings"),
         ("wins", None, "'wins' must be two integers"),
+        ("seconds", "slow", "'seconds' must be a number"),
+        ("commit", 7, "'commit' must be a string or null"),
+        ("rules", [], "'rules' must be a dict"),
     ],
 )
 def test_corrupt_stored_pairs_name_the_pair(
