@@ -243,3 +243,13 @@ def test_command_line_prints_the_tables_and_rejects_bad_input(
     with pytest.raises(SystemExit):
         rt.main([*argv, "--results", str(tmp_path / "missing" / "r.json")])
     assert "does not exist" in capsys.readouterr().err
+
+
+def test_the_stored_table_of_the_docs_reads_back() -> None:
+    path = Path(__file__).resolve().parent.parent / "benchmarks/results/ratings_standard_2p.json"
+    pairs = rt.load_results(path)
+    agents = sorted({a for p in pairs for a in p.agents})
+    assert len(agents) == 6 and len(pairs) == 15
+    assert {p.rules["num_players"] for p in pairs} == {2} and {p.seed for p in pairs} == {0}
+    table = rt.rating_table(rt.RoundRobin(agents, pairs, []), bootstrap=100)
+    assert table.agents[-1] == "random" and table.agents.index("search") < 3
