@@ -623,6 +623,17 @@ def _progress_bar(total: int) -> Any:
     return tqdm(total=total, unit="match", desc="matches")
 
 
+def placed_ahead(record: MatchRecord, side: int, other: int) -> float:
+    """1.0 if ``side`` placed ahead of ``other`` in the match, 0.5 if level, else 0.0.
+
+    The match winner places first; otherwise (no winner, or neither side won) the higher final
+    score. This is the pairwise outcome behind head-to-head shares and ratings.
+    """
+    mine = (side == record.winner, record.scores[side])
+    theirs = (other == record.winner, record.scores[other])
+    return 1.0 if mine > theirs else 0.5 if mine == theirs else 0.0
+
+
 def summarize(
     records: Sequence[MatchRecord], names: Sequence[str], rules: Rules, config: dict[str, Any]
 ) -> TournamentResult:
@@ -666,10 +677,8 @@ def summarize(
         for i, j in itertools.permutations(seats_of, 2):
             if side[i] == side[j]:
                 continue
-            ki = (side[i] == r.winner, r.scores[side[i]])
-            kj = (side[j] == r.winner, r.scores[side[j]])
             met[i, j] += 1
-            ahead[i, j] += 1.0 if ki > kj else 0.5 if ki == kj else 0.0
+            ahead[i, j] += placed_ahead(r, side[i], side[j])
     for i, name in enumerate(names):
         acc = per_agent[i]
         n = len(acc["points"])

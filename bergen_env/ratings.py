@@ -12,6 +12,8 @@ On the Elo scale a 400-point gap means 10:1 odds: ``P(i beats j) = 1 / (1 + 10**
 >>> r = elo_ratings(wins, prior=0.0)
 >>> round(float(r[0] - r[1]), 1)  # 30:10 is 3:1 odds
 190.8
+>>> round(expected_score(float(r[0]), float(r[1])), 3)
+0.75
 """
 
 from __future__ import annotations
@@ -60,3 +62,8 @@ def bradley_terry(
 def elo_ratings(wins: np.ndarray, prior: float = 1.0) -> np.ndarray:
     """Bradley-Terry strengths on the Elo scale, centred on a mean rating of 1500."""
     return ELO_CENTER + ELO_SCALE * np.log(bradley_terry(wins, prior=prior))
+
+
+def expected_score(rating: float, other: float) -> float:
+    """The share of points an Elo-scale ``rating`` is expected to take against ``other``."""
+    return 1.0 / (1.0 + 10.0 ** ((other - rating) / 400.0))

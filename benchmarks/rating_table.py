@@ -1,0 +1,588 @@
+"""A rating table of agents: Bradley-Terry ratings from one round robin of duplicate matches.
+
+    python -m benchmarks.rating_table --agents random greedy heuristic search ...
+        [--matches 200] [--matches-for SPEC N ...] [--seed 0] [--rules standard]
+        [--players 2] [--partnerships] [--workers 1] [--results PATH]
+        [--bootstrap 1000] [--anchor SPEC RATING]
+
+Every pair of agents plays a duplicate tournament (:func:`bergen_env.arena.run_tournament`: the
+same deals with the seats swapped) of ``--matches`` matches, or fewer for a slow agent
+(``--matches-for SPEC N``: every pair with SPEC plays at most N). Two players, or four in two
+partnerships (an agent and a copy of it against the other and its copy).
+
+**Results are stored per pair** in the ``--results`` JSON file, keyed by the two agent strings
+(in sorted order), the rules, the seed, the match count and the SHA-256 of every file an agent
+string names (a policy file): a pair already in the file is not played again, so adding an agent
+plays only its new pairs and re-running reproduces the table. Each pair keeps its first agent's
+outcome per match, in (deal group, seating) order: ``2`` placed ahead, ``1`` level, ``0`` behind
+(:func:`bergen_env.arena.placed_ahead`).
+
+**Ratings** are the Bradley-Terry fit of all pairs' outcomes (:mod:`bergen_env.ratings`, the
+arena's prior of one virtual game per pair) on the Elo scale, shifted so the ``--anchor`` agent
+has the given rating (default ``random=1000`` when ``random`` plays; otherwise a mean of 1500).
+The 95% intervals are percentiles of a seeded bootstrap: each replicate resamples every pair's
+deal groups with replacement (a deal group's seatings stay together, as they share the deals)
+and refits. The table also gives every pair's score share (ties count half) and match count.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import math
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from bergen_env.agents import make_agent, parse_agent_spec
+from bergen_env.arena import RATING_PRIOR, placed_ahead, run_tournament, seat_lineups
+from bergen_env.errors import BergenError
+from bergen_env.ratings import ELO_CENTER, elo_ratings, expected_score
+from bergen_env.rules import Rules
+from bergen_env.stats import wilson_interval
+
+FORMAT = "bergen_env rating results"
+VERSION = 1
+#: Seed stream of the bootstrap (the arena uses 0 for deals and 1 for agents).
+BOOTSTRAP_STREAM = 2
+DEFAULT_ANCHOR = ("random", 1000.0)
+OUTCOME_CHARS = "012"  # the first agent's half-points per match
+
+
+# ---------------------------------------------------------------------- stored pairs
+
+
+@dataclass(frozen=True)
+class PairResult:
+    """One pair's duplicate tournament, as stored: the key fields, then what it produced."""
+
+    agents: tuple[str, str]  # sorted
+    files: dict[str, str]  # path -> sha256 of every file the two agent strings name
+    rules: dict[str, Any]
+    seed: int
+    matches: int  # played: whole deal groups
+    rotations: int  # seatings per deal group
+    outcomes: str  # per match, the first agent's half-points: "2" ahead, "1" level, "0" behind
+    wins: tuple[int, int]  # matches won by each agent (a match without a winner counts for none)
+    seconds: float  # wall time of the pair
+    commit: str | None  # the git commit the pair was played at
+
+    def key(self) -> str:
+        return pair_key(self.agents, self.files, self.rules, self.seed, self.matches)
+
+    @property
+    def score(self) -> float:
+        """The first agent's share of the pair's points (a level match counts half)."""
+        return sum(int(c) for c in self.outcomes) / (2 * self.matches)
+
+    def group_points(self) -> np.ndarray:
+        """The first agent's half-points per deal group (the bootstrap's resampling unit)."""
+        points = np.frombuffer(self.outcomes.encode("ascii"), dtype=np.uint8) - ord("0")
+        return points.reshape(-1, self.rotations).sum(axis=1).astype(np.int64)
+
+    def to_json(self) -> dict[str, Any]:
+        d = asdict(self)
+        d["agents"], d["wins"] = list(self.agents), list(self.wins)
+        return d
+
+    @classmethod
+    def from_json(cls, data: Any, where: str) -> PairResult:
+        """Check one stored entry; ``where`` names it in errors."""
+        if not isinstance(data, dict):
+            raise ValueError(f"{where}: expected an object, got {type(data).__name__}")
+        names = [f for f in cls.__dataclass_fields__]
+        missing = [f for f in names if f not in data]
+        unknown = sorted(set(data) - set(names))
+        if missing or unknown:
+            raise ValueError(f"{where}: missing fields {missing}, unknown fields {unknown}")
+        agents = data["agents"]
+        if not (
+            isinstance(agents, list)
+            and len(agents) == 2
+            and all(isinstance(a, str) for a in agents)
+        ):
+            raise ValueError(f"{where}: 'agents' must be two agent strings, got {agents!r}")
+        for field_name, kind in (("files", dict), ("rules", dict), ("outcomes", str)):
+            if not isinstance(data[field_name], kind):
+                raise ValueError(f"{where}: {field_name!r} must be a {kind.__name__}")
+        for field_name in ("seed", "matches", "rotations"):
+            value = data[field_name]
+            if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+                raise ValueError(f"{where}: {field_name!r} must be an integer >= 0, got {value!r}")
+        outcomes = data["outcomes"]
+        matches, rotations = data["matches"], data["rotations"]
+        if rotations < 1 or matches < 1 or matches % rotations:
+            raise ValueError(
+                f"{where}: {matches} matches are not whole deal groups of {rotations} seatings"
+            )
+        if len(outcomes) != matches or set(outcomes) - set(OUTCOME_CHARS):
+            raise ValueError(
+                f"{where}: 'outcomes' must be {matches} characters from {OUTCOME_CHARS!r}"
+            )
+        wins = data["wins"]
+        if not (
+            isinstance(wins, list) and len(wins) == 2 and all(isinstance(w, int) for w in wins)
+        ):
+            raise ValueError(f"{where}: 'wins' must be two integers, got {wins!r}")
+        seconds, commit = data["seconds"], data["commit"]
+        if not isinstance(seconds, int | float) or isinstance(seconds, bool) or seconds < 0:
+            raise ValueError(f"{where}: 'seconds' must be a number >= 0, got {seconds!r}")
+        if commit is not None and not isinstance(commit, str):
+            raise ValueError(f"{where}: 'commit' must be a string or null, got {commit!r}")
+        return cls(
+            agents=(agents[0], agents[1]),
+            files=data["files"],
+            rules=data["rules"],
+            seed=data["seed"],
+            matches=matches,
+            rotations=rotations,
+            outcomes=outcomes,
+            wins=(wins[0], wins[1]),
+            seconds=float(seconds),
+            commit=commit,
+        )
+
+
+def pair_key(
+    agents: Sequence[str],
+    files: Mapping[str, str],
+    rules: Mapping[str, Any],
+    seed: int,
+    matches: int,
+) -> str:
+    """The canonical key of a pair's tournament (what makes a stored result reusable)."""
+    return json.dumps(
+        {
+            "agents": list(agents),
+            "files": dict(sorted(files.items())),
+            "rules": rules,
+            "seed": seed,
+            "matches": matches,
+        },
+        sort_keys=True,
+    )
+
+
+def load_results(path: Path) -> list[PairResult]:
+    """The pairs stored in ``path`` (none if it does not exist); a malformed file is an error."""
+    if not path.exists():
+        return []
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise ValueError(f"results file {str(path)!r}: not readable JSON ({exc})") from None
+    if not isinstance(data, dict) or data.get("format") != FORMAT:
+        raise ValueError(f"results file {str(path)!r}: not a rating results file ({FORMAT!r})")
+    if data.get("version") != VERSION:
+        raise ValueError(
+            f"results file {str(path)!r}: version {data.get('version')!r}, expected {VERSION}"
+        )
+    entries = data.get("pairs")
+    if not isinstance(entries, list):
+        raise ValueError(f"results file {str(path)!r}: 'pairs' must be a list")
+    out = [
+        PairResult.from_json(e, f"results file {str(path)!r}, pair {k}")
+        for k, e in enumerate(entries)
+    ]
+    keys = [p.key() for p in out]
+    if len(set(keys)) != len(keys):
+        raise ValueError(f"results file {str(path)!r}: a pair is stored twice")
+    return out
+
+
+def save_results(path: Path, pairs: Sequence[PairResult]) -> None:
+    """Write every pair (atomically: a stopped run never leaves half a file)."""
+    data = {"format": FORMAT, "version": VERSION, "pairs": [p.to_json() for p in pairs]}
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(json.dumps(data, indent=1) + "\n", encoding="utf-8")
+    os.replace(tmp, path)
+
+
+# ---------------------------------------------------------------------- playing the round robin
+
+
+def agent_files(spec: str) -> dict[str, str]:
+    """``{path: sha256}`` of every existing file named by a parameter of the agent string."""
+    _, kwargs = parse_agent_spec(spec)
+    out = {}
+    for value in kwargs.values():
+        if isinstance(value, str) and Path(value).is_file():
+            out[value] = hashlib.sha256(Path(value).read_bytes()).hexdigest()
+    return out
+
+
+def check_setup(specs: Sequence[str], rules: Rules) -> None:
+    """Two distinct agent strings or more, each building and resetting under ``rules``, and
+    rules whose matches seat two sides of one agent each; errors name the problem."""
+    if len(specs) < 2:
+        raise ValueError(f"a rating table needs at least 2 agents, got {len(specs)}")
+    seen = set()
+    for spec in specs:
+        if spec in seen:
+            raise ValueError(f"agent {spec!r} is listed twice")
+        seen.add(spec)
+    if rules.num_players != 2 and not rules.partnerships:
+        raise ValueError(
+            f"a rating table pairs two agents per match: 2 players, or 4 in partnerships "
+            f"(got {rules.num_players} individual players)"
+        )
+    for spec in specs:
+        try:
+            make_agent(spec).reset(rules, 0, np.random.default_rng(0))
+        except (ValueError, OSError, BergenError) as exc:
+            message = str(exc)
+            raise ValueError(message if spec in message else f"agent {spec!r}: {message}") from None
+
+
+def pair_matches(
+    a: str, b: str, matches: int, matches_for: Mapping[str, int], rotations: int
+) -> int:
+    """A pair's match count: ``matches``, capped by either agent's ``matches_for``, rounded up
+    to whole deal groups."""
+    n = min([matches, *(matches_for[s] for s in (a, b) if s in matches_for)])
+    return math.ceil(n / rotations) * rotations
+
+
+def git_commit() -> str | None:
+    """The checkout's commit (``-dirty`` with uncommitted changes), or None outside git."""
+    try:
+        out = subprocess.run(
+            ["git", "describe", "--always", "--dirty", "--abbrev=7"],
+            capture_output=True,
+            text=True,
+            check=True,
+            cwd=Path(__file__).resolve().parent,
+        )
+    except (OSError, subprocess.CalledProcessError):
+        return None
+    return out.stdout.strip() or None
+
+
+def play_pair(
+    a: str, b: str, rules: Rules, matches: int, seed: int, workers: int, commit: str | None
+) -> PairResult:
+    """One pair's duplicate tournament, reduced to what is stored (``commit``: the code's)."""
+    start = time.perf_counter()
+    result = run_tournament([a, b], rules, matches=matches, seed=seed, workers=workers)
+    seconds = time.perf_counter() - start
+    side_of = rules.side_of
+    outcomes = []
+    wins = [0, 0]
+    for r in result.records:
+        side_a, side_b = side_of[r.lineup.index(0)], side_of[r.lineup.index(1)]
+        outcomes.append(OUTCOME_CHARS[int(2 * placed_ahead(r, side_a, side_b))])
+        wins[0] += r.winner == side_a
+        wins[1] += r.winner == side_b
+    return PairResult(
+        agents=(a, b),
+        files={**agent_files(a), **agent_files(b)},
+        rules=rules.to_dict(),
+        seed=seed,
+        matches=len(result.records),
+        rotations=int(result.config["rotations"]),
+        outcomes="".join(outcomes),
+        wins=(wins[0], wins[1]),
+        seconds=round(seconds, 2),
+        commit=commit,
+    )
+
+
+@dataclass
+class RoundRobin:
+    """The pairs of one round robin, in order, and which of them were played (not reused)."""
+
+    agents: list[str]
+    pairs: list[PairResult]
+    played: list[tuple[str, str]]
+
+
+def round_robin(
+    specs: Sequence[str],
+    rules: Rules,
+    *,
+    matches: int = 200,
+    matches_for: Mapping[str, int] | None = None,
+    seed: int = 0,
+    workers: int = 1,
+    results: Path | None = None,
+    log: Callable[[str], None] | None = None,
+) -> RoundRobin:
+    """Every pair of ``specs`` in a duplicate tournament, reusing and extending ``results``.
+
+    The file is rewritten after each new pair, so a stopped run keeps what it finished.
+    """
+    for name, value, minimum in (
+        ("matches", matches, 1),
+        ("seed", seed, 0),
+        ("workers", workers, 1),
+    ):
+        if not isinstance(value, int) or isinstance(value, bool) or value < minimum:
+            raise ValueError(f"{name} must be an integer >= {minimum}, got {value!r}")
+    specs = [s.strip() if isinstance(s, str) else s for s in specs]
+    matches_for = dict(matches_for or {})
+    for spec, n in matches_for.items():
+        if spec not in specs:
+            raise ValueError(f"matches for {spec!r}: not one of the agents {specs}")
+        if not isinstance(n, int) or isinstance(n, bool) or n < 1:
+            raise ValueError(f"matches for {spec!r} must be an integer >= 1, got {n!r}")
+    check_setup(specs, rules)
+    rotations = len(seat_lineups(2, rules))
+    stored = load_results(results) if results is not None else []
+    by_key = {p.key(): p for p in stored}
+    commit = git_commit()  # once: the code this process runs, whatever is committed meanwhile
+    files = {s: agent_files(s) for s in specs}
+    pairs, played = [], []
+    order = sorted(specs)
+    for i, a in enumerate(order):
+        for b in order[i + 1 :]:
+            n = pair_matches(a, b, matches, matches_for, rotations)
+            key = pair_key((a, b), {**files[a], **files[b]}, rules.to_dict(), seed, n)
+            pair = by_key.get(key)
+            if pair is None:
+                pair = play_pair(a, b, rules, n, seed, workers, commit)
+                if pair.key() != key:  # the files changed while the pair played
+                    raise ValueError(f"the files of {a!r} or {b!r} changed during the run")
+                played.append((a, b))
+                stored.append(pair)
+                by_key[key] = pair
+                if results is not None:
+                    save_results(results, stored)
+                if log is not None:
+                    log(
+                        f"played {a} vs {b}: {n} matches, score {pair.score:.3f}, "
+                        f"{pair.seconds:.0f} s ({1000 * pair.seconds / n:.1f} ms/match)"
+                    )
+            pairs.append(pair)
+    return RoundRobin(list(specs), pairs, played)
+
+
+# ---------------------------------------------------------------------- the table
+
+
+@dataclass
+class RatingTable:
+    """Ratings with 95% bootstrap intervals, and every pair's score and match count."""
+
+    agents: list[str]  # best first
+    ratings: dict[str, float]
+    intervals: dict[str, tuple[float, float]]
+    score: dict[str, dict[str, float]]  # score[a][b]: a's share of the points against b
+    matches: dict[str, dict[str, int]]
+    pairs: list[PairResult]
+    anchor: tuple[str, float] | None
+    bootstrap: int
+
+    def markdown(self) -> str:
+        """The rating table, then the pairwise score matrix (row against column)."""
+        lines = [
+            "| rank | agent | rating | 95% interval | matches | score |",
+            "|---|---|---|---|---|---|",
+        ]
+        for rank, name in enumerate(self.agents, 1):
+            lo, hi = self.intervals[name]
+            played = sum(self.matches[name].values())
+            points = sum(self.score[name][b] * n for b, n in self.matches[name].items())
+            lines.append(
+                f"| {rank} | `{name}` | {self.ratings[name]:.0f} | [{lo:.0f}, {hi:.0f}] "
+                f"| {played} | {points / played:.3f} |"
+            )
+        short = {name: f"{k + 1}" for k, name in enumerate(self.agents)}
+        lines += [
+            "",
+            "| row's score against column (matches) | " + " | ".join(short.values()) + " |",
+            "|---" * (len(self.agents) + 1) + "|",
+        ]
+        for a in self.agents:
+            cells = [
+                "—" if a == b else f"{self.score[a][b]:.3f} ({self.matches[a][b]})"
+                for b in self.agents
+            ]
+            lines.append(f"| {short[a]}. `{a}` | " + " | ".join(cells) + " |")
+        return "\n".join(lines)
+
+    def pairs_markdown(self) -> str:
+        """One row per pair: matches, the better-rated agent's match-win rate (95% Wilson), its
+        score and the score the ratings predict, the wall time per match and the commit."""
+        lines = [
+            "| agent | opponent | matches | win rate | 95% CI | score | rated "
+            "| ms/match | commit |",
+            "|---" * 9 + "|",
+        ]
+        rank = {name: k for k, name in enumerate(self.agents)}
+        ordered = sorted(self.pairs, key=lambda p: sorted(rank[x] for x in p.agents))
+        for p in ordered:
+            a, b = sorted(p.agents, key=rank.__getitem__)
+            wins = p.wins[p.agents.index(a)]
+            lo, hi = wilson_interval(wins, p.matches)
+            rated = expected_score(self.ratings[a], self.ratings[b])
+            lines.append(
+                f"| `{a}` | `{b}` | {p.matches} | {wins / p.matches:.3f} | [{lo:.3f}, {hi:.3f}] "
+                f"| {self.score[a][b]:.3f} | {rated:.3f} | {1000 * p.seconds / p.matches:.1f} "
+                f"| `{p.commit}` |"
+            )
+        return "\n".join(lines)
+
+
+def _elo(wins: np.ndarray, anchor_index: int | None, anchor_rating: float) -> np.ndarray:
+    elo = elo_ratings(wins, prior=RATING_PRIOR)
+    if anchor_index is None:
+        return elo
+    return elo - elo[anchor_index] + anchor_rating
+
+
+def rating_table(
+    run: RoundRobin,
+    *,
+    bootstrap: int = 1000,
+    seed: int = 0,
+    anchor: tuple[str, float] | None = DEFAULT_ANCHOR,
+) -> RatingTable:
+    """Fit the ratings of ``run`` and their bootstrap intervals (``bootstrap`` replicates).
+
+    ``anchor`` pins one agent's rating; an anchor agent that is not playing is ignored only
+    for the default (``random``), otherwise an error. ``None`` centres the mean on 1500.
+    """
+    if not isinstance(bootstrap, int) or isinstance(bootstrap, bool) or bootstrap < 1:
+        raise ValueError(f"bootstrap must be an integer >= 1, got {bootstrap!r}")
+    names = list(run.agents)
+    index = {name: k for k, name in enumerate(names)}
+    if anchor is not None and anchor[0] not in index:
+        if anchor != DEFAULT_ANCHOR:
+            raise ValueError(f"anchor {anchor[0]!r} is not one of the agents {names}")
+        anchor = None
+    anchor_index = None if anchor is None else index[anchor[0]]
+    anchor_rating = ELO_CENTER if anchor is None else anchor[1]
+    k = len(names)
+    wins = np.zeros((k, k))
+    groups = []
+    for p in run.pairs:
+        i, j = index[p.agents[0]], index[p.agents[1]]
+        points = p.group_points()
+        groups.append((i, j, points, p.rotations))
+        wins[i, j] += points.sum() / 2
+        wins[j, i] += p.matches - points.sum() / 2
+    point = _elo(wins, anchor_index, anchor_rating)
+    rng = np.random.default_rng(np.random.SeedSequence(seed, spawn_key=(BOOTSTRAP_STREAM,)))
+    samples = np.empty((bootstrap, k))
+    for b in range(bootstrap):
+        w = np.zeros((k, k))
+        for i, j, points, rotations in groups:
+            total = points[rng.integers(0, len(points), len(points))].sum() / 2
+            w[i, j] += total
+            w[j, i] += len(points) * rotations - total
+        samples[b] = _elo(w, anchor_index, anchor_rating)
+    lo, hi = np.percentile(samples, [2.5, 97.5], axis=0)
+    order = sorted(names, key=lambda n: (-point[index[n]], n))
+    score: dict[str, dict[str, float]] = {n: {} for n in names}
+    count: dict[str, dict[str, int]] = {n: {} for n in names}
+    for p in run.pairs:
+        a, b = p.agents
+        score[a][b], score[b][a] = p.score, 1.0 - p.score
+        count[a][b] = count[b][a] = p.matches
+    return RatingTable(
+        agents=order,
+        ratings={n: float(point[index[n]]) for n in order},
+        intervals={n: (float(lo[index[n]]), float(hi[index[n]])) for n in order},
+        score={a: {b: score[a][b] for b in order if b != a} for a in order},
+        matches={a: {b: count[a][b] for b in order if b != a} for a in order},
+        pairs=list(run.pairs),
+        anchor=anchor,
+        bootstrap=bootstrap,
+    )
+
+
+# ---------------------------------------------------------------------- command line
+
+
+def _number(p: argparse.ArgumentParser, flag: str, spec: str, text: str, kind: type) -> Any:
+    try:
+        return kind(text)
+    except ValueError:
+        p.error(f"{flag} {spec!r}: {text!r} is not {'an integer' if kind is int else 'a number'}")
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(
+        prog="python -m benchmarks.rating_table",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument("--agents", nargs="+", required=True, metavar="SPEC")
+    p.add_argument("--matches", type=int, default=200, help="matches per pair (default 200)")
+    p.add_argument(
+        "--matches-for",
+        nargs=2,
+        action="append",
+        default=[],
+        metavar=("SPEC", "N"),
+        help="at most N matches in every pair with SPEC (repeatable)",
+    )
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--rules", default="standard", help="a preset (default standard)")
+    p.add_argument("--players", type=int, default=2, help="2, or 4 with --partnerships")
+    p.add_argument("--partnerships", action=argparse.BooleanOptionalAction, default=None)
+    p.add_argument("--workers", type=int, default=1)
+    p.add_argument("--results", type=Path, help="the JSON file of stored pairs (read and extended)")
+    p.add_argument("--bootstrap", type=int, default=1000, help="bootstrap replicates")
+    p.add_argument(
+        "--anchor",
+        nargs=2,
+        metavar=("SPEC", "RATING"),
+        help="pin one agent's rating (default: random 1000 when random plays, else a mean of 1500)",
+    )
+    args = p.parse_args(argv)
+    matches_for = {spec: _number(p, "--matches-for", spec, n, int) for spec, n in args.matches_for}
+    anchor = DEFAULT_ANCHOR
+    if args.anchor is not None:
+        anchor = (args.anchor[0], _number(p, "--anchor", *args.anchor, float))
+    if args.results is not None and not args.results.parent.is_dir():
+        p.error(
+            f"--results {str(args.results)!r}: folder {str(args.results.parent)!r} does not exist"
+        )
+    try:
+        rules = Rules.preset(args.rules, num_players=args.players, partnerships=args.partnerships)
+    except BergenError as exc:
+        p.error(f"bad rules: {exc}")
+    try:
+        run = round_robin(
+            args.agents,
+            rules,
+            matches=args.matches,
+            matches_for=matches_for,
+            seed=args.seed,
+            workers=args.workers,
+            results=args.results,
+            log=lambda line: print(line, file=sys.stderr, flush=True),
+        )
+        table = rating_table(
+            run,
+            bootstrap=args.bootstrap,
+            seed=args.seed,
+            anchor=anchor,
+        )
+    except ValueError as exc:
+        p.error(str(exc))
+    reused = len(run.pairs) - len(run.played)
+    print(
+        f"{rules.describe()}\nduplicate, seed {args.seed}, {len(run.pairs)} pairs "
+        f"({len(run.played)} played, {reused} from {args.results}), "
+        f"{args.bootstrap} bootstrap replicates"
+        + (f", {table.anchor[0]} pinned at {table.anchor[1]:.0f}" if table.anchor else "")
+    )
+    print()
+    print(table.markdown())
+    print()
+    print(table.pairs_markdown())
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
