@@ -34,6 +34,7 @@ The run folder ``runs/expert_iteration/<name>__<seed>__<time>/`` holds ``config.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import csv
 import dataclasses
 import multiprocessing
@@ -219,10 +220,8 @@ def load_config(path: str | Path, overrides: list[str] | None = None) -> ExpertI
         raise ConfigError(f"{path}: unknown key(s) {unknown}; valid keys are {sorted(FIELDS)}")
     for key, value in data.items():  # YAML 1.1 reads "3e-4" (no dot) as a string
         if isinstance(FIELDS[key].default, float) and isinstance(value, str):
-            try:
+            with contextlib.suppress(ValueError):
                 data[key] = float(value)
-            except ValueError:
-                pass
     cfg = ExpertIterationConfig.__new__(ExpertIterationConfig)
     for name, f in FIELDS.items():
         if name in data:
@@ -350,20 +349,26 @@ def collect_decisions(
     )
 
 
-def _collect_job(args: tuple[ExpertIterationConfig, PolicyNetwork | None, int, int]) -> Decisions:
-    cfg, network, decisions, seed = args
+#: A network as plain arrays (weights, biases, activations): what a job receives (picklable).
+NetworkArrays = tuple[list[np.ndarray], list[np.ndarray], list[str]]
+
+
+def _collect_job(args: tuple[ExpertIterationConfig, NetworkArrays | None, int, int]) -> Decisions:
+    cfg, arrays, decisions, seed = args
     torch.set_num_threads(1)
+    network = None if arrays is None else PolicyNetwork(*arrays)
     return collect_decisions(cfg, network, decisions, seed)
 
 
 def collect_parallel(
     cfg: ExpertIterationConfig,
-    network: PolicyNetwork | None,
+    network: NetworkArrays | None,
     decisions: int,
     seed: int,
     progress: bool = True,
 ) -> Decisions:
-    """:func:`collect_decisions` in jobs of ``job_decisions`` over ``workers`` processes.
+    """:func:`collect_decisions` in jobs of ``job_decisions`` over ``workers`` processes;
+    ``network`` is the learner's network as :func:`network_arrays` gives it.
 
     Job ``k`` is seeded by ``SeedSequence(seed)``'s ``k``-th state whatever the worker count.
     """
@@ -582,7 +587,7 @@ def train(cfg: ExpertIterationConfig, run_dir: Path, progress: bool = True) -> P
         for k in range(cfg.iterations):
             t0 = time.perf_counter()
             data = collect_parallel(
-                cfg, numpy_network(net), cfg.decisions, int(seeds[2 * k]), progress
+                cfg, network_arrays(net), cfg.decisions, int(seeds[2 * k]), progress
             )
             t_collect = time.perf_counter() - t0
             data.save(run_dir / f"data_{k}.npz")
