@@ -68,7 +68,8 @@ NETWORK = "network"
 @dataclass
 class ExpertIterationConfig(EnvBlock):
     """An expert-iteration run. Each field is one YAML key under ``default:`` (the env keys come
-    from :class:`training.config.EnvBlock`; ``reward`` is not used: the targets are search's)."""
+    from :class:`training.config.EnvBlock`; ``reward`` must stay ``match``: the targets are
+    search's values)."""
 
     name: str = "expert_iteration"
     """Prefix of the run folder (a config file's stem when loaded from a file)."""
@@ -173,6 +174,8 @@ class ExpertIterationConfig(EnvBlock):
             raise bad("eval_opponents", "must be a list of agent strings")
         if self.init_policy is not None and not isinstance(self.init_policy, str):
             raise bad("init_policy", "must be the path of a policy file or null")
+        if self.reward != "match":
+            raise bad("reward", "must be 'match' (the targets are search's values, not rewards)")
         rules = self.env_options(source).rules
         others = rules.num_players - 1
         if len(self.opponents) not in (1, others):
