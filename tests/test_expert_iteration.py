@@ -186,3 +186,21 @@ def test_tiny_run_writes_a_policy_that_plays(tmp_path: Path) -> None:
     assert result.agents[spec].matches >= 2
     agent = make_agent(spec)
     agent.reset(rules, 0, np.random.default_rng(0))
+
+
+def test_fit_from_saved_decisions(tmp_path: Path, labelled: Decisions) -> None:
+    import yaml
+
+    labelled.save(tmp_path / "data.npz")
+    config = tmp_path / "fit.yaml"
+    config.write_text(yaml.safe_dump({"default": dataclasses.asdict(tiny(eval_matches=0))}))
+    run = tmp_path / "run"
+    path = main(
+        ["--config", str(config), "--run-dir", str(run), "--data", str(tmp_path / "data.npz")]
+    )
+    assert read_policy_file(path).rules == Rules.preset("standard")
+    assert not (run / "data_0.npz").exists()  # nothing collected
+    row = (run / "metrics.csv").read_text().splitlines()[1].split(",")
+    assert int(row[1]) == len(labelled)  # the decisions fitted: the saved ones
+    with pytest.raises(ConfigError, match="--data: file .*nope.npz"):
+        main(["--config", str(config), "--run-dir", str(run), "--data", str(tmp_path / "nope.npz")])

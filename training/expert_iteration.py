@@ -569,8 +569,21 @@ def evaluate(path: Path, cfg: ExpertIterationConfig, seed: int) -> dict[str, flo
     return out
 
 
-def train(cfg: ExpertIterationConfig, run_dir: Path, progress: bool = True) -> Path:
-    """Run every iteration in ``run_dir``; returns the final policy file."""
+#: The in-run evaluations play seeds ``seed + EVAL_SEED_OFFSET``, away from the README's 0 and 1.
+EVAL_SEED_OFFSET = 101
+
+
+def train(
+    cfg: ExpertIterationConfig,
+    run_dir: Path,
+    progress: bool = True,
+    data_files: list[Path] | None = None,
+) -> Path:
+    """Run every iteration in ``run_dir``; returns the final policy file.
+
+    With ``data_files`` (``data_<k>.npz`` of earlier runs) the first iteration fits on those
+    decisions instead of collecting new ones.
+    """
     torch.set_num_threads(cfg.torch_threads)
     rules = cfg.make_rules()
     run_dir.mkdir(parents=True, exist_ok=True)
@@ -589,11 +602,14 @@ def train(cfg: ExpertIterationConfig, run_dir: Path, progress: bool = True) -> P
         writer: csv.DictWriter | None = None
         for k in range(cfg.iterations):
             t0 = time.perf_counter()
-            data = collect_parallel(
-                cfg, network_arrays(net), cfg.decisions, int(seeds[2 * k]), progress
-            )
+            if k == 0 and data_files:
+                data = Decisions.concatenate([Decisions.load(f) for f in data_files])
+            else:
+                data = collect_parallel(
+                    cfg, network_arrays(net), cfg.decisions, int(seeds[2 * k]), progress
+                )
+                data.save(run_dir / f"data_{k}.npz")
             t_collect = time.perf_counter() - t0
-            data.save(run_dir / f"data_{k}.npz")
             sets = [*sets, data] if cfg.keep_data else [data]
             all_data = Decisions.concatenate(sets)
             train_idx, test_idx = split_matches(all_data, cfg.held_out, int(seeds[2 * k + 1]))
@@ -610,7 +626,7 @@ def train(cfg: ExpertIterationConfig, run_dir: Path, progress: bool = True) -> P
             }
             iter_path = save_network(net, cfg, run_dir / f"iter_{k}.safetensors", {"iteration": k})
             t0 = time.perf_counter()
-            row |= evaluate(iter_path, cfg, cfg.seed + 1) if cfg.eval_matches else {}
+            row |= evaluate(iter_path, cfg, cfg.seed + EVAL_SEED_OFFSET) if cfg.eval_matches else {}
             row["eval_s"] = round(time.perf_counter() - t0, 1)
             row["time_s"] = round(time.perf_counter() - start, 1)
             if writer is None:
@@ -642,6 +658,15 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         "--run-dir", default=None, help="run folder (default runs/expert_iteration/...)"
     )
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
+    parser.add_argument(
+        "--data",
+        nargs="+",
+        type=Path,
+        default=None,
+        metavar="NPZ",
+        help="fit the first iteration on these saved decisions (data_<k>.npz of earlier runs) "
+        "instead of collecting",
+    )
     add_override_argument(parser)
     return parser.parse_args(argv)
 
@@ -660,7 +685,10 @@ def main(argv: list[str] | None = None) -> Path:
         shlex.join([sys.executable, "-m", "training.expert_iteration", *(argv or sys.argv[1:])])
         + "\n"
     )
-    path = train(cfg, run_dir, progress=not args.no_progress)
+    for f in args.data or []:
+        if not f.is_file():
+            raise ConfigError(f"--data: file {str(f)!r} does not exist")
+    path = train(cfg, run_dir, progress=not args.no_progress, data_files=args.data)
     print(f"policy: {path}\nrun folder: {run_dir}")
     return path
 
