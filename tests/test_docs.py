@@ -240,6 +240,7 @@ def yaml_default(f: dataclasses.Field) -> str:
     [
         ("training.config", "TrainConfig", "`TrainConfig`"),
         ("training.train_rllib", "RLlibConfig", "`RLlibConfig`"),
+        ("training.expert_iteration", "ExpertIterationConfig", "`ExpertIterationConfig`"),
     ],
 )
 def test_configs_page_documents_every_key(module: str, cls: str, section: str) -> None:

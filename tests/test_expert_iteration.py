@@ -1,0 +1,206 @@
+"""Expert iteration (training.expert_iteration): labels, targets, config errors, a tiny run."""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+pytest.importorskip("torch")
+
+import torch  # noqa: E402
+
+from bergen_env.agents.base import make_agent  # noqa: E402
+from bergen_env.arena import run_tournament  # noqa: E402
+from bergen_env.policy_file import read_policy_file  # noqa: E402
+from bergen_env.rules import Rules  # noqa: E402
+from training.config import ConfigError  # noqa: E402
+from training.expert_iteration import (  # noqa: E402
+    Decisions,
+    ExpertIterationConfig,
+    build_network,
+    collect_decisions,
+    collect_parallel,
+    load_config,
+    main,
+    network_arrays,
+    numpy_network,
+    soft_targets,
+    split_matches,
+)
+
+ROOT = Path(__file__).resolve().parents[1]
+SHIPPED_2P = ROOT / "policies" / "standard_2p.safetensors"
+
+
+def tiny(**changes: object) -> ExpertIterationConfig:
+    """A config small enough for a test: a few decisions, a search of a few samples."""
+    base = dict(
+        decisions=24,
+        job_decisions=12,
+        teacher="search:samples=3",
+        net_arch=[16],
+        epochs=2,
+        batch_size=8,
+        held_out=0.3,
+        eval_matches=2,
+        player=["network", "heuristic"],
+        opponents=["greedy"],
+    )
+    return ExpertIterationConfig(**(base | changes))
+
+
+@pytest.fixture(scope="module")
+def labelled() -> Decisions:
+    cfg = tiny()
+    net = build_network(cfg, Rules.preset("standard").num_actions)
+    return collect_decisions(cfg, numpy_network(net), 40, seed=3)
+
+
+def test_labels_are_reproducible_from_the_seed(labelled: Decisions) -> None:
+    cfg = tiny()
+    net = build_network(cfg, Rules.preset("standard").num_actions)
+    again = collect_decisions(cfg, numpy_network(net), 40, seed=3)
+    for f in dataclasses.fields(Decisions):
+        np.testing.assert_array_equal(getattr(labelled, f.name), getattr(again, f.name))
+    other = collect_decisions(cfg, numpy_network(net), 40, seed=4)
+    assert not np.array_equal(other.values[:10], labelled.values[:10])
+
+
+def test_jobs_make_the_same_data_for_any_worker_count() -> None:
+    cfg = tiny()
+    arrays = network_arrays(build_network(cfg, Rules.preset("standard").num_actions))
+    one = collect_parallel(cfg, arrays, 24, seed=9, progress=False)
+    two = collect_parallel(dataclasses.replace(cfg, workers=2), arrays, 24, seed=9, progress=False)
+    assert len(one) >= 24
+    for f in dataclasses.fields(Decisions):
+        np.testing.assert_array_equal(getattr(one, f.name), getattr(two, f.name))
+
+
+def test_decisions_are_real_choices_with_values_on_legal_actions(labelled: Decisions) -> None:
+    assert len(labelled) >= 40
+    assert (labelled.masks.sum(axis=1) > 1).all()  # forced moves are not labelled
+    assert (labelled.values[~labelled.masks] == 0).all()
+    assert (np.abs(labelled.values) <= 1).all()  # match units: 2 P(win) - 1
+    assert labelled.masks[np.arange(len(labelled)), labelled.heuristic].all()
+    assert np.all(np.diff(labelled.match) >= 0)
+
+
+@pytest.mark.parametrize("temperature", [0.01, 0.03, 1.0])
+def test_targets_are_distributions_over_legal_actions(
+    labelled: Decisions, temperature: float
+) -> None:
+    p = soft_targets(labelled.values, labelled.masks, temperature)
+    np.testing.assert_allclose(p.sum(axis=1), 1.0, rtol=1e-5)
+    assert (p[~labelled.masks] == 0).all()
+    assert (p[labelled.masks] > 0).all() or temperature < 0.1  # tiny ones may underflow
+    best = np.where(labelled.masks, labelled.values, -np.inf).argmax(axis=1)
+    assert (p.argmax(axis=1) == best).all()
+
+
+def test_targets_follow_the_values() -> None:
+    values = np.array([[0.1, 0.0, 0.3, 0.5]], dtype=np.float32)
+    masks = np.array([[True, False, True, False]])
+    p = soft_targets(values, masks, temperature=0.1)
+    e = np.exp([1.0, 3.0])
+    np.testing.assert_allclose(p[0], [e[0] / e.sum(), 0.0, e[1] / e.sum(), 0.0], rtol=1e-6)
+    with pytest.raises(ValueError, match="no legal action"):
+        soft_targets(values, np.zeros((1, 4), dtype=bool), 0.1)
+
+
+def test_held_out_split_keeps_matches_whole(labelled: Decisions) -> None:
+    train, test = split_matches(labelled, 0.3, seed=0)
+    assert len(train) + len(test) == len(labelled) and len(test)
+    assert not set(labelled.match[train]) & set(labelled.match[test])
+
+
+def test_network_starts_from_the_shipped_policy() -> None:
+    cfg = tiny(init_policy=str(SHIPPED_2P))
+    net = build_network(cfg, Rules.preset("standard").num_actions)
+    shipped = read_policy_file(SHIPPED_2P).network
+    obs = np.random.default_rng(0).random((5, shipped.input_size), dtype=np.float32)
+    with torch.no_grad():
+        mine = net(torch.as_tensor(obs)).numpy()
+    np.testing.assert_allclose(mine, shipped.logits(obs), atol=1e-5)
+
+
+@pytest.mark.parametrize(
+    ("key", "value", "message"),
+    [
+        ("decisions", 0, "'decisions' must be a positive int"),
+        ("workers", "two", "'workers' must be a positive int"),
+        ("temperature", 0, "'temperature' must be a number > 0"),
+        ("held_out", 1.0, "'held_out' must be a number in"),
+        ("teacher", "heuristic", "'teacher' must be a search agent string"),
+        ("teacher", "search:budget_ms=5", "'teacher' must not set budget_ms"),
+        ("teacher", "search:samples=0", "'teacher'.*samples"),
+        ("player", [], "'player' must be a non-empty list"),
+        ("player", ["nobody"], "'player'/'opponents'.*nobody"),
+        ("opponents", ["network"], "'opponents' must be agent strings"),
+        ("opponents", ["greedy", "greedy"], "'opponents' must hold 1 or 1"),
+        ("net_arch", [0], "'net_arch' must be a non-empty list"),
+        ("activation", "gelu", "'activation' must be"),
+        ("reward", "points", "'reward' must be 'match'"),
+        ("init_policy", "nope.safetensors", "'init_policy'.*nope.safetensors.*does not exist"),
+        ("init_policy", str(ROOT / "policies" / "standard_3p.safetensors"), "other rules"),
+        ("num_players", 5, "num_players"),
+    ],
+)
+def test_bad_fields_are_named(key: str, value: object, message: str) -> None:
+    with pytest.raises(ConfigError, match=message):
+        tiny(**{key: value})
+
+
+def test_config_file_errors_name_the_file_and_key(tmp_path: Path) -> None:
+    path = tmp_path / "ei.yaml"
+    path.write_text("default:\n  decisions: 10\n  sampels: 3\n")
+    with pytest.raises(ConfigError, match=r"ei.yaml: unknown key\(s\) \['sampels'\]"):
+        load_config(path)
+    with pytest.raises(ConfigError, match="unknown key 'epoch'"):
+        load_config(path, ["epoch=3"])
+    path.write_text("default:\n  learning_rate: 3e-4\n  epochs: 2\n")
+    assert load_config(path).learning_rate == 3e-4
+
+
+def test_tiny_run_writes_a_policy_that_plays(tmp_path: Path) -> None:
+    config = tmp_path / "tiny.yaml"
+    fields = dataclasses.asdict(tiny(iterations=2))
+    import yaml
+
+    config.write_text(yaml.safe_dump({"default": fields}))
+    path = main(["--config", str(config), "--run-dir", str(tmp_path / "run"), "--no-progress"])
+    assert path == tmp_path / "run" / "policy.safetensors"
+    rules = Rules.preset("standard")
+    policy = read_policy_file(path)
+    assert policy.rules == rules and policy.provenance["source"] == "training.expert_iteration"
+    assert policy.provenance["config"]["default"]["teacher"] == "search:samples=3"
+    metrics = (tmp_path / "run" / "metrics.csv").read_text().splitlines()
+    assert len(metrics) == 3 and "regret_heuristic" in metrics[0] and "vs_heuristic" in metrics[0]
+    assert (tmp_path / "run" / "iter_1.safetensors").is_file()
+    data = Decisions.load(tmp_path / "run" / "data_1.npz")
+    assert len(data) >= 24
+    spec = f"policy:{path}"
+    result = run_tournament([spec, "random"], rules, matches=2, seed=0)
+    assert result.agents[spec].matches >= 2
+    agent = make_agent(spec)
+    agent.reset(rules, 0, np.random.default_rng(0))
+
+
+def test_fit_from_saved_decisions(tmp_path: Path, labelled: Decisions) -> None:
+    import yaml
+
+    labelled.save(tmp_path / "data.npz")
+    config = tmp_path / "fit.yaml"
+    config.write_text(yaml.safe_dump({"default": dataclasses.asdict(tiny(eval_matches=0))}))
+    run = tmp_path / "run"
+    path = main(
+        ["--config", str(config), "--run-dir", str(run), "--data", str(tmp_path / "data.npz")]
+    )
+    assert read_policy_file(path).rules == Rules.preset("standard")
+    assert not (run / "data_0.npz").exists()  # nothing collected
+    row = (run / "metrics.csv").read_text().splitlines()[1].split(",")
+    assert int(row[1]) == len(labelled)  # the decisions fitted: the saved ones
+    with pytest.raises(ConfigError, match="--data: file .*nope.npz"):
+        main(["--config", str(config), "--run-dir", str(run), "--data", str(tmp_path / "nope.npz")])

@@ -1,0 +1,697 @@
+"""Expert iteration: fit a policy network to search's action values, then repeat from its play.
+
+    python -m training.expert_iteration --config configs/expert_iteration_2p.yaml [--set key=value]
+
+Each iteration:
+
+1. **Positions.** Whole matches are played in the single-agent env: the learner seat by the
+   current network (``player: [network]``, its most probable legal action) or by scripted agents
+   (``player`` is a list of agent strings drawn uniformly each match), the other seats by
+   ``opponents``. Every real choice of the learner (more than one legal action) is kept.
+2. **Labels.** The ``teacher`` (a ``search`` agent string) values every legal action of each kept
+   decision from the learner's public view (:meth:`SearchAgent.action_values`: the mean playout
+   value over many sampled deals of the hidden tiles, in match units ``2 P(win) - 1`` here). The
+   target is the soft distribution ``softmax(values / temperature)`` over the legal actions (zero
+   on the illegal ones): averaged over deals, these values are far less noisy than the return of
+   one match.
+3. **Fit.** The network (the shipped policies' shape: dense layers, the observation in, one logit
+   per action out) is fitted by cross-entropy to the soft targets on the masked logits, over the
+   decisions of this iteration and of the earlier ones (``keep_data``). It starts from
+   ``init_policy`` (a portable policy file, e.g. the shipped one) or from random weights.
+4. **Check.** On held-out matches: the agreement with search's best action, and the *regret* of
+   the network's, the heuristic's and the first network's choices (search's value of its best
+   action minus that of the chosen one, in match units). A short duplicate evaluation against
+   ``eval_opponents`` follows; the network is written as a portable policy file
+   (``iter_<k>.safetensors``; the last one also as ``policy.safetensors``).
+
+Collection runs in jobs of ``job_decisions`` seeded from ``SeedSequence(seed)``, spread over
+``workers`` processes, so the data and the fitted network do not depend on the worker count.
+The run folder ``runs/expert_iteration/<name>__<seed>__<time>/`` holds ``config.yaml``,
+``command.txt``, ``metrics.csv`` (one row per iteration), the policy files and ``data_<k>.npz``
+(the labelled decisions of iteration ``k``; arrays only).
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import csv
+import dataclasses
+import multiprocessing
+import shlex
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+import yaml
+
+from bergen_env.agents.base import make_agent
+from bergen_env.agents.search import WIN_VALUE, SearchAgent
+from bergen_env.observation import OBS_SIZE
+from bergen_env.policy_file import PolicyNetwork, read_policy_file, save_policy_file
+from bergen_env.rules import Rules
+from bergen_env.single_agent import BergenSingleAgentEnv
+from bergen_env.validation import is_int, is_number
+
+from .cli import ArgumentParser, run
+from .config import ConfigError, EnvBlock, add_override_argument, read_config_block
+
+PROG = "python -m training.expert_iteration"
+#: The ``player`` entry that means the network being trained.
+NETWORK = "network"
+
+
+@dataclass
+class ExpertIterationConfig(EnvBlock):
+    """An expert-iteration run. Each field is one YAML key under ``default:`` (the env keys come
+    from :class:`training.config.EnvBlock`; ``reward`` must stay ``match``: the targets are
+    search's values)."""
+
+    name: str = "expert_iteration"
+    """Prefix of the run folder (a config file's stem when loaded from a file)."""
+    seed: int = 0
+    """Seed of the positions, the labels, the network initialisation and the evaluations."""
+    iterations: int = 1
+    """Rounds of positions, labels and fitting."""
+    decisions: int = 20_000
+    """Labelled learner decisions per iteration."""
+    job_decisions: int = 2_000
+    """Decisions per collection job (jobs are seeded by index)."""
+    workers: int = 1
+    """Processes collecting and labelling decisions."""
+    player: list[str] = field(default_factory=lambda: [NETWORK])
+    """Who plays the learner seat while positions are collected, drawn uniformly each match:
+    ``network`` (the current network) or agent strings."""
+    opponents: list[str] = field(default_factory=lambda: ["heuristic"])
+    """Agent strings of the other seats: one for every seat, or one per seat (the partner
+    first in partnerships)."""
+    teacher: str = "search:samples=400"
+    """The ``search`` agent string whose action values label the decisions."""
+    temperature: float = 0.03
+    """Softmax temperature of the targets, in match units (``2 P(win) - 1``)."""
+    init_policy: str | None = None
+    """Portable policy file the network starts from (null: random weights of ``net_arch``)."""
+    net_arch: list[int] = field(default_factory=lambda: [256, 256])
+    """Hidden layers of a network started from random weights."""
+    activation: str = "relu"
+    """``relu`` or ``tanh`` (a network started from random weights)."""
+    keep_data: bool = True
+    """Fit each iteration on the decisions of every iteration so far (else on its own)."""
+    epochs: int = 4
+    """Passes over the decisions in each fit."""
+    learning_rate: float = 3e-4
+    """Adam step size."""
+    batch_size: int = 512
+    """Minibatch size."""
+    held_out: float = 0.05
+    """Fraction of the matches held out of the fit to measure agreement and regret."""
+    torch_threads: int = 1
+    """Torch threads of the fitting process."""
+    eval_opponents: list[str] = field(default_factory=lambda: ["heuristic"])
+    """Opponents of the duplicate evaluation after each iteration (empty: none)."""
+    eval_matches: int = 200
+    """Duplicate matches per opponent in each evaluation."""
+    eval_workers: int = 1
+    """Worker processes of the evaluations."""
+
+    def __post_init__(self) -> None:
+        self.validate()
+
+    def validate(self, source: str = "<config>") -> None:
+        """Check every field; errors name ``source`` and the key."""
+
+        def bad(key: str, why: str) -> ConfigError:
+            return ConfigError(f"{source}: key {key!r} {why}, got {getattr(self, key)!r}")
+
+        for key in (
+            "iterations",
+            "decisions",
+            "job_decisions",
+            "workers",
+            "epochs",
+            "batch_size",
+            "torch_threads",
+            "eval_workers",
+        ):
+            if not is_int(getattr(self, key)) or getattr(self, key) < 1:
+                raise bad(key, "must be a positive int")
+        if not is_int(self.eval_matches) or self.eval_matches < 0:
+            raise bad("eval_matches", "must be an int >= 0")
+        if not is_int(self.seed) or not 0 <= self.seed < 2**32:
+            raise bad("seed", "must be an int in [0, 2**32)")
+        if not isinstance(self.name, str) or not self.name:
+            raise bad("name", "must be a non-empty string")
+        for key in ("temperature", "learning_rate"):
+            if not is_number(getattr(self, key)) or getattr(self, key) <= 0:
+                raise bad(key, "must be a number > 0")
+        if not is_number(self.held_out) or not 0 < self.held_out < 1:
+            raise bad("held_out", "must be a number in (0, 1)")
+        if not isinstance(self.keep_data, bool):
+            raise bad("keep_data", "must be true or false")
+        if self.activation not in ("relu", "tanh"):
+            raise bad("activation", "must be 'relu' or 'tanh'")
+        if (
+            not isinstance(self.net_arch, list)
+            or not self.net_arch
+            or not all(is_int(x) and x > 0 for x in self.net_arch)
+        ):
+            raise bad("net_arch", "must be a non-empty list of positive ints")
+        for key in ("player", "opponents"):
+            value = getattr(self, key)
+            if (
+                not isinstance(value, list)
+                or not value
+                or not all(isinstance(x, str) for x in value)
+            ):
+                raise bad(key, "must be a non-empty list of agent strings")
+        if not isinstance(self.eval_opponents, list) or not all(
+            isinstance(x, str) for x in self.eval_opponents
+        ):
+            raise bad("eval_opponents", "must be a list of agent strings")
+        if self.init_policy is not None and not isinstance(self.init_policy, str):
+            raise bad("init_policy", "must be the path of a policy file or null")
+        if self.reward != "match":
+            raise bad("reward", "must be 'match' (the targets are search's values, not rewards)")
+        rules = self.env_options(source).rules
+        others = rules.num_players - 1
+        if len(self.opponents) not in (1, others):
+            raise bad("opponents", f"must hold 1 or {others} agent strings")
+        try:
+            for spec in {*self.player, *self.opponents} - {NETWORK}:
+                make_agent(spec)
+        except ValueError as exc:
+            raise ConfigError(f"{source}: key 'player'/'opponents': {exc}") from None
+        if NETWORK in self.opponents:
+            raise bad("opponents", f"must be agent strings ({NETWORK!r} plays the learner only)")
+        try:
+            teacher = make_agent(self.teacher) if isinstance(self.teacher, str) else None
+        except ValueError as exc:
+            raise ConfigError(f"{source}: key 'teacher': {exc}") from None
+        if not isinstance(teacher, SearchAgent):
+            raise bad("teacher", "must be a search agent string (search:...)")
+        if teacher.budget_ms is not None:
+            raise bad("teacher", "must not set budget_ms (labels must not depend on the machine)")
+        if self.init_policy is not None:
+            try:
+                policy = read_policy_file(self.init_policy)
+            except ValueError as exc:  # names the file and the problem
+                raise ConfigError(f"{source}: key 'init_policy': {exc}") from None
+            if policy.rules.to_dict() | {"name": ""} != rules.to_dict() | {"name": ""}:
+                raise bad("init_policy", "was trained for other rules than the config's")
+
+    def make_rules(self) -> Rules:
+        """The rules of the run (preset, seating and overrides)."""
+        return self.env_options().rules
+
+    def env_kwargs(self) -> dict[str, Any]:
+        """Keyword arguments of :class:`BergenSingleAgentEnv` (the reward is not used)."""
+        return self.env_block_kwargs() | {"reward": "match", "auto_forced": True}
+
+
+FIELDS = {f.name: f for f in dataclasses.fields(ExpertIterationConfig)}
+
+
+def load_config(path: str | Path, overrides: list[str] | None = None) -> ExpertIterationConfig:
+    """Load ``path`` (YAML with a ``default:`` block) and apply ``key=value`` overrides."""
+    data = read_config_block(path, overrides, FIELDS)
+    unknown = sorted(set(data) - set(FIELDS))
+    if unknown:
+        raise ConfigError(f"{path}: unknown key(s) {unknown}; valid keys are {sorted(FIELDS)}")
+    for key, value in data.items():  # YAML 1.1 reads "3e-4" (no dot) as a string
+        if isinstance(FIELDS[key].default, float) and isinstance(value, str):
+            with contextlib.suppress(ValueError):
+                data[key] = float(value)
+    cfg = ExpertIterationConfig.__new__(ExpertIterationConfig)
+    for name, f in FIELDS.items():
+        if name in data:
+            setattr(cfg, name, data[name])
+        elif f.default_factory is not dataclasses.MISSING:
+            setattr(cfg, name, f.default_factory())
+        else:
+            setattr(cfg, name, f.default)
+    cfg.validate(str(path))
+    return cfg
+
+
+# ---------------------------------------------------------------------- labelled decisions
+
+
+@dataclass
+class Decisions:
+    """Labelled learner decisions (arrays only, so they save as ``.npz``)."""
+
+    obs: np.ndarray  # float32 (N, OBS_SIZE)
+    masks: np.ndarray  # bool (N, num_actions)
+    values: np.ndarray  # float32 (N, num_actions): search's values in match units, 0 if illegal
+    heuristic: np.ndarray  # int64 (N,): the heuristic's action in the same position
+    match: np.ndarray  # int64 (N,): the match each decision belongs to (unique within a set)
+
+    def __len__(self) -> int:
+        return len(self.match)
+
+    @staticmethod
+    def concatenate(parts: list[Decisions]) -> Decisions:
+        """One set of decisions, the match indices kept distinct."""
+        offsets = np.cumsum([0] + [int(p.match.max()) + 1 if len(p) else 0 for p in parts[:-1]])
+        return Decisions(
+            obs=np.concatenate([p.obs for p in parts]),
+            masks=np.concatenate([p.masks for p in parts]),
+            values=np.concatenate([p.values for p in parts]),
+            heuristic=np.concatenate([p.heuristic for p in parts]),
+            match=np.concatenate([p.match + off for p, off in zip(parts, offsets)]),
+        )
+
+    def save(self, path: str | Path) -> None:
+        np.savez_compressed(path, **dataclasses.asdict(self))
+
+    @staticmethod
+    def load(path: str | Path) -> Decisions:
+        with np.load(path, allow_pickle=False) as data:
+            return Decisions(**{f.name: data[f.name] for f in dataclasses.fields(Decisions)})
+
+
+def soft_targets(values: np.ndarray, masks: np.ndarray, temperature: float) -> np.ndarray:
+    """``softmax(values / temperature)`` over each row's legal actions; 0 on illegal ones."""
+    masks = np.asarray(masks, dtype=bool)
+    if not masks.any(axis=1).all():
+        raise ValueError("soft_targets: a decision has no legal action")
+    z = np.where(masks, np.asarray(values, dtype=np.float64) / temperature, -np.inf)
+    z -= z.max(axis=1, keepdims=True)
+    p = np.exp(z)
+    return (p / p.sum(axis=1, keepdims=True)).astype(np.float32)
+
+
+def collect_decisions(
+    cfg: ExpertIterationConfig, network: PolicyNetwork | None, decisions: int, seed: int
+) -> Decisions:
+    """Play whole matches until ``decisions`` learner decisions are labelled (see the module doc).
+
+    ``network`` plays the learner when ``player`` draws ``network``. The last match is played
+    to its end, so slightly more decisions may be returned.
+    """
+    rules = cfg.make_rules()
+    opponents = (
+        cfg.opponents * (rules.num_players - 1) if len(cfg.opponents) == 1 else cfg.opponents
+    )
+    env = BergenSingleAgentEnv(opponents=list(opponents), learner_seat="random", **cfg.env_kwargs())
+    rng = np.random.default_rng(seed)
+    teacher = make_agent(cfg.teacher)
+    heuristic = make_agent("heuristic")
+    players = {
+        spec: None if spec == NETWORK else make_agent(spec) for spec in dict.fromkeys(cfg.player)
+    }
+    if NETWORK in players and network is None:
+        raise ValueError("collect_decisions: 'player' holds 'network' but no network was given")
+    win = WIN_VALUE * rules.score_scale  # search's value of a won match
+    obs_rows: list[np.ndarray] = []
+    mask_rows: list[np.ndarray] = []
+    value_rows: list[np.ndarray] = []
+    heuristic_actions: list[int] = []
+    match_ids: list[int] = []
+    match = 0
+    while len(match_ids) < decisions:
+        obs, _ = env.reset(seed=int(rng.integers(2**63)))
+        spec = cfg.player[int(rng.integers(len(cfg.player)))]
+        player = players[spec]
+        for agent in (teacher, heuristic, player):
+            if agent is not None:
+                agent.reset(env.rules, env.seat, np.random.default_rng(int(rng.integers(2**63))))
+        done = False
+        while not done:
+            mask = env.action_masks()
+            view = env.game.public_view(env.seat)
+            legal = view.legal_actions
+            if len(legal) > 1:
+                values = np.zeros(rules.num_actions, dtype=np.float32)
+                for a, v in teacher.action_values(view).items():
+                    values[a] = v / win
+                obs_rows.append(obs.astype(np.float32))
+                mask_rows.append(mask.astype(bool))
+                value_rows.append(values)
+                heuristic_actions.append(int(heuristic.act(obs, mask.astype(np.int8), view)))
+                match_ids.append(match)
+            if player is None:
+                logits = network.logits(obs)
+                a = int(np.flatnonzero(mask)[np.argmax(logits[mask.astype(bool)])])
+            else:
+                a = int(player.act(obs, mask.astype(np.int8), view))
+            obs, _, terminated, truncated, _ = env.step(a)
+            done = terminated or truncated
+        match += 1
+    num_actions = rules.num_actions
+    return Decisions(
+        obs=np.asarray(obs_rows, dtype=np.float32).reshape(-1, OBS_SIZE),
+        masks=np.asarray(mask_rows, dtype=bool).reshape(-1, num_actions),
+        values=np.asarray(value_rows, dtype=np.float32).reshape(-1, num_actions),
+        heuristic=np.asarray(heuristic_actions, dtype=np.int64),
+        match=np.asarray(match_ids, dtype=np.int64),
+    )
+
+
+#: A network as plain arrays (weights, biases, activations): what a job receives (picklable).
+NetworkArrays = tuple[list[np.ndarray], list[np.ndarray], list[str]]
+
+
+def _collect_job(args: tuple[ExpertIterationConfig, NetworkArrays | None, int, int]) -> Decisions:
+    cfg, arrays, decisions, seed = args
+    torch.set_num_threads(1)
+    network = None if arrays is None else PolicyNetwork(*arrays)
+    return collect_decisions(cfg, network, decisions, seed)
+
+
+def collect_parallel(
+    cfg: ExpertIterationConfig,
+    network: NetworkArrays | None,
+    decisions: int,
+    seed: int,
+    progress: bool = True,
+) -> Decisions:
+    """:func:`collect_decisions` in jobs of ``job_decisions`` over ``workers`` processes;
+    ``network`` is the learner's network as :func:`network_arrays` gives it.
+
+    Job ``k`` is seeded by ``SeedSequence(seed)``'s ``k``-th state whatever the worker count.
+    """
+    from tqdm import tqdm
+
+    n_jobs = -(-decisions // cfg.job_decisions)
+    seeds = np.random.SeedSequence(seed).generate_state(n_jobs).tolist()
+    jobs = [
+        (cfg, network, min(cfg.job_decisions, decisions - k * cfg.job_decisions), int(seeds[k]))
+        for k in range(n_jobs)
+    ]
+    parts: list[Decisions] = []
+    with tqdm(total=decisions, desc="labelled decisions", disable=not progress) as bar:
+        if cfg.workers == 1:
+            for part in map(_collect_job, jobs):
+                parts.append(part)
+                bar.update(len(part))
+        else:
+            with multiprocessing.get_context("fork").Pool(cfg.workers) as pool:
+                for part in pool.imap(_collect_job, jobs):
+                    parts.append(part)
+                    bar.update(len(part))
+    return Decisions.concatenate(parts)
+
+
+# ---------------------------------------------------------------------- the network
+
+
+def build_network(cfg: ExpertIterationConfig, num_actions: int) -> torch.nn.Sequential:
+    """The policy network: ``init_policy``'s layers and weights, or random ones of ``net_arch``."""
+    torch.manual_seed(cfg.seed)
+    act = {"relu": torch.nn.ReLU, "tanh": torch.nn.Tanh}
+    if cfg.init_policy is None:
+        sizes = [OBS_SIZE, *cfg.net_arch, num_actions]
+        layers: list[torch.nn.Module] = []
+        for i in range(len(sizes) - 1):
+            layers.append(torch.nn.Linear(sizes[i], sizes[i + 1]))
+            if i < len(sizes) - 2:
+                layers.append(act[cfg.activation]())
+        return torch.nn.Sequential(*layers)
+    from safetensors.numpy import load_file
+
+    policy = read_policy_file(cfg.init_policy)  # checks the file before its tensors are read
+    tensors = load_file(cfg.init_policy)
+    layers = []
+    for spec in policy.header["network"]["layers"]:
+        w = torch.as_tensor(tensors[spec["weight"]])
+        b = torch.as_tensor(tensors[spec["bias"]])
+        linear = torch.nn.Linear(w.shape[1], w.shape[0])
+        with torch.no_grad():
+            linear.weight.copy_(w)
+            linear.bias.copy_(b)
+        layers.append(linear)
+        if spec["activation"] != "identity":
+            layers.append(act[spec["activation"]]())
+    return torch.nn.Sequential(*layers)
+
+
+def network_arrays(
+    net: torch.nn.Sequential,
+) -> tuple[list[np.ndarray], list[np.ndarray], list[str]]:
+    """The dense layers of ``net`` as (weights, biases, activations) of the portable format."""
+    weights, biases, activations = [], [], []
+    modules = list(net)
+    for i, m in enumerate(modules):
+        if isinstance(m, torch.nn.Linear):
+            nxt = modules[i + 1] if i + 1 < len(modules) else None
+            weights.append(m.weight.detach().cpu().numpy().astype(np.float32))
+            biases.append(m.bias.detach().cpu().numpy().astype(np.float32))
+            activations.append(
+                "relu"
+                if isinstance(nxt, torch.nn.ReLU)
+                else "tanh"
+                if isinstance(nxt, torch.nn.Tanh)
+                else "identity"
+            )
+    return weights, biases, activations
+
+
+def numpy_network(net: torch.nn.Sequential) -> PolicyNetwork:
+    """``net`` as the numpy network that plays policy files."""
+    return PolicyNetwork(*network_arrays(net))
+
+
+def split_matches(data: Decisions, fraction: float, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """Indices of the fitted and held-out decisions: whole matches are held out."""
+    rng = np.random.default_rng(seed)
+    matches = np.unique(data.match)
+    n_held = max(1, int(round(len(matches) * fraction)))
+    held = np.isin(data.match, rng.choice(matches, size=n_held, replace=False))
+    return np.flatnonzero(~held), np.flatnonzero(held)
+
+
+def masked_log_softmax(logits: torch.Tensor, masks: torch.Tensor) -> torch.Tensor:
+    """Log-probabilities over the legal actions (``-inf`` on the illegal ones)."""
+    return torch.log_softmax(logits.masked_fill(~masks, float("-inf")), dim=1)
+
+
+def fit(
+    net: torch.nn.Sequential,
+    data: Decisions,
+    train_idx: np.ndarray,
+    cfg: ExpertIterationConfig,
+    seed: int,
+) -> float:
+    """Fit ``net`` to the soft targets of ``data[train_idx]``; returns the last epoch's loss."""
+    rng = np.random.default_rng(seed)
+    obs = torch.as_tensor(data.obs)
+    masks = torch.as_tensor(data.masks)
+    targets = torch.as_tensor(soft_targets(data.values, data.masks, cfg.temperature))
+    optimizer = torch.optim.Adam(net.parameters(), lr=cfg.learning_rate)
+    net.train()
+    loss_mean = float("nan")
+    for _ in range(cfg.epochs):
+        order = torch.as_tensor(rng.permutation(train_idx))
+        total, count = 0.0, 0
+        for start in range(0, len(order), cfg.batch_size):
+            idx = order[start : start + cfg.batch_size]
+            logp = masked_log_softmax(net(obs[idx]), masks[idx])
+            # targets are 0 where logp is -inf: count those terms as 0
+            loss = -(targets[idx] * logp.masked_fill(~masks[idx], 0.0)).sum(dim=1).mean()
+            optimizer.zero_grad()
+            loss.backward()
+            torch.nn.utils.clip_grad_norm_(net.parameters(), 1.0)
+            optimizer.step()
+            total += float(loss.detach()) * len(idx)
+            count += len(idx)
+        loss_mean = total / max(count, 1)
+    net.eval()
+    return loss_mean
+
+
+@torch.no_grad()
+def choices(net: torch.nn.Sequential, data: Decisions, idx: np.ndarray) -> np.ndarray:
+    """The network's most probable legal action in decisions ``idx``."""
+    logits = net(torch.as_tensor(data.obs[idx])).masked_fill(
+        ~torch.as_tensor(data.masks[idx]), float("-inf")
+    )
+    return logits.argmax(dim=1).numpy()
+
+
+def regret(data: Decisions, idx: np.ndarray, chosen: np.ndarray) -> float:
+    """Mean of search's best value minus its value of ``chosen``, in match units."""
+    values = np.where(data.masks[idx], data.values[idx], -np.inf)
+    return float(np.mean(values.max(axis=1) - values[np.arange(len(idx)), chosen]))
+
+
+def held_out_metrics(
+    net: torch.nn.Sequential, first: torch.nn.Sequential, data: Decisions, idx: np.ndarray
+) -> dict[str, float]:
+    """Agreement with search's best action and the regrets of the network, the first network
+    and the heuristic on decisions ``idx``."""
+    best = np.where(data.masks[idx], data.values[idx], -np.inf).argmax(axis=1)
+    mine = choices(net, data, idx)
+    return {
+        "held_out_decisions": float(len(idx)),
+        "agreement": float(np.mean(mine == best)),
+        "regret": regret(data, idx, mine),
+        "regret_first": regret(data, idx, choices(first, data, idx)),
+        "regret_heuristic": regret(data, idx, data.heuristic[idx]),
+    }
+
+
+# ---------------------------------------------------------------------- the run
+
+
+def save_network(
+    net: torch.nn.Sequential, cfg: ExpertIterationConfig, path: Path, extra: dict[str, Any]
+) -> Path:
+    """Write ``net`` as a portable policy file with the config as provenance."""
+    provenance = {
+        "source": "training.expert_iteration",
+        "config": {"default": dataclasses.asdict(cfg)},
+        **extra,
+    }
+    return save_policy_file(path, cfg.make_rules(), *network_arrays(net), provenance)
+
+
+def evaluate(path: Path, cfg: ExpertIterationConfig, seed: int) -> dict[str, float]:
+    """Duplicate win rate of the policy file against each of ``eval_opponents``."""
+    from bergen_env.arena import run_tournament
+
+    rules = cfg.make_rules()
+    spec = f"policy:{path}"
+    out: dict[str, float] = {}
+    for opponent in cfg.eval_opponents:
+        if rules.partnerships:
+            seats = [spec, opponent]
+        else:
+            seats = [spec] + [opponent] * (rules.num_players - 1)
+        result = run_tournament(
+            seats, rules, matches=cfg.eval_matches, seed=seed, workers=cfg.eval_workers
+        )
+        out[f"vs_{opponent}"] = result.agents[spec].match_win_rate
+    return out
+
+
+#: The in-run evaluations play seeds ``seed + EVAL_SEED_OFFSET``, away from the README's 0 and 1.
+EVAL_SEED_OFFSET = 101
+
+
+def train(
+    cfg: ExpertIterationConfig,
+    run_dir: Path,
+    progress: bool = True,
+    data_files: list[Path] | None = None,
+) -> Path:
+    """Run every iteration in ``run_dir``; returns the final policy file.
+
+    With ``data_files`` (``data_<k>.npz`` of earlier runs) the first iteration fits on those
+    decisions instead of collecting new ones.
+    """
+    torch.set_num_threads(cfg.torch_threads)
+    rules = cfg.make_rules()
+    run_dir.mkdir(parents=True, exist_ok=True)
+    (run_dir / "config.yaml").write_text(
+        yaml.safe_dump({"default": dataclasses.asdict(cfg)}, sort_keys=False)
+    )
+    net = build_network(cfg, rules.num_actions)
+    first = build_network(cfg, rules.num_actions)
+    first.load_state_dict(net.state_dict())
+    first.eval()
+    seeds = np.random.SeedSequence(cfg.seed).generate_state(2 * cfg.iterations).tolist()
+    sets: list[Decisions] = []
+    path = run_dir / "policy.safetensors"
+    start = time.perf_counter()
+    with open(run_dir / "metrics.csv", "w", newline="") as fh:
+        writer: csv.DictWriter | None = None
+        for k in range(cfg.iterations):
+            t0 = time.perf_counter()
+            if k == 0 and data_files:
+                data = Decisions.concatenate([Decisions.load(f) for f in data_files])
+            else:
+                data = collect_parallel(
+                    cfg, network_arrays(net), cfg.decisions, int(seeds[2 * k]), progress
+                )
+                data.save(run_dir / f"data_{k}.npz")
+            t_collect = time.perf_counter() - t0
+            sets = [*sets, data] if cfg.keep_data else [data]
+            all_data = Decisions.concatenate(sets)
+            train_idx, test_idx = split_matches(all_data, cfg.held_out, int(seeds[2 * k + 1]))
+            t0 = time.perf_counter()
+            loss = fit(net, all_data, train_idx, cfg, int(seeds[2 * k + 1]))
+            t_fit = time.perf_counter() - t0
+            row: dict[str, Any] = {
+                "iteration": k,
+                "decisions": len(all_data),
+                "collect_s": round(t_collect, 1),
+                "fit_s": round(t_fit, 1),
+                "train_loss": loss,
+                **held_out_metrics(net, first, all_data, test_idx),
+            }
+            iter_path = save_network(net, cfg, run_dir / f"iter_{k}.safetensors", {"iteration": k})
+            t0 = time.perf_counter()
+            row |= evaluate(iter_path, cfg, cfg.seed + EVAL_SEED_OFFSET) if cfg.eval_matches else {}
+            row["eval_s"] = round(time.perf_counter() - t0, 1)
+            row["time_s"] = round(time.perf_counter() - start, 1)
+            if writer is None:
+                writer = csv.DictWriter(fh, fieldnames=list(row))
+                writer.writeheader()
+            writer.writerow(row)
+            fh.flush()
+            print(
+                "  ".join(
+                    f"{key} {value:.4g}" if isinstance(value, float) else f"{key} {value}"
+                    for key, value in row.items()
+                ),
+                flush=True,
+            )
+            path = save_network(
+                net, cfg, run_dir / "policy.safetensors", {"iteration": k, "metrics": row}
+            )
+    return path
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    parser = ArgumentParser(
+        prog=PROG,
+        description="Expert iteration: fit a policy network to search's soft action values "
+        "over positions from its own play, and repeat.",
+    )
+    parser.add_argument("--config", required=True, help="YAML config with a 'default:' block")
+    parser.add_argument(
+        "--run-dir", default=None, help="run folder (default runs/expert_iteration/...)"
+    )
+    parser.add_argument("--no-progress", action="store_true", help="no progress bar")
+    parser.add_argument(
+        "--data",
+        nargs="+",
+        type=Path,
+        default=None,
+        metavar="NPZ",
+        help="fit the first iteration on these saved decisions (data_<k>.npz of earlier runs) "
+        "instead of collecting",
+    )
+    add_override_argument(parser)
+    return parser.parse_args(argv)
+
+
+def main(argv: list[str] | None = None) -> Path:
+    args = parse_args(argv)
+    cfg = load_config(args.config, args.overrides)
+    run_dir = Path(
+        args.run_dir
+        or Path("runs")
+        / "expert_iteration"
+        / f"{cfg.name}__{cfg.seed}__{time.strftime('%Y%m%d-%H%M%S')}"
+    )
+    run_dir.mkdir(parents=True, exist_ok=True)
+    (run_dir / "command.txt").write_text(
+        shlex.join([sys.executable, "-m", "training.expert_iteration", *(argv or sys.argv[1:])])
+        + "\n"
+    )
+    for f in args.data or []:
+        if not f.is_file():
+            raise ConfigError(f"--data: file {str(f)!r} does not exist")
+    path = train(cfg, run_dir, progress=not args.no_progress, data_files=args.data)
+    print(f"policy: {path}\nrun folder: {run_dir}")
+    return path
+
+
+if __name__ == "__main__":
+    sys.exit(run(PROG, main))
