@@ -125,8 +125,10 @@ def train(
     batch: int,
     holdout: float,
     seed: int,
+    weight_decay: float = 0.0,
 ) -> tuple[list[np.ndarray], list[np.ndarray], dict[str, Any]]:
-    """Fit the network; returns its weights, biases and a report (held-out log-loss)."""
+    """Fit the network (AdamW, one-cycle learning rate); returns the weights and biases of the
+    epoch with the lowest held-out log-loss and a report."""
     import torch
 
     torch.manual_seed(seed)
@@ -154,7 +156,7 @@ def train(
     with torch.no_grad():  # start at the count-only prior
         layers[-1].weight.mul_(0.1)
         layers[-1].bias.zero_()
-    opt = torch.optim.Adam(net.parameters(), lr=lr)
+    opt = torch.optim.AdamW(net.parameters(), lr=lr, weight_decay=weight_decay)
     steps = epochs * math.ceil(len(train_idx) / batch)
     sched = torch.optim.lr_scheduler.OneCycleLR(opt, max_lr=lr, total_steps=steps)
 
@@ -191,22 +193,27 @@ def train(
             sched.step()
         net.eval()
         history.append(round(evaluate(), 5))
+        if history[-1] == min(history):
+            best = {k: v.detach().clone() for k, v in net.state_dict().items()}
         print(
             f"epoch {epoch + 1}/{epochs}: held-out log-loss {history[-1]:.4f} "
             f"(prior {prior_loss:.4f}), {time.perf_counter() - start:.0f} s",
             flush=True,
         )
+    net.load_state_dict(best)
     linears = [m for m in net if isinstance(m, torch.nn.Linear)]
     weights = [m.weight.detach().numpy().copy() for m in linears]
     biases = [m.bias.detach().numpy().copy() for m in linears]
     report = {
         "positions": int(len(train_idx)),
         "held_out_positions": int(len(test_idx)),
-        "held_out_log_loss": history[-1],
+        "held_out_log_loss": min(history),
+        "held_out_history": history,
         "held_out_prior_log_loss": round(prior_loss, 5),
         "epochs": epochs,
         "hidden": list(hidden),
         "lr": lr,
+        "weight_decay": weight_decay,
         "batch": batch,
         "seed": seed,
         "train_seconds": round(time.perf_counter() - start, 1),
@@ -235,6 +242,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     t.add_argument("--lr", type=float, default=2e-3)
     t.add_argument("--batch", type=int, default=256)
     t.add_argument("--holdout", type=float, default=0.1)
+    t.add_argument("--weight-decay", type=float, default=0.01)
     t.add_argument("--seed", type=int, default=0)
     t.add_argument("--out", required=True)
     args = parser.parse_args(argv)
@@ -251,7 +259,14 @@ def main(argv: Sequence[str] | None = None) -> None:
         return
     data = _load(args.data)
     weights, biases, report = train(
-        data, args.hidden, args.epochs, args.lr, args.batch, args.holdout, args.seed
+        data,
+        args.hidden,
+        args.epochs,
+        args.lr,
+        args.batch,
+        args.holdout,
+        args.seed,
+        args.weight_decay,
     )
     activations = ["relu"] * (len(weights) - 1) + ["identity"]
     provenance = {

@@ -40,7 +40,7 @@ from bergen_env.policy_file import (
     write_network_file,
 )
 from bergen_env.rules import Rules
-from bergen_env.tiles import CONTAINS, DOUBLE_ID, NUM_NUMBERS, NUM_TILES
+from bergen_env.tiles import CONTAINS, DOUBLE_ID, IS_DOUBLE, NUM_NUMBERS, NUM_TILES, PIPS
 
 FORMAT_NAME = "bergen-belief"
 FORMAT_VERSION = 1
@@ -60,10 +60,19 @@ _BIT = np.int64(1) << np.arange(NUM_TILES, dtype=np.int64)
 #: ``_HOLDS[x]``: 1.0 for the tiles holding number ``x``.
 _HOLDS = np.array([[CONTAINS[x] >> t & 1 for t in range(NUM_TILES)] for x in range(NUM_NUMBERS)])
 _HOLDS = _HOLDS.astype(np.float32)
+#: ``_HEAVIER[t]``: 1.0 for the tiles that shed before ``t`` (a double first, then more pips).
+_HEAVIER = np.array(
+    [
+        [(IS_DOUBLE[u], PIPS[u]) > (IS_DOUBLE[t], PIPS[t]) for u in range(NUM_TILES)]
+        for t in range(NUM_TILES)
+    ],
+    dtype=np.float32,
+)
 
 #: Per relative other seat: hard-excluded, soft-excluded, played, declined since its last draw,
-#: declined before it, and 6 counters.
-SEAT_FEATURES = 5 * NUM_TILES + 6
+#: declined before it, the same two for declined tiles the heuristic's shedding would have
+#: preferred (a double over a non-double, else more pips), and 6 counters.
+SEAT_FEATURES = 7 * NUM_TILES + 6
 #: own hand, line, unseen, two ends, end doubles, line empty, hand sizes, boneyard, drawable,
 #: players (2, 3, 4), partnerships, moves so far.
 BASE_FEATURES = 3 * NUM_TILES + 2 * NUM_NUMBERS + 2 + 1 + MAX_SEATS + 2 + 3 + 1 + 1
@@ -105,6 +114,8 @@ def belief_inputs(view: PublicView) -> tuple[np.ndarray, np.ndarray, np.ndarray,
     played = np.zeros((n, NUM_TILES), dtype=np.float32)
     since = np.zeros((n, NUM_TILES), dtype=np.float32)
     before = np.zeros((n, NUM_TILES), dtype=np.float32)
+    heavy_since = np.zeros((n, NUM_TILES), dtype=np.float32)
+    heavy_before = np.zeros((n, NUM_TILES), dtype=np.float32)
     counters = np.zeros((n, 5), dtype=np.float32)  # draws, passes, plays, draw run, drew last
     ends: tuple[int, int] | None = None
     flags = (False, False)
@@ -116,6 +127,8 @@ def belief_inputs(view: PublicView) -> tuple[np.ndarray, np.ndarray, np.ndarray,
             c[4] = 1
             before[seat] += since[seat]
             since[seat] = 0
+            heavy_before[seat] += heavy_since[seat]
+            heavy_since[seat] = 0
         elif a == PASS:
             c[1] += 1
             c[3] = c[4] = 0
@@ -125,6 +138,7 @@ def belief_inputs(view: PublicView) -> tuple[np.ndarray, np.ndarray, np.ndarray,
                 alt = np.maximum(_HOLDS[ends[0]], _HOLDS[ends[1]])
                 alt[list(tiles)] = 0
                 since[seat] += alt
+                heavy_since[seat] += alt * _HEAVIER[tiles[0]]
             for t in tiles:
                 played[seat, t] += 1
             c[2] += 1
@@ -147,9 +161,11 @@ def belief_inputs(view: PublicView) -> tuple[np.ndarray, np.ndarray, np.ndarray,
         block[56:84] = played[s]
         block[84:112] = np.minimum(since[s], 3.0) * seen
         block[112:140] = np.minimum(before[s], 3.0) * seen
+        block[140:168] = np.minimum(heavy_since[s], 3.0) * seen
+        block[168:196] = np.minimum(heavy_before[s], 3.0) * seen
         c = counters[s]
-        block[140:145] = (c[0] / 5, c[1] / 3, c[2] / 10, c[3] / 5, c[4])
-        block[145] = size / 10
+        block[196:201] = (c[0] / 5, c[1] / 3, c[2] / 10, c[3] / 5, c[4])
+        block[201] = size / 10
     cols[BONEYARD] = view.boneyard_size
     if view.boneyard_size:
         mask[:, BONEYARD] = seen
