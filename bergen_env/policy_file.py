@@ -198,7 +198,6 @@ class PolicyFile:
 
 def read_policy_file(path: str | Path) -> PolicyFile:
     """Load and check a portable policy file; every error names the file and the problem."""
-    from safetensors import SafetensorError, safe_open
 
     path = Path(path)
     where = f"policy file {str(path)!r}"

@@ -236,11 +236,17 @@ class BeliefNetwork:
     def matrix(self, view: PublicView) -> np.ndarray:
         """Expected copies of each tile in each location (``(NUM_TILES, LOCATIONS)``):
         rows sum to the unseen copies, columns to the locations' sizes, zeros where ruled out."""
+        return self.matrix_and_inputs(view)[0]
+
+    def matrix_and_inputs(
+        self, view: PublicView
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """``(matrix, mask, rows, cols)``: :meth:`matrix` and the :func:`belief_inputs` used."""
         features, mask, rows, cols = belief_inputs(view)
         logits = self.network.logits(features).reshape(NUM_TILES, LOCATIONS).astype(np.float64)
         logits = np.where(mask, logits, -np.inf)
         top = logits[mask].max() if mask.any() else 0.0
-        return balance(np.where(mask, np.exp(logits - top), 0.0), rows, cols)
+        return balance(np.where(mask, np.exp(logits - top), 0.0), rows, cols), mask, rows, cols
 
     def probabilities(self, view: PublicView) -> np.ndarray:
         """Per tile (rows of unseen tiles), the chance that a copy is in each location."""
@@ -388,9 +394,15 @@ class LearnedDeals:
     """
 
     def __init__(
-        self, view: PublicView, matrix: np.ndarray, power: float = 1.0, tries: int = 20
+        self,
+        view: PublicView,
+        matrix: np.ndarray,
+        power: float = 1.0,
+        tries: int = 20,
+        inputs: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None,
     ) -> None:
-        _, mask, rows, cols = belief_inputs(view)
+        """``inputs``: ``(mask, rows, cols)`` of :func:`belief_inputs` if already computed."""
+        mask, rows, cols = belief_inputs(view)[1:] if inputs is None else inputs
         self.view = view
         self.seats = relative_seats(view)
         self.pool = np.array(

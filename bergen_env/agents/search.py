@@ -483,7 +483,8 @@ class SearchAgent(Agent):
     def learned_deals(self, view: PublicView) -> LearnedDeals:
         """The deals of one decision under the learned belief (``belief='learned'``)."""
         network = self._belief_network(view.rules)
-        return LearnedDeals(view, network.matrix(view), self.power)
+        matrix, *inputs = network.matrix_and_inputs(view)
+        return LearnedDeals(view, matrix, self.power, inputs=tuple(inputs))
 
     def _compiled_root(self, view: PublicView) -> Any:
         """The compiled playouts' root of this decision (``CompiledPlayouts``)."""
