@@ -23,6 +23,7 @@ file's machinery (:func:`bergen_env.policy_file.read_network_file`), so loading 
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -30,6 +31,7 @@ from typing import Any
 import numpy as np
 
 from bergen_env.actions import DOUBLE_PLAY, DRAW, PASS
+from bergen_env.agents.heuristic import HeuristicAgent
 from bergen_env.agents.sampling import excluded_tiles
 from bergen_env.agents.scoring import raw_play
 from bergen_env.engine import PublicView
@@ -40,7 +42,7 @@ from bergen_env.policy_file import (
     write_network_file,
 )
 from bergen_env.rules import Rules
-from bergen_env.tiles import CONTAINS, DOUBLE_ID, IS_DOUBLE, NUM_NUMBERS, NUM_TILES, PIPS
+from bergen_env.tiles import CONTAINS, DOUBLE_ID, NUM_NUMBERS, NUM_TILES
 
 FORMAT_NAME = "bergen-belief"
 FORMAT_VERSION = 1
@@ -52,6 +54,8 @@ BONEYARD = LOCATIONS - 1
 #: The shipped belief files, by (players, partnerships), in ``policies/`` of the source tree.
 SHIPPED = {
     (2, False): "belief_2p.safetensors",
+    (3, False): "belief_3p.safetensors",
+    (4, False): "belief_4p.safetensors",
     (4, True): "belief_4p_partners.safetensors",
 }
 POLICIES_DIR = Path(__file__).resolve().parents[2] / "policies"
@@ -60,18 +64,85 @@ _BIT = np.int64(1) << np.arange(NUM_TILES, dtype=np.int64)
 #: ``_HOLDS[x]``: 1.0 for the tiles holding number ``x``.
 _HOLDS = np.array([[CONTAINS[x] >> t & 1 for t in range(NUM_TILES)] for x in range(NUM_NUMBERS)])
 _HOLDS = _HOLDS.astype(np.float32)
-#: ``_HEAVIER[t]``: 1.0 for the tiles that shed before ``t`` (a double first, then more pips).
-_HEAVIER = np.array(
-    [
-        [(IS_DOUBLE[u], PIPS[u]) > (IS_DOUBLE[t], PIPS[t]) for u in range(NUM_TILES)]
-        for t in range(NUM_TILES)
-    ],
-    dtype=np.float32,
-)
+#: Margins (heuristic points) are clipped to this and scaled by it.
+MARGIN_CAP = 4.0
+_EXPERT = HeuristicAgent()
+
+
+@functools.lru_cache(maxsize=16384)
+def play_margins(rules: Rules, moves: tuple[tuple[int, int], ...]) -> np.ndarray | None:
+    """How much better the heuristic finds each tile than the one played by the last move.
+
+    For the play ``moves[-1]`` (None for a draw, a pass or the opening), per tile ``u`` that
+    fitted the ends then and was not on the line: the heuristic's score of its best play of
+    ``u`` minus its score of the play made, both for a hand of just those two tiles, scored at
+    the public state then (hand sizes, boneyard, line, ends) with zero scores and no voids.
+    Positive where a heuristic player holding ``u`` would have played it instead (up to the
+    parts of the score that depend on the rest of its hand). ``nan`` for other tiles. Reads the
+    public moves only.
+    """
+    seat, action = moves[-1]
+    if action in (DRAW, PASS) or action >= DOUBLE_PLAY:
+        return None
+    n = rules.num_players
+    sizes = [rules.hand_size] * n
+    bone = rules.boneyard_size
+    line = [0] * NUM_TILES
+    ends: tuple[int, int] | None = None
+    flags = (False, False)
+    for s, a in moves[:-1]:
+        if a == DRAW:
+            sizes[s] += 1
+            bone -= 1
+        elif a != PASS:
+            for t in _tiles_played(a):
+                line[t] += 1
+                sizes[s] -= 1
+            _, ends, flags = raw_play(a, ends, flags, rules.play_scoring)
+    if ends is None:
+        return None
+    played = action >> 1
+    out = np.full(NUM_TILES, np.nan, dtype=np.float32)
+    fits = CONTAINS[ends[0]] | CONTAINS[ends[1]]
+    base = dict(
+        rules=rules,
+        seat=seat,
+        current_player=seat,
+        hand=(),
+        line=(),
+        line_counts=tuple(line),
+        ends=ends,
+        end_doubles=flags,
+        hand_sizes=tuple(sizes),
+        boneyard_size=bone,
+        drawable=max(0, bone - rules.reserve),
+        scores=(0,) * rules.num_sides,
+        voids=(0,) * n,
+        moves=(),
+        hand_number=0,
+        lead_tile=None,
+        legal_actions=(),
+    )
+    for u in range(NUM_TILES):
+        if u == played or not fits >> u & 1 or line[u] >= rules.sets:
+            continue
+        counts = [0] * NUM_TILES
+        counts[played] += 1
+        counts[u] += 1
+        view = PublicView(
+            hand_counts=tuple(counts),
+            unseen_counts=tuple(rules.sets - c - k for c, k in zip(counts, line)),
+            **base,
+        )
+        chosen = _EXPERT.evaluate(view, action)
+        best = max(_EXPERT.evaluate(view, 2 * u + k) for k in (0, 1) if CONTAINS[ends[k]] >> u & 1)
+        out[u] = best - chosen
+    return out
+
 
 #: Per relative other seat: hard-excluded, soft-excluded, played, declined since its last draw,
-#: declined before it, the same two for declined tiles the heuristic's shedding would have
-#: preferred (a double over a non-double, else more pips), and 6 counters.
+#: declined before it, the same two for how much better the heuristic would have found each
+#: declined tile (:func:`play_margins`), and 6 counters.
 SEAT_FEATURES = 7 * NUM_TILES + 6
 #: own hand, line, unseen, two ends, end doubles, line empty, hand sizes, boneyard, drawable,
 #: players (2, 3, 4), partnerships, moves so far.
@@ -114,12 +185,13 @@ def belief_inputs(view: PublicView) -> tuple[np.ndarray, np.ndarray, np.ndarray,
     played = np.zeros((n, NUM_TILES), dtype=np.float32)
     since = np.zeros((n, NUM_TILES), dtype=np.float32)
     before = np.zeros((n, NUM_TILES), dtype=np.float32)
-    heavy_since = np.zeros((n, NUM_TILES), dtype=np.float32)
-    heavy_before = np.zeros((n, NUM_TILES), dtype=np.float32)
+    margin_since = np.zeros((n, NUM_TILES), dtype=np.float32)
+    margin_before = np.zeros((n, NUM_TILES), dtype=np.float32)
     counters = np.zeros((n, 5), dtype=np.float32)  # draws, passes, plays, draw run, drew last
     ends: tuple[int, int] | None = None
     flags = (False, False)
-    for seat, a in view.moves:
+    moves = view.moves
+    for i, (seat, a) in enumerate(moves):
         c = counters[seat]
         if a == DRAW:
             c[0] += 1
@@ -127,8 +199,8 @@ def belief_inputs(view: PublicView) -> tuple[np.ndarray, np.ndarray, np.ndarray,
             c[4] = 1
             before[seat] += since[seat]
             since[seat] = 0
-            heavy_before[seat] += heavy_since[seat]
-            heavy_since[seat] = 0
+            np.maximum(margin_before[seat], margin_since[seat], out=margin_before[seat])
+            margin_since[seat] = 0
         elif a == PASS:
             c[1] += 1
             c[3] = c[4] = 0
@@ -138,7 +210,10 @@ def belief_inputs(view: PublicView) -> tuple[np.ndarray, np.ndarray, np.ndarray,
                 alt = np.maximum(_HOLDS[ends[0]], _HOLDS[ends[1]])
                 alt[list(tiles)] = 0
                 since[seat] += alt
-                heavy_since[seat] += alt * _HEAVIER[tiles[0]]
+                if seat != view.seat:
+                    margins = play_margins(rules, moves[: i + 1])
+                    if margins is not None:
+                        np.fmax(margin_since[seat], margins, out=margin_since[seat])
             for t in tiles:
                 played[seat, t] += 1
             c[2] += 1
@@ -161,8 +236,8 @@ def belief_inputs(view: PublicView) -> tuple[np.ndarray, np.ndarray, np.ndarray,
         block[56:84] = played[s]
         block[84:112] = np.minimum(since[s], 3.0) * seen
         block[112:140] = np.minimum(before[s], 3.0) * seen
-        block[140:168] = np.minimum(heavy_since[s], 3.0) * seen
-        block[168:196] = np.minimum(heavy_before[s], 3.0) * seen
+        block[140:168] = np.clip(margin_since[s], 0.0, MARGIN_CAP) / MARGIN_CAP * seen
+        block[168:196] = np.clip(margin_before[s], 0.0, MARGIN_CAP) / MARGIN_CAP * seen
         c = counters[s]
         block[196:201] = (c[0] / 5, c[1] / 3, c[2] / 10, c[3] / 5, c[4])
         block[201] = size / 10
