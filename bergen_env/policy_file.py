@@ -146,8 +146,6 @@ def save_policy_file(
     provenance: dict[str, Any] | None = None,
 ) -> Path:
     """Write a portable policy file (``.safetensors`` is added to a path without it)."""
-    from safetensors.numpy import save_file
-
     path = Path(path)
     if path.suffix != SUFFIX:
         path = path.with_name(path.name + SUFFIX)
@@ -158,12 +156,27 @@ def save_policy_file(
             f"actions, got a network of {network.input_size} -> {network.output_size}"
         )
     header = make_header(rules, activations, len(weights), provenance)
+    return write_network_file(path, HEADER_KEY, header, weights, biases)
+
+
+def write_network_file(
+    path: str | Path,
+    header_key: str,
+    header: dict[str, Any],
+    weights: Sequence[np.ndarray],
+    biases: Sequence[np.ndarray],
+) -> Path:
+    """Write dense layers as float32 tensors named by ``header["network"]["layers"]`` and the
+    JSON ``header`` under the metadata key ``header_key`` (any network file of this package)."""
+    from safetensors.numpy import save_file
+
+    path = Path(path)
     tensors: dict[str, np.ndarray] = {}
     for layer, w, b in zip(header["network"]["layers"], weights, biases):
         tensors[layer["weight"]] = np.ascontiguousarray(w, dtype=np.float32)
         tensors[layer["bias"]] = np.ascontiguousarray(b, dtype=np.float32)
     path.parent.mkdir(parents=True, exist_ok=True)
-    save_file(tensors, str(path), metadata={HEADER_KEY: json.dumps(header, sort_keys=True)})
+    save_file(tensors, str(path), metadata={header_key: json.dumps(header, sort_keys=True)})
     return path
 
 
@@ -185,7 +198,6 @@ class PolicyFile:
 
 def read_policy_file(path: str | Path) -> PolicyFile:
     """Load and check a portable policy file; every error names the file and the problem."""
-    from safetensors import SafetensorError, safe_open
 
     path = Path(path)
     where = f"policy file {str(path)!r}"
@@ -197,37 +209,13 @@ def read_policy_file(path: str | Path) -> PolicyFile:
             f"`python -m training.export_policy {path}` (or load it with ppo:PATH and the "
             f"trust-pickle flag if you made it yourself)"
         )
-    try:
-        with safe_open(str(path), framework="numpy") as f:
-            metadata = f.metadata() or {}
-            tensors = {k: f.get_tensor(k) for k in f.keys()}  # noqa: SIM118 (not a dict)
-    except (SafetensorError, OSError, ValueError) as exc:
-        raise PolicyFileError(f"{where} is not a readable safetensors file ({exc})") from None
-    if HEADER_KEY not in metadata:
-        raise PolicyFileError(f"{where} has no {HEADER_KEY!r} header: not a Bergen policy file")
-    try:
-        header = json.loads(metadata[HEADER_KEY])
-    except json.JSONDecodeError as exc:
-        raise PolicyFileError(f"{where}: its header is not JSON ({exc})") from None
-    if not isinstance(header, dict) or header.get("format") != FORMAT_NAME:
-        raise PolicyFileError(f"{where}: header format is not {FORMAT_NAME!r}")
-    if header.get("version") != FORMAT_VERSION:
-        raise PolicyFileError(
-            f"{where}: format version {header.get('version')!r}; this package reads version "
-            f"{FORMAT_VERSION}"
-        )
-    for key in ("rules", "obs_size", "num_actions", "network"):
+    header, network = read_network_file(path, HEADER_KEY, FORMAT_NAME, FORMAT_VERSION, where)
+    for key in ("rules", "obs_size", "num_actions"):
         if key not in header:
             raise PolicyFileError(f"{where}: header lacks {key!r}")
     try:
         rules = Rules.from_dict(header["rules"])
-        layers = header["network"]["layers"]
-        weights = [tensors[layer["weight"]] for layer in layers]
-        biases = [tensors[layer["bias"]] for layer in layers]
-        network = PolicyNetwork(weights, biases, [layer["activation"] for layer in layers])
-    except KeyError as exc:
-        raise PolicyFileError(f"{where}: missing entry or tensor {exc}") from None
-    except (TypeError, ValueError) as exc:
+    except (KeyError, TypeError, ValueError) as exc:
         raise PolicyFileError(f"{where}: {exc}") from None
     if header["obs_size"] != OBS_SIZE or network.input_size != OBS_SIZE:
         raise PolicyFileError(
@@ -240,6 +228,47 @@ def read_policy_file(path: str | Path) -> PolicyFile:
             f"{header['num_actions']} actions, and its rules have {rules.num_actions}"
         )
     return PolicyFile(path, header, network)
+
+
+def read_network_file(
+    path: str | Path, header_key: str, format_name: str, version: int, where: str
+) -> tuple[dict[str, Any], PolicyNetwork]:
+    """Load the JSON header (metadata ``header_key``, ``format`` == ``format_name``, ``version``)
+    and the dense network of a network file; every error is a :class:`PolicyFileError` that
+    starts with ``where`` (the file's description)."""
+    from safetensors import SafetensorError, safe_open
+
+    try:
+        with safe_open(str(path), framework="numpy") as f:
+            metadata = f.metadata() or {}
+            tensors = {k: f.get_tensor(k) for k in f.keys()}  # noqa: SIM118 (not a dict)
+    except (SafetensorError, OSError, ValueError) as exc:
+        raise PolicyFileError(f"{where} is not a readable safetensors file ({exc})") from None
+    if header_key not in metadata:
+        raise PolicyFileError(f"{where} has no {header_key!r} header: not a {format_name} file")
+    try:
+        header = json.loads(metadata[header_key])
+    except json.JSONDecodeError as exc:
+        raise PolicyFileError(f"{where}: its header is not JSON ({exc})") from None
+    if not isinstance(header, dict) or header.get("format") != format_name:
+        raise PolicyFileError(f"{where}: header format is not {format_name!r}")
+    if header.get("version") != version:
+        raise PolicyFileError(
+            f"{where}: format version {header.get('version')!r}; this package reads version "
+            f"{version}"
+        )
+    if "network" not in header:
+        raise PolicyFileError(f"{where}: header lacks 'network'")
+    try:
+        layers = header["network"]["layers"]
+        weights = [tensors[layer["weight"]] for layer in layers]
+        biases = [tensors[layer["bias"]] for layer in layers]
+        network = PolicyNetwork(weights, biases, [layer["activation"] for layer in layers])
+    except KeyError as exc:
+        raise PolicyFileError(f"{where}: missing entry or tensor {exc}") from None
+    except (TypeError, ValueError) as exc:
+        raise PolicyFileError(f"{where}: {exc}") from None
+    return header, network
 
 
 def check_trained_rules(source: str, trained: Rules, rules: Rules, allow_mismatch: bool) -> None:

@@ -35,6 +35,8 @@ AGENT_SPECS = [
     "search:samples=2,rollout=heuristic",
     "search:samples=4,belief=1,candidates=3,temperature=0.2",
     "search:samples=3,rollout=heuristic,belief=1,candidates=2",  # the strongest, made small
+    "search:samples=4,belief=learned",
+    "search:samples=2,rollout=heuristic,belief=learned,power=2",
 ]
 SEATINGS = [(2, False), (3, False), (4, False), (4, True)]
 

@@ -22,7 +22,13 @@ from bergen_env.tiles import NUM_TILES, TILES
 SEATINGS = ((2, False), (3, False), (4, False), (4, True))
 CONFIGS = [(preset, n, p) for preset in PRESETS for n, p in SEATINGS]
 #: Small settings for the slow agents (a PIMC search with few samples).
-AGENT_SPECS = {"search": "search:samples=8", "openspiel": "openspiel:bot=ismcts,simulations=4"}
+AGENT_SPECS = {
+    "search": "search:samples=8",
+    "openspiel": "openspiel:bot=ismcts,simulations=4",
+    "search-learned": "search:samples=8,belief=learned",
+}
+#: Configurations checked besides one agent per kind (names of ``AGENT_SPECS``).
+EXTRA_KINDS = ["search-learned"]
 #: Positions per match for the slow agents (ISMCTS through the OpenSpiel game); others: 160.
 POSITION_LIMITS = {"openspiel": 50}
 #: Decisions a kind must make over the five matches (fewer positions, fewer decisions).
@@ -161,7 +167,7 @@ def agent_spec(kind: str) -> str:
     return AGENT_SPECS.get(kind, kind)
 
 
-@pytest.mark.parametrize("kind", registered_agents())
+@pytest.mark.parametrize("kind", [*registered_agents(), *EXTRA_KINDS])
 @pytest.mark.parametrize(
     ("preset", "num_players", "partnerships"),
     [("standard", 2, False), ("traditional", 3, False), ("double_set", 4, True)],

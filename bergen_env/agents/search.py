@@ -29,6 +29,11 @@ cost per sample; ``benchmarks/agents_speed.py`` measures each).
 hand (:class:`~bergen_env.agents.belief.BeliefModel`, a softmax with ``temperature``, default
 0.5, over the heuristic's scores): ``candidates * samples`` deals are drawn (``candidates``,
 default 4) and ``samples`` of them resampled in proportion to their likelihood.
+``belief="learned"`` draws each deal from a learned belief over where the hidden tiles are
+(:mod:`~bergen_env.agents.learned_belief`: a network over the public history, balanced to the
+hand sizes, zero where public information rules a place out), from ``belief_file`` or else the
+file shipped for the seating (``policies/belief_2p.safetensors``, ...); ``power`` (default 1)
+sharpens (> 1) or flattens (< 1) its per-tile probabilities.
 ``playouts``: ``"python"`` plays the rollouts on :class:`BergenState`; ``"compiled"`` plays
 the ``"public"`` and ``"greedy"`` rollouts with the compiled kernels of
 :mod:`bergen_env.vector.rollouts` (the ``[vector]`` extra: numba), with the same values and
@@ -53,6 +58,13 @@ from bergen_env.agents.base import Agent
 from bergen_env.agents.belief import BeliefModel
 from bergen_env.agents.greedy import greedy_key
 from bergen_env.agents.heuristic import HeuristicAgent
+from bergen_env.agents.learned_belief import (
+    BeliefNetwork,
+    LearnedDeals,
+    draw_deal,
+    read_belief_file,
+    shipped_belief_path,
+)
 from bergen_env.agents.match_value import MAX_STATES, WinTable, has_table, table_states, win_table
 from bergen_env.agents.sampling import HiddenTileSampler
 from bergen_env.engine import TILE_POOLS, BergenState, PublicView
@@ -73,6 +85,7 @@ from bergen_env.validation import check_int, check_number
 ROLLOUTS = ("greedy", "public", "random", "heuristic")
 VALUES = ("auto", "win", "margin")
 PLAYOUTS = ("auto", "compiled", "python")
+BELIEFS = (0, 1, "learned")
 #: The rollouts that have compiled playouts (``bergen_env.vector.rollouts``).
 COMPILED_ROLLOUTS = ("greedy", "public")
 #: The greedy rollout's preference among playable tiles: doubles, then pips, then id (descending).
@@ -291,6 +304,17 @@ _IS_DOUBLE = np.array(IS_DOUBLE, dtype=bool)
 _DEAL_BUFFERS = {sets: pool.copy() for sets, pool in TILE_POOLS.items()}
 
 
+_BELIEF_FILES: dict[str, BeliefNetwork] = {}
+
+
+def load_belief(path: str) -> BeliefNetwork:
+    """A belief file, read once per process (agents keep only its path, so they pickle)."""
+    network = _BELIEF_FILES.get(path)
+    if network is None:
+        network = _BELIEF_FILES[path] = read_belief_file(path)
+    return network
+
+
 class SearchAgent(Agent):
     """PIMC: sampled determinizations, one playout per legal action per sample."""
 
@@ -301,11 +325,13 @@ class SearchAgent(Agent):
         samples: int = 200,
         budget_ms: float | None = None,
         rollout: str = "public",
-        belief: int = 0,
+        belief: int | str = 0,
         temperature: float = 0.5,
         candidates: int = 4,
         value: str = "auto",
         playouts: str = "auto",
+        belief_file: str | None = None,
+        power: float = 1.0,
     ) -> None:
         param = dict(label="parameter", error=ValueError)
         check_int("samples", samples, minimum=1, **param)
@@ -326,11 +352,21 @@ class SearchAgent(Agent):
                 "parameter playouts='compiled' needs numba: install the extra with "
                 "`pip install 'bergen_env[vector]'`"
             )
-        check_int("belief", belief, minimum=0, maximum=1, **param)
+        if isinstance(belief, bool) or belief not in BELIEFS:
+            raise ValueError(f"parameter 'belief' must be one of {BELIEFS}, got {belief!r}")
+        if belief_file is not None and belief != "learned":
+            raise ValueError(
+                f"parameter 'belief_file' needs belief='learned', got belief={belief!r}"
+            )
+        check_number("power", power, above=0, **param)
         check_number("temperature", temperature, above=0, **param)
         check_int("candidates", candidates, minimum=1, **param)
         self.samples = samples
         self.belief = belief
+        self.belief_file = None if belief_file is None else str(belief_file)
+        self.power = float(power)
+        if self.belief_file is not None:
+            load_belief(self.belief_file)  # a bad file fails here, naming it
         self.temperature = float(temperature)
         self.candidates = candidates
         self.budget_ms = budget_ms
@@ -346,6 +382,8 @@ class SearchAgent(Agent):
 
     def reset(self, rules: Rules, seat: int, rng: np.random.Generator) -> None:
         self._win_table(rules)  # a bad value/rules pair fails here, before the first decision
+        if self.belief == "learned":
+            self._belief_network(rules)  # as does a seating without a belief file
         super().reset(rules, seat, rng)
 
     def _win_table(self, rules: Rules) -> WinTable | None:
@@ -386,13 +424,28 @@ class SearchAgent(Agent):
         sampler = HiddenTileSampler(view)
         totals = [0.0] * len(legal)
         done = 0
-        deals = self._weighted_deals(view, sampler) if self.belief else None
+        deals = self._weighted_deals(view, sampler) if self.belief == 1 else None
+        learned = self.learned_deals(view) if self.belief == "learned" else None
         compiled = self._compiled_root(view) if self.compiled else None
+        clairvoyant = self.rollout == "greedy"
         if compiled is not None and deals is None and deadline is None:  # one compiled call
-            sums = compiled.search(rng, sampler, self.samples, self.rollout == "greedy")
+            if learned is not None:
+                from bergen_env.vector.belief_playouts import learned_search
+
+                sums = learned_search(compiled, learned, rng, self.samples, clairvoyant)
+            else:
+                sums = compiled.search(rng, sampler, self.samples, clairvoyant)
             return {a: v / self.samples for a, v in zip(legal, sums.tolist())}
+        draw = draw_deal
+        if learned is not None and numba_installed():
+            from bergen_env.vector.belief_playouts import draw_deal as draw
         for k in range(self.samples):
-            hands, boneyard = sampler.sample(rng) if deals is None else deals[k]
+            if deals is not None:
+                hands, boneyard = deals[k]
+            elif learned is not None:
+                hands, boneyard = learned.sample(rng, draw)
+            else:
+                hands, boneyard = sampler.sample(rng)
             if compiled is not None:
                 values = self._compiled_values(compiled, view, hands, boneyard)
             else:
@@ -405,6 +458,25 @@ class SearchAgent(Agent):
             if deadline is not None and time.perf_counter() > deadline:
                 break
         return {a: v / done for a, v in zip(legal, totals)}
+
+    def _belief_network(self, rules: Rules) -> BeliefNetwork:
+        """The belief network of ``belief='learned'``: ``belief_file``, or the shipped one."""
+        path = self.belief_file
+        if path is None:
+            path = str(shipped_belief_path(rules))
+        network = load_belief(path)
+        if network.rules.num_players != rules.num_players:
+            raise ValueError(
+                f"agent {self.name!r}: belief file {path!r} was trained for "
+                f"{network.rules.num_players} players, not {rules.num_players}"
+            )
+        return network
+
+    def learned_deals(self, view: PublicView) -> LearnedDeals:
+        """The deals of one decision under the learned belief (``belief='learned'``)."""
+        network = self._belief_network(view.rules)
+        matrix, *inputs = network.matrix_and_inputs(view)
+        return LearnedDeals(view, matrix, self.power, inputs=tuple(inputs))
 
     def _compiled_root(self, view: PublicView) -> Any:
         """The compiled playouts' root of this decision (``CompiledPlayouts``)."""

@@ -1,0 +1,95 @@
+"""``search``'s compiled playouts over deals drawn from a learned belief (``belief=learned``).
+
+:func:`draw_deal` is :func:`bergen_env.agents.learned_belief.draw_deal` compiled (same source,
+same draws from the numpy Generator); :func:`belief_search_totals` draws ``samples`` deals with
+it and plays each legal action out with :func:`~bergen_env.vector.rollouts.greedy_playouts`, as
+:func:`~bergen_env.vector.rollouts.search_totals` does with the uniform sampler.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from bergen_env.agents import learned_belief
+from bergen_env.agents.learned_belief import LearnedDeals
+from bergen_env.engine import TILE_POOLS
+from bergen_env.vector import kernels as K
+from bergen_env.vector._numba import njit
+from bergen_env.vector.rollouts import CompiledPlayouts, greedy_playouts
+
+draw_deal = njit(learned_belief.draw_deal)
+
+
+@njit
+def belief_search_totals(rng, samples, pool, q, caps, tries, loc_of, seat, own, levels, r, m0,
+                         scores0, hlen0, voids0, line0, legal, clairvoyant, deal_rng, deals, out,
+                         value_table, low, values, deal_pool, totals):  # fmt: skip
+    """``samples`` deals from :func:`draw_deal` (``loc_of[s]``: the belief column of seat ``s``,
+    -1 for the searcher), each with one playout per legal action; ``totals[k]`` += the values
+    of ``legal[k]``, ``levels[level]`` += 1 per deal. The RNG advances as in the Python search."""
+    n = r[K.R_N]
+    m = pool.shape[0]
+    where = np.zeros((2, m), dtype=np.int64)
+    tiles = np.empty(m + own.shape[0], dtype=np.int64)
+    bone = q.shape[2] - 1
+    dealt = r[K.R_N] * r[K.R_HAND]
+    for _ in range(samples):
+        levels[draw_deal(rng, pool, q, caps, tries, where)] += 1
+        k = 0
+        for s in range(n):
+            if loc_of[s] < 0:
+                for j in range(own.shape[0]):
+                    tiles[k] = own[j]
+                    k += 1
+            else:
+                for j in range(m):
+                    if where[1, j] == loc_of[s]:
+                        tiles[k] = where[0, j]
+                        k += 1
+        for j in range(m):
+            if where[1, j] == bone:
+                tiles[k] = where[0, j]
+                k += 1
+        new_hands = greedy_playouts(
+            r, m0, scores0, hlen0, voids0, line0, tiles, legal, clairvoyant, deal_rng, deals,
+            out, value_table, low, values,
+        )  # fmt: skip
+        for _ in range(new_hands):
+            while True:  # redeal while no seat holds a double (BergenState._start_hand)
+                order = rng.permutation(deal_pool)
+                found = False
+                for j in range(dealt):
+                    if K.T_IS_DOUBLE[order[j]]:
+                        found = True
+                        break
+                if found:
+                    break
+        for x in range(legal.shape[0]):
+            totals[x] += values[x]
+
+
+def learned_search(
+    root: CompiledPlayouts,
+    deals: LearnedDeals,
+    rng: np.random.Generator,
+    samples: int,
+    clairvoyant: bool,
+) -> np.ndarray:
+    """The summed values of each legal action over ``samples`` deals of ``deals``, drawn from
+    ``rng`` in one compiled call (the draws of ``SearchAgent.action_values``' Python loop)."""
+    view = deals.view
+    loc_of = np.full(view.rules.num_players, -1, dtype=np.int64)
+    for k, s in enumerate(deals.seats):
+        loc_of[s] = k
+    own = np.array(view.hand, dtype=np.int64)
+    levels = np.zeros(deals.q.shape[0] + 1, dtype=np.int64)
+    totals = np.zeros(len(root.legal), dtype=np.float64)
+    belief_search_totals(
+        rng, samples, deals.pool, deals.q, deals.caps, deals.tries, loc_of, view.seat, own,
+        levels, root.r, root.m, root.scores, root.hlen, root.voids, root.line, root.legal,
+        clairvoyant, root.rng, root.deals, root.out, root.table, root.low, root.values,
+        TILE_POOLS[view.rules.sets], totals,
+    )  # fmt: skip
+    for i, c in enumerate(levels.tolist()):
+        deals.levels[i] += c
+    return totals
