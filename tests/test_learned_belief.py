@@ -225,21 +225,27 @@ def test_compiled_and_python_draws_agree(random_belief: Path) -> None:
     assert a == b
 
 
-def test_search_with_learned_belief_compiled_equals_python(random_belief: Path) -> None:
+# Fives with 3-tile hands: a rotating lead, whose next hands need no double though most lack one
+@pytest.mark.parametrize(("preset", "options"), [("standard", {}), ("fives", {"hand_size": 3})])
+def test_search_with_learned_belief_compiled_equals_python(
+    random_belief: Path, preset: str, options: dict
+) -> None:
     pytest.importorskip("numba")
-    rules = Rules.preset("standard")
+    rules = Rules.preset(preset, **options)
     for seed in range(4):
         view = _view_with_choice(rules, seed=20 + seed)
-        values = []
+        values, states = [], []
         for playouts in ("compiled", "python"):
             agent = make_agent(
                 f"search:samples=12,belief=learned,belief_file={random_belief},playouts={playouts}"
             )
             agent.reset(rules, view.seat, np.random.default_rng(seed))
             values.append(agent.action_values(view))
+            states.append(agent.rng.bit_generator.state)
         assert values[0].keys() == values[1].keys()
         for a in values[0]:
             assert values[0][a] == pytest.approx(values[1][a])
+        assert states[0] == states[1]  # the next hands' shuffles drawn alike
 
 
 @pytest.mark.parametrize("preset", PRESETS)

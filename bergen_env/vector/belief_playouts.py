@@ -15,7 +15,7 @@ from bergen_env.agents.learned_belief import LearnedDeals
 from bergen_env.engine import TILE_POOLS
 from bergen_env.vector import kernels as K
 from bergen_env.vector._numba import njit
-from bergen_env.vector.rollouts import CompiledPlayouts, greedy_playouts
+from bergen_env.vector.rollouts import CompiledPlayouts, greedy_playouts, next_hand_shuffles
 
 draw_deal = njit(learned_belief.draw_deal)
 
@@ -54,16 +54,7 @@ def belief_search_totals(rng, samples, pool, q, caps, tries, loc_of, seat, own, 
             r, m0, scores0, hlen0, voids0, line0, tiles, legal, clairvoyant, deal_rng, deals,
             out, value_table, low, values,
         )  # fmt: skip
-        for _ in range(new_hands):
-            while True:  # redeal while no seat holds a double (BergenState._start_hand)
-                order = rng.permutation(deal_pool)
-                found = False
-                for j in range(dealt):
-                    if K.T_IS_DOUBLE[order[j]]:
-                        found = True
-                        break
-                if found:
-                    break
+        next_hand_shuffles(rng, r, deal_pool, dealt, new_hands)
         for x in range(legal.shape[0]):
             totals[x] += values[x]
 

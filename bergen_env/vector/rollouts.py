@@ -277,6 +277,24 @@ def sample_hidden(rng, pool, excluded, orders, order_lens, in_order, sizes, seat
 
 
 @njit
+def next_hand_shuffles(rng, r, deal_pool, dealt, new_hands):
+    """Draw from ``rng`` the shuffles of ``new_hands`` next hands as ``BergenState`` deals them:
+    one shuffle under a rotating lead, else redeals while no seat holds a double."""
+    for _ in range(new_hands):
+        while True:
+            order = rng.permutation(deal_pool)
+            if r[K.R_LEAD] == K.LEAD_ROTATE:  # no double needed: one shuffle
+                break
+            found = False
+            for j in range(dealt):
+                if K.T_IS_DOUBLE[order[j]]:
+                    found = True
+                    break
+            if found:
+                break
+
+
+@njit
 def search_totals(rng, samples, pool, excluded, orders, order_lens, in_order, sizes, seat, own,
                   tries, counters, r, m0, scores0, hlen0, voids0, line0, legal, clairvoyant,
                   deal_rng, deals, out, value_table, low, values, deal_pool, totals):  # fmt: skip
@@ -293,19 +311,7 @@ def search_totals(rng, samples, pool, excluded, orders, order_lens, in_order, si
             r, m0, scores0, hlen0, voids0, line0, tiles, legal, clairvoyant, deal_rng, deals,
             out, value_table, low, values,
         )  # fmt: skip
-        for _ in range(new_hands):
-            while True:  # redeal while no seat holds a double (BergenState._start_hand)
-                if r[K.R_LEAD] == K.LEAD_ROTATE:  # no double needed: one shuffle
-                    rng.permutation(deal_pool)
-                    break
-                order = rng.permutation(deal_pool)
-                found = False
-                for j in range(dealt):
-                    if K.T_IS_DOUBLE[order[j]]:
-                        found = True
-                        break
-                if found:
-                    break
+        next_hand_shuffles(rng, r, deal_pool, dealt, new_hands)
         for x in range(legal.shape[0]):
             totals[x] += values[x]
 
