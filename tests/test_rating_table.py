@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import math
 import re
+import shlex
 from pathlib import Path
 
 import pytest
@@ -253,3 +254,32 @@ def test_the_stored_table_of_the_docs_reads_back() -> None:
     assert {p.rules["num_players"] for p in pairs} == {2} and {p.seed for p in pairs} == {0}
     table = rt.rating_table(rt.RoundRobin(agents, pairs, []), bootstrap=100)
     assert table.agents[-1] == "random" and table.agents.index("search") < 3
+
+
+def _docs_sections() -> list[tuple[str, str]]:
+    """(stored results file, the section's text) for every stored table in docs/ratings.md."""
+    text = (Path(__file__).resolve().parent.parent / "docs/ratings.md").read_text()
+    marks = list(re.finditer(r"<!-- table: .*?stored in (\S+) -->", text))
+    ends = [m.start() for m in marks[1:]] + [text.index("## Adding an agent")]
+    return [(m.group(1), text[m.start() : end]) for m, end in zip(marks, ends, strict=True)]
+
+
+@pytest.mark.parametrize("stored", [f for f, _ in _docs_sections()])
+def test_the_docs_tables_are_what_their_command_prints(
+    stored: str, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each ratings section's command, run on its stored results, prints the section's tables."""
+    section = dict(_docs_sections())[stored]
+    block = re.search(r"```bash\n(.*?)```", section, re.S)
+    assert block, f"no command in the section of {stored}"
+    argv = shlex.split(block.group(1).replace("\\\n", " "))
+    assert argv[:3] == ["python", "-m", "benchmarks.rating_table"]
+    assert argv[argv.index("--results") + 1] == stored
+    monkeypatch.chdir(Path(__file__).resolve().parent.parent)  # the policy paths are relative
+    assert rt.main(argv[3:]) == 0
+    out = capsys.readouterr().out
+    assert "(0 played," in out  # every pair read back, none played
+    tables = [t.strip() for t in out.split("\n\n") if t.lstrip().startswith("|")]
+    assert len(tables) == 3
+    for table in tables:
+        assert table in section, f"docs/ratings.md differs from the command's table:\n{table}"
