@@ -139,7 +139,7 @@ def test_network_starts_from_the_shipped_policy() -> None:
         ("player", [], "'player' must be a non-empty list"),
         ("player", ["nobody"], "'player'/'opponents'.*nobody"),
         ("opponents", ["network"], "'opponents' must be agent strings"),
-        ("opponents", ["greedy", "greedy"], "'opponents' must hold 1 or 1"),
+        ("opponents", ["greedy", "greedy"], "'opponents' must hold 1 agent string \\(the one seat"),
         ("net_arch", [0], "'net_arch' must be a non-empty list"),
         ("activation", "gelu", "'activation' must be"),
         ("reward", "points", "'reward' must be 'match'"),
