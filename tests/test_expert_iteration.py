@@ -139,7 +139,7 @@ def test_network_starts_from_the_shipped_policy() -> None:
         ("player", [], "'player' must be a non-empty list"),
         ("player", ["nobody"], "'player'/'opponents'.*nobody"),
         ("opponents", ["network"], "'opponents' must be agent strings"),
-        ("opponents", ["greedy", "greedy"], "'opponents' must hold 1 or 1"),
+        ("opponents", ["greedy", "greedy"], "'opponents' must hold 1 agent string \\(the one seat"),
         ("net_arch", [0], "'net_arch' must be a non-empty list"),
         ("activation", "gelu", "'activation' must be"),
         ("reward", "points", "'reward' must be 'match'"),
@@ -204,3 +204,130 @@ def test_fit_from_saved_decisions(tmp_path: Path, labelled: Decisions) -> None:
     assert int(row[1]) == len(labelled)  # the decisions fitted: the saved ones
     with pytest.raises(ConfigError, match="--data: file .*nope.npz"):
         main(["--config", str(config), "--run-dir", str(run), "--data", str(tmp_path / "nope.npz")])
+
+
+# ---------------------------------------------------------------------- 3 players, partnerships
+
+SHIPPED_3P = ROOT / "policies" / "standard_3p.safetensors"
+SHIPPED_4P = ROOT / "policies" / "partners_4p.safetensors"
+SEATINGS = {
+    "3p": dict(num_players=3, init_policy=str(SHIPPED_3P)),
+    "4p": dict(num_players=4, partnerships=True, init_policy=str(SHIPPED_4P)),
+}
+
+
+def multi(seating: str, **changes: object) -> ExpertIterationConfig:
+    return tiny(**(SEATINGS[seating] | dict(player=["network"], opponents=["heuristic"]) | changes))
+
+
+def collect_with_seatings(
+    cfg: ExpertIterationConfig, decisions: int, seed: int, monkeypatch: pytest.MonkeyPatch
+) -> tuple[Decisions, list[tuple[int, list[tuple[object, int]]]]]:
+    """Collect, recording each match's learner seat and the agents of the other seats."""
+    import training.expert_iteration as ei
+
+    seatings: list[tuple[int, list[tuple[object, int]]]] = []
+
+    class Recording(ei.BergenSingleAgentEnv):
+        def reset(self, **kwargs: object):  # type: ignore[override]
+            out = super().reset(**kwargs)
+            seatings.append((self.seat, [(a, a.seat) for a in self.opponents]))
+            return out
+
+    monkeypatch.setattr(ei, "BergenSingleAgentEnv", Recording)
+    net = numpy_network(build_network(cfg, cfg.make_rules().num_actions))
+    return collect_decisions(cfg, net, decisions, seed), seatings
+
+
+@pytest.mark.parametrize("seating", ["3p", "4p"])
+def test_multiplayer_labels_are_legal_and_reproducible(
+    seating: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    cfg = multi(seating)
+    data, seatings = collect_with_seatings(cfg, 30, 5, monkeypatch)
+    assert len(data) >= 30
+    assert (data.masks.sum(axis=1) > 1).all()
+    assert (data.values[~data.masks] == 0).all() and (np.abs(data.values) <= 1).all()
+    assert data.values[data.masks].std() > 0  # real values, not zeros
+    assert data.masks[np.arange(len(data)), data.heuristic].all()
+    again, _ = collect_with_seatings(cfg, 30, 5, monkeypatch)
+    for f in dataclasses.fields(Decisions):
+        np.testing.assert_array_equal(getattr(data, f.name), getattr(again, f.name))
+    other, _ = collect_with_seatings(cfg, 30, 6, monkeypatch)
+    assert not np.array_equal(other.values[:10], data.values[:10])
+
+
+def test_the_network_plays_the_partner_seat(monkeypatch: pytest.MonkeyPatch) -> None:
+    from bergen_env.agents.heuristic import HeuristicAgent
+    from bergen_env.agents.policy import PolicyAgent
+
+    cfg = multi("4p", player=["network", "heuristic"], opponents=["greedy", "random"])
+    _, seatings = collect_with_seatings(cfg, 60, 1, monkeypatch)
+    kinds = set()
+    for seat, agents in seatings:
+        assert [s for _, s in agents] == [(seat + k) % 4 for k in (1, 2, 3)]
+        assert type(agents[0][0]).__name__ == "GreedyAgent"
+        assert type(agents[2][0]).__name__ == "RandomAgent"
+        kinds.add(type(agents[1][0]))
+    assert kinds == {PolicyAgent, HeuristicAgent}  # the partner plays like the learner
+    # the partner's copy of the network chooses as the network does
+    partner = next(a[1][0] for _, a in seatings if isinstance(a[1][0], PolicyAgent))
+    shipped = read_policy_file(SHIPPED_4P).network
+    obs = np.random.default_rng(0).random((3, shipped.input_size), dtype=np.float32)
+    np.testing.assert_allclose(partner.policy.network.logits(obs), shipped.logits(obs), atol=1e-5)
+
+
+def test_partner_from_the_opponents(monkeypatch: pytest.MonkeyPatch) -> None:
+    cfg = multi("4p", partner="opponents", opponents=["greedy", "random", "heuristic"])
+    _, seatings = collect_with_seatings(cfg, 20, 2, monkeypatch)
+    for _, agents in seatings:
+        names = [type(a).__name__ for a, _ in agents]
+        assert names == ["GreedyAgent", "RandomAgent", "HeuristicAgent"]
+
+
+@pytest.mark.parametrize(
+    ("seating", "changes", "message"),
+    [
+        ("3p", dict(opponents=["greedy"] * 3), r"'opponents' must hold 1 agent string .* or 2"),
+        ("4p", dict(opponents=["greedy"] * 3), r"or 2, one for each of the opposing side's"),
+        (
+            "4p",
+            dict(partner="opponents", opponents=["greedy"] * 2),
+            r"or 3, one for each of the other seats, the partner second",
+        ),
+        ("4p", dict(partner="pool"), "'partner' must be 'learner' or 'opponents'"),
+        ("3p", dict(partnerships=True), "partnerships"),
+        ("3p", dict(init_policy=str(SHIPPED_4P)), "'init_policy' was trained for other rules"),
+        ("4p", dict(init_policy=str(SHIPPED_3P)), "'init_policy' was trained for other rules"),
+    ],
+)
+def test_multiplayer_config_errors(seating: str, changes: dict, message: str) -> None:
+    with pytest.raises(ConfigError, match=message):
+        multi(seating, **changes)
+
+
+@pytest.mark.parametrize("seating", ["3p", "4p"])
+def test_tiny_multiplayer_run(seating: str, tmp_path: Path) -> None:
+    import yaml
+
+    cfg = multi(seating, iterations=2, decisions=12, job_decisions=6)
+    config = tmp_path / "tiny.yaml"
+    config.write_text(yaml.safe_dump({"default": dataclasses.asdict(cfg)}))
+    path = main(["--config", str(config), "--run-dir", str(tmp_path / "run"), "--no-progress"])
+    rules = cfg.make_rules()
+    assert read_policy_file(path).rules == rules
+    metrics = (tmp_path / "run" / "metrics.csv").read_text().splitlines()
+    assert len(metrics) == 3 and "vs_heuristic" in metrics[0]
+    assert len(Decisions.load(tmp_path / "run" / "data_1.npz")) >= 12
+    spec = f"policy:{path}"
+    seats = [spec, "heuristic"] if rules.partnerships else [spec, "heuristic", "heuristic"]
+    result = run_tournament(seats, rules, matches=2, seed=0)
+    assert result.agents[spec].matches >= 2
+
+
+@pytest.mark.parametrize("name", ["expert_iteration_3p", "expert_iteration_4p"])
+def test_shipped_multiplayer_configs_load(name: str) -> None:
+    cfg = load_config(ROOT / "configs" / f"{name}.yaml")
+    rules = cfg.make_rules()
+    assert read_policy_file(cfg.init_policy).rules == rules
+    assert rules.num_players == (3 if name.endswith("3p") else 4)

@@ -7,7 +7,10 @@ Each iteration:
 1. **Positions.** Whole matches are played in the single-agent env: the learner seat by the
    current network (``player: [network]``, its most probable legal action) or by scripted agents
    (``player`` is a list of agent strings drawn uniformly each match), the other seats by
-   ``opponents``. Every real choice of the learner (more than one legal action) is kept.
+   ``opponents``. In partnerships with ``partner: learner`` (the default) the learner's partner
+   is played by a second copy of the learner's player of that match, so the network plays both
+   seats of its team, as it does when evaluated. Every real choice of the learner seat (more
+   than one legal action) is kept.
 2. **Labels.** The ``teacher`` (a ``search`` agent string) values every legal action of each kept
    decision from the learner's public view (:meth:`SearchAgent.action_values`: the mean playout
    value over many sampled deals of the hidden tiles, in match units ``2 P(win) - 1`` here). The
@@ -49,10 +52,17 @@ import numpy as np
 import torch
 import yaml
 
-from bergen_env.agents.base import make_agent
+from bergen_env.agents.base import Agent, make_agent
+from bergen_env.agents.policy import PolicyAgent
 from bergen_env.agents.search import WIN_VALUE, SearchAgent
 from bergen_env.observation import OBS_SIZE
-from bergen_env.policy_file import PolicyNetwork, read_policy_file, save_policy_file
+from bergen_env.policy_file import (
+    PolicyFile,
+    PolicyNetwork,
+    make_header,
+    read_policy_file,
+    save_policy_file,
+)
 from bergen_env.rules import Rules
 from bergen_env.single_agent import BergenSingleAgentEnv
 from bergen_env.validation import is_int, is_number
@@ -87,8 +97,11 @@ class ExpertIterationConfig(EnvBlock):
     """Who plays the learner seat while positions are collected, drawn uniformly each match:
     ``network`` (the current network) or agent strings."""
     opponents: list[str] = field(default_factory=lambda: ["heuristic"])
-    """Agent strings of the other seats: one for every seat, or one per seat (the partner
-    first in partnerships)."""
+    """Agent strings of the other seats, in turn order after the learner: one for every seat, or
+    one per seat (in partnerships with ``partner: opponents`` the partner is the second)."""
+    partner: str = "learner"
+    """Partnerships: ``learner`` (the partner seat is played like the learner seat: by the
+    network when ``player`` draws it) or ``opponents`` (the partner is an ``opponents`` entry)."""
     teacher: str = "search:samples=400"
     """The ``search`` agent string whose action values label the decisions."""
     temperature: float = 0.03
@@ -176,10 +189,22 @@ class ExpertIterationConfig(EnvBlock):
             raise bad("init_policy", "must be the path of a policy file or null")
         if self.reward != "match":
             raise bad("reward", "must be 'match' (the targets are search's values, not rewards)")
+        if self.partner not in ("learner", "opponents"):
+            raise bad("partner", "must be 'learner' or 'opponents'")
         rules = self.env_options(source).rules
-        others = rules.num_players - 1
+        others = len(self.opponent_seats(rules))
         if len(self.opponents) not in (1, others):
-            raise bad("opponents", f"must hold 1 or {others} agent strings")
+            if others == 1:
+                why = "must hold 1 agent string (the one seat besides the learner)"
+            else:
+                seats = (
+                    "the opposing side's seats (the partner plays like the learner)"
+                    if rules.partnerships and self.partner == "learner"
+                    else "the other seats, the partner second in partnerships"
+                )
+                why = f"must hold 1 agent string (for every seat) or {others}, one for each of "
+                why += seats
+            raise bad("opponents", why)
         try:
             for spec in {*self.player, *self.opponents} - {NETWORK}:
                 make_agent(spec)
@@ -202,6 +227,11 @@ class ExpertIterationConfig(EnvBlock):
                 raise ConfigError(f"{source}: key 'init_policy': {exc}") from None
             if policy.rules.to_dict() | {"name": ""} != rules.to_dict() | {"name": ""}:
                 raise bad("init_policy", "was trained for other rules than the config's")
+
+    def opponent_seats(self, rules: Rules) -> list[int]:
+        """The seats (relative to the learner: 1 is the next) that ``opponents`` plays."""
+        partner = rules.num_players // 2 if rules.partnerships and self.partner == "learner" else 0
+        return [k for k in range(1, rules.num_players) if k != partner]
 
     def make_rules(self) -> Rules:
         """The rules of the run (preset, seating and overrides)."""
@@ -290,22 +320,34 @@ def collect_decisions(
 ) -> Decisions:
     """Play whole matches until ``decisions`` learner decisions are labelled (see the module doc).
 
-    ``network`` plays the learner when ``player`` draws ``network``. The last match is played
-    to its end, so slightly more decisions may be returned.
+    ``network`` plays the learner (and in partnerships with ``partner: learner`` its partner)
+    when ``player`` draws ``network``. The last match is played to its end, so slightly more
+    decisions may be returned.
     """
     rules = cfg.make_rules()
-    opponents = (
-        cfg.opponents * (rules.num_players - 1) if len(cfg.opponents) == 1 else cfg.opponents
-    )
-    env = BergenSingleAgentEnv(opponents=list(opponents), learner_seat="random", **cfg.env_kwargs())
+    if NETWORK in cfg.player and network is None:
+        raise ValueError("collect_decisions: 'player' holds 'network' but no network was given")
     rng = np.random.default_rng(seed)
     teacher = make_agent(cfg.teacher)
     heuristic = make_agent("heuristic")
-    players = {
-        spec: None if spec == NETWORK else make_agent(spec) for spec in dict.fromkeys(cfg.player)
-    }
-    if NETWORK in players and network is None:
-        raise ValueError("collect_decisions: 'player' holds 'network' but no network was given")
+
+    def build(spec: str) -> Agent:
+        if spec != NETWORK:
+            return make_agent(spec)
+        header = make_header(rules, network.activations, len(network.activations))
+        return PolicyAgent.from_policy_file(PolicyFile(NETWORK, header, network))
+
+    players = {spec: build(spec) for spec in dict.fromkeys(cfg.player)}
+    seats = cfg.opponent_seats(rules)
+    by_seat: list[Any] = [None] * (rules.num_players - 1)
+    for k, seat in enumerate(seats):
+        by_seat[seat - 1] = cfg.opponents[0 if len(cfg.opponents) == 1 else k]
+    partner_of: dict[str, Agent] = {}
+    spec = cfg.player[0]
+    if len(seats) < rules.num_players - 1:  # the partner plays like the learner (a second copy)
+        partner_of = {s: build(s) for s in players}
+        by_seat[rules.num_players // 2 - 1] = lambda: partner_of[spec]
+    env = BergenSingleAgentEnv(opponents=by_seat, learner_seat="random", **cfg.env_kwargs())
     win = WIN_VALUE * rules.score_scale  # search's value of a won match
     obs_rows: list[np.ndarray] = []
     mask_rows: list[np.ndarray] = []
@@ -314,12 +356,11 @@ def collect_decisions(
     match_ids: list[int] = []
     match = 0
     while len(match_ids) < decisions:
+        spec = cfg.player[int(rng.integers(len(cfg.player)))]  # read by the partner's callable
         obs, _ = env.reset(seed=int(rng.integers(2**63)))
-        spec = cfg.player[int(rng.integers(len(cfg.player)))]
         player = players[spec]
         for agent in (teacher, heuristic, player):
-            if agent is not None:
-                agent.reset(env.rules, env.seat, np.random.default_rng(int(rng.integers(2**63))))
+            agent.reset(env.rules, env.seat, np.random.default_rng(int(rng.integers(2**63))))
         done = False
         while not done:
             mask = env.action_masks()
@@ -334,11 +375,7 @@ def collect_decisions(
                 value_rows.append(values)
                 heuristic_actions.append(int(heuristic.act(obs, mask.astype(np.int8), view)))
                 match_ids.append(match)
-            if player is None:
-                logits = network.logits(obs)
-                a = int(np.flatnonzero(mask)[np.argmax(logits[mask.astype(bool)])])
-            else:
-                a = int(player.act(obs, mask.astype(np.int8), view))
+            a = int(player.act(obs, mask.astype(np.int8), view))
             obs, _, terminated, truncated, _ = env.step(a)
             done = terminated or truncated
         match += 1
