@@ -226,9 +226,10 @@ def test_compiled_and_python_draws_agree(random_belief: Path) -> None:
 
 
 # Fives with 3-tile hands: a rotating lead, whose next hands need no double though most lack one
+@pytest.mark.parametrize("rollout", ["public", "heuristic"])
 @pytest.mark.parametrize(("preset", "options"), [("standard", {}), ("fives", {"hand_size": 3})])
 def test_search_with_learned_belief_compiled_equals_python(
-    random_belief: Path, preset: str, options: dict
+    random_belief: Path, preset: str, options: dict, rollout: str
 ) -> None:
     pytest.importorskip("numba")
     rules = Rules.preset(preset, **options)
@@ -237,7 +238,8 @@ def test_search_with_learned_belief_compiled_equals_python(
         values, states = [], []
         for playouts in ("compiled", "python"):
             agent = make_agent(
-                f"search:samples=12,belief=learned,belief_file={random_belief},playouts={playouts}"
+                f"search:samples=12,belief=learned,belief_file={random_belief},"
+                f"rollout={rollout},playouts={playouts}"
             )
             agent.reset(rules, view.seat, np.random.default_rng(seed))
             values.append(agent.action_values(view))

@@ -82,5 +82,6 @@ def test_auto_uses_compiled_playouts_where_they_exist() -> None:
     assert not SearchAgent(playouts="python").compiled
     with pytest.raises(ValueError, match="playouts"):
         SearchAgent(playouts="fast")
+    assert SearchAgent(rollout="heuristic").compiled
     with pytest.raises(ValueError, match="rollout"):
-        SearchAgent(playouts="compiled", rollout="heuristic")
+        SearchAgent(playouts="compiled", rollout="random")

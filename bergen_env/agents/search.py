@@ -35,7 +35,7 @@ hand sizes, zero where public information rules a place out), from ``belief_file
 file shipped for the seating (``policies/belief_2p.safetensors``, ...); ``power`` (default 1)
 sharpens (> 1) or flattens (< 1) its per-tile probabilities.
 ``playouts``: ``"python"`` plays the rollouts on :class:`BergenState`; ``"compiled"`` plays
-the ``"public"`` and ``"greedy"`` rollouts with the compiled kernels of
+the ``"public"``, ``"greedy"`` and ``"heuristic"`` rollouts with the compiled kernels of
 :mod:`bergen_env.vector.rollouts` (the ``[vector]`` extra: numba), with the same values and
 decisions, the random stream consumed the same way; ``"auto"`` (default) is ``"compiled"``
 where numba is installed and the rollout has compiled playouts, else ``"python"``. The compiled
@@ -87,7 +87,7 @@ VALUES = ("auto", "win", "margin")
 PLAYOUTS = ("auto", "compiled", "python")
 BELIEFS = (0, 1, "learned")
 #: The rollouts that have compiled playouts (``bergen_env.vector.rollouts``).
-COMPILED_ROLLOUTS = ("greedy", "public")
+COMPILED_ROLLOUTS = ("greedy", "public", "heuristic")
 #: The greedy rollout's preference among playable tiles: doubles, then pips, then id (descending).
 ROLLOUT_ORDER = tuple(
     sorted(range(NUM_TILES), key=lambda t: (IS_DOUBLE[t], PIPS[t], t), reverse=True)
@@ -427,14 +427,13 @@ class SearchAgent(Agent):
         deals = self._weighted_deals(view, sampler) if self.belief == 1 else None
         learned = self.learned_deals(view) if self.belief == "learned" else None
         compiled = self._compiled_root(view) if self.compiled else None
-        clairvoyant = self.rollout == "greedy"
         if compiled is not None and deals is None and deadline is None:  # one compiled call
             if learned is not None:
                 from bergen_env.vector.belief_playouts import learned_search
 
-                sums = learned_search(compiled, learned, rng, self.samples, clairvoyant)
+                sums = learned_search(compiled, learned, rng, self.samples)
             else:
-                sums = compiled.search(rng, sampler, self.samples, clairvoyant)
+                sums = compiled.search(rng, sampler, self.samples)
             return {a: v / self.samples for a, v in zip(legal, sums.tolist())}
         draw = draw_deal
         if learned is not None and numba_installed():
@@ -484,8 +483,8 @@ class SearchAgent(Agent):
 
         table = self._win_table(view.rules)
         if table is None:
-            return CompiledPlayouts(view, None)
-        return CompiledPlayouts(view, table.table, table.low)
+            return CompiledPlayouts(view, None, 0, self.rollout, self._expert)
+        return CompiledPlayouts(view, table.table, table.low, self.rollout, self._expert)
 
     def _compiled_values(
         self, compiled: Any, view: PublicView, hands: list[list[int]], boneyard: list[int]
@@ -494,7 +493,7 @@ class SearchAgent(Agent):
         Python playouts advance it (each playout that ends the hand deals the next one)."""
         from bergen_env.vector.rollouts import OUT_NEW_HAND
 
-        out, values = compiled.run(hands, boneyard, self.rollout == "greedy")
+        out, values = compiled.run(hands, boneyard)
         for _ in range(int(out[:, OUT_NEW_HAND].sum())):
             deal_next_hand(view.rules, self.rng)
         return values.tolist()

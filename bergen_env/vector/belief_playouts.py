@@ -22,8 +22,8 @@ draw_deal = njit(learned_belief.draw_deal)
 
 @njit
 def belief_search_totals(rng, samples, pool, q, caps, tries, loc_of, seat, own, levels, r, m0,
-                         scores0, hlen0, voids0, line0, legal, clairvoyant, deal_rng, deals, out,
-                         value_table, low, values, deal_pool, totals):  # fmt: skip
+                         scores0, hlen0, voids0, line0, legal, policy, weights, deal_rng, deals,
+                         out, value_table, low, values, deal_pool, totals):  # fmt: skip
     """``samples`` deals from :func:`draw_deal` (``loc_of[s]``: the belief column of seat ``s``,
     -1 for the searcher), each with one playout per legal action; ``totals[k]`` += the values
     of ``legal[k]``, ``levels[level]`` += 1 per deal. The RNG advances as in the Python search."""
@@ -51,7 +51,7 @@ def belief_search_totals(rng, samples, pool, q, caps, tries, loc_of, seat, own, 
                 tiles[k] = where[0, j]
                 k += 1
         new_hands = greedy_playouts(
-            r, m0, scores0, hlen0, voids0, line0, tiles, legal, clairvoyant, deal_rng, deals,
+            r, m0, scores0, hlen0, voids0, line0, tiles, legal, policy, weights, deal_rng, deals,
             out, value_table, low, values,
         )  # fmt: skip
         next_hand_shuffles(rng, r, deal_pool, dealt, new_hands)
@@ -64,10 +64,10 @@ def learned_search(
     deals: LearnedDeals,
     rng: np.random.Generator,
     samples: int,
-    clairvoyant: bool,
 ) -> np.ndarray:
     """The summed values of each legal action over ``samples`` deals of ``deals``, drawn from
-    ``rng`` in one compiled call (the draws of ``SearchAgent.action_values``' Python loop)."""
+    ``rng`` in one compiled call (the draws of ``SearchAgent.action_values``' Python loop), with
+    ``root``'s rollout."""
     view = deals.view
     loc_of = np.full(view.rules.num_players, -1, dtype=np.int64)
     for k, s in enumerate(deals.seats):
@@ -78,8 +78,8 @@ def learned_search(
     belief_search_totals(
         rng, samples, deals.pool, deals.q, deals.caps, deals.tries, loc_of, view.seat, own,
         levels, root.r, root.m, root.scores, root.hlen, root.voids, root.line, root.legal,
-        clairvoyant, root.rng, root.deals, root.out, root.table, root.low, root.values,
-        TILE_POOLS[view.rules.sets], totals,
+        root.policy, root.weights, root.rng, root.deals, root.out, root.table, root.low,
+        root.values, TILE_POOLS[view.rules.sets], totals,
     )  # fmt: skip
     for i, c in enumerate(levels.tolist()):
         deals.levels[i] += c

@@ -1,9 +1,11 @@
-"""Compiled playouts of ``search``'s greedy rollout policies over one determinization.
+"""Compiled playouts of ``search``'s rollout policies over one determinization.
 
-:func:`bergen_env.agents.search.greedy_rollout` (Bergen's headers) and
-:func:`~bergen_env.agents.search.points_rollout` (Fives and Draw) are the reference:
-:class:`CompiledPlayouts` plays the same moves with the batched kernels (a batch of one match),
-so the search's action values, and its decisions, are the same.
+:func:`bergen_env.agents.search.greedy_rollout` (Bergen's headers),
+:func:`~bergen_env.agents.search.points_rollout` (Fives and Draw) and
+:func:`~bergen_env.agents.search.heuristic_rollout` (the heuristic agent at every seat,
+:mod:`bergen_env.vector.heuristic_policy`) are the reference: :class:`CompiledPlayouts` plays
+the same moves with the batched kernels (a batch of one match), so the search's action values,
+and its decisions, are the same.
 
 A determinization is the searcher's public view plus a guess of the hidden tiles;
 :meth:`CompiledPlayouts.run` takes the guess as one flat array (every seat's hand in seat order,
@@ -20,11 +22,13 @@ from itertools import chain
 import numpy as np
 
 from bergen_env.actions import DOUBLE_PLAY, DRAW, PASS
+from bergen_env.agents.heuristic import HeuristicAgent
 from bergen_env.agents.sampling import HiddenTileSampler
 from bergen_env.engine import TILE_POOLS, PublicView, trailing_draws
 from bergen_env.tiles import CONTAINS, IS_DOUBLE, NUM_NUMBERS, NUM_TILES, PIPS
 from bergen_env.vector import kernels as K
 from bergen_env.vector._numba import njit
+from bergen_env.vector.heuristic_policy import heuristic_action, heuristic_weights
 
 #: The rollout's preference among playable tiles: doubles, then pips, then id (descending).
 ROLLOUT_ORDER = np.array(
@@ -44,6 +48,9 @@ MAX_HAND = 2 * NUM_TILES
 WIN_VALUE = 10
 #: Per outcome row: scores of 4 sides, terminal, winner, a new hand dealt.
 OUT_TERMINAL, OUT_WINNER, OUT_NEW_HAND = 4, 5, 6
+#: The rollout policies of the compiled playouts (``policy`` of :func:`greedy_playouts`).
+POLICY_PUBLIC, POLICY_GREEDY, POLICY_HEURISTIC = 0, 1, 2
+POLICIES = {"public": POLICY_PUBLIC, "greedy": POLICY_GREEDY, "heuristic": POLICY_HEURISTIC}
 
 
 @njit
@@ -157,13 +164,14 @@ def _rollout_action(r, m, hands, bits, voids, line, on_line, clairvoyant):
 
 @njit
 def greedy_playouts(
-    r, m0, scores0, hlen0, voids0, line0, tiles, legal, clairvoyant, rng, deals, out,
+    r, m0, scores0, hlen0, voids0, line0, tiles, legal, policy, weights, rng, deals, out,
     value_table, low, values,
 ):  # fmt: skip
     """One playout per action of ``legal`` from the root (``m0`` ... ``line0``, one row each)
     with the hidden tiles ``tiles`` (hands by seat with the sizes of ``hlen0``, then the
-    boneyard); ``out[k]``: the outcome of ``legal[k]`` (see ``OUT_*``); ``values[k]``: its
-    value for the player on turn (see :meth:`CompiledPlayouts.run`)."""
+    boneyard), the rollout ``policy`` (``POLICY_*``; ``weights``: the heuristic's) choosing
+    every later move; ``out[k]``: the outcome of ``legal[k]`` (see ``OUT_*``); ``values[k]``:
+    its value for the player on turn (see :meth:`CompiledPlayouts.run`)."""
     n = r[K.R_N]
     m = np.empty_like(m0)
     scores = np.empty_like(scores0)
@@ -209,7 +217,12 @@ def greedy_playouts(
                 on_line |= np.int64(1) << (a >> 1)
             if m[0, K.TERMINAL] or m[0, K.HAND_NO] != hand:
                 break
-            a = _rollout_action(r, m, hands, bits, voids, line, on_line, clairvoyant)
+            if policy == POLICY_HEURISTIC:
+                a = heuristic_action(r, 0, m, scores, hands, bits, hlen, voids, line, weights)
+            else:
+                a = _rollout_action(
+                    r, m, hands, bits, voids, line, on_line, policy == POLICY_GREEDY
+                )
         for s in range(K.MAX_SEATS):
             out[x, s] = scores[0, s]
         out[x, OUT_TERMINAL] = m[0, K.TERMINAL]
@@ -296,7 +309,7 @@ def next_hand_shuffles(rng, r, deal_pool, dealt, new_hands):
 
 @njit
 def search_totals(rng, samples, pool, excluded, orders, order_lens, in_order, sizes, seat, own,
-                  tries, counters, r, m0, scores0, hlen0, voids0, line0, legal, clairvoyant,
+                  tries, counters, r, m0, scores0, hlen0, voids0, line0, legal, policy, weights,
                   deal_rng, deals, out, value_table, low, values, deal_pool, totals):  # fmt: skip
     """``samples`` determinizations drawn from ``rng`` (:func:`sample_hidden`), each with one
     playout per legal action (:func:`greedy_playouts`); ``totals[k]`` += the values of
@@ -308,7 +321,7 @@ def search_totals(rng, samples, pool, excluded, orders, order_lens, in_order, si
         sample_hidden(rng, pool, excluded, orders, order_lens, in_order, sizes, seat, own,
                       tries, counters, tiles)  # fmt: skip
         new_hands = greedy_playouts(
-            r, m0, scores0, hlen0, voids0, line0, tiles, legal, clairvoyant, deal_rng, deals,
+            r, m0, scores0, hlen0, voids0, line0, tiles, legal, policy, weights, deal_rng, deals,
             out, value_table, low, values,
         )  # fmt: skip
         next_hand_shuffles(rng, r, deal_pool, dealt, new_hands)
@@ -345,9 +358,22 @@ def _value(r, m, scores, player, value_table, low):
 
 class CompiledPlayouts:
     """The root of one decision (the public part, shared by every determinization) and the
-    compiled playouts from it; see the module docstring."""
+    compiled playouts from it with the rollout ``rollout`` (``"public"``, ``"greedy"`` or
+    ``"heuristic"``: :class:`~bergen_env.agents.heuristic.HeuristicAgent` with the weights of
+    ``heuristic``, default ones if None); see the module docstring."""
 
-    def __init__(self, view: PublicView, table: np.ndarray | None, low: int = 0) -> None:
+    def __init__(
+        self,
+        view: PublicView,
+        table: np.ndarray | None,
+        low: int = 0,
+        rollout: str = "public",
+        heuristic: HeuristicAgent | None = None,
+    ) -> None:
+        if rollout not in POLICIES:
+            raise ValueError(f"rollout must be one of {tuple(POLICIES)}, got {rollout!r}")
+        self.policy = POLICIES[rollout]
+        self.weights = heuristic_weights(HeuristicAgent() if heuristic is None else heuristic)
         rules = view.rules
         self.table = (
             np.zeros(0) if table is None else np.ascontiguousarray(table, np.float64).ravel()
@@ -381,7 +407,7 @@ class CompiledPlayouts:
         self.values = np.zeros(len(self.legal), dtype=np.float64)
 
     def run(
-        self, hands: Sequence[Sequence[int]], boneyard: Sequence[int], clairvoyant: bool
+        self, hands: Sequence[Sequence[int]], boneyard: Sequence[int]
     ) -> tuple[np.ndarray, np.ndarray]:
         """Play every legal action on the determinization ``hands``/``boneyard``; return the
         outcomes, an ``(actions, 7)`` array (scores of 4 sides, terminal, winner side, new hand
@@ -390,12 +416,13 @@ class CompiledPlayouts:
         tiles = np.fromiter(chain(*hands, boneyard), dtype=np.int64, count=self.tiles)
         greedy_playouts(
             self.r, self.m, self.scores, self.hlen, self.voids, self.line, tiles, self.legal,
-            clairvoyant, self.rng, self.deals, self.out, self.table, self.low, self.values,
+            self.policy, self.weights, self.rng, self.deals, self.out, self.table, self.low,
+            self.values,
         )  # fmt: skip
         return self.out, self.values
 
     def search(
-        self, rng: np.random.Generator, sampler: HiddenTileSampler, samples: int, clairvoyant: bool
+        self, rng: np.random.Generator, sampler: HiddenTileSampler, samples: int
     ) -> np.ndarray:
         """The summed values of each legal action over ``samples`` determinizations drawn by
         ``sampler`` from ``rng``: ``SearchAgent.action_values``' sum, with the same draws."""
@@ -417,9 +444,9 @@ class CompiledPlayouts:
         search_totals(
             rng, samples, sampler.pool, excluded, orders, order_lens, in_order, sizes,
             sampler.view.seat, own, sampler.tries, counters, self.r, self.m, self.scores,
-            self.hlen, self.voids, self.line, self.legal, clairvoyant, self.rng, self.deals,
-            self.out, self.table, self.low, self.values, TILE_POOLS[sampler.view.rules.sets],
-            totals,
+            self.hlen, self.voids, self.line, self.legal, self.policy, self.weights, self.rng,
+            self.deals, self.out, self.table, self.low, self.values,
+            TILE_POOLS[sampler.view.rules.sets], totals,
         )  # fmt: skip
         sampler.relaxed += int(counters[0])
         sampler.fallbacks += int(counters[1])

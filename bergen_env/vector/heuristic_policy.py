@@ -1,0 +1,349 @@
+"""The ``heuristic`` agent's choice compiled: :class:`bergen_env.agents.heuristic.HeuristicAgent`
+on the batched kernels' state.
+
+:func:`heuristic_action` gives the action ``HeuristicAgent.act`` gives (same scores, same float
+arithmetic in the same order, ties to the lowest action id) for the player on turn of row ``i``
+of the kernels' arrays (:mod:`bergen_env.vector.kernels`), reading only what that player's public
+view holds: its own hand, the line, the hand sizes, the voids, the boneyard's size and the
+scores. The weights are an array in :data:`WEIGHT_NAMES` order (:func:`heuristic_weights`).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from bergen_env.actions import DOUBLE_PLAY, DRAW, PASS
+from bergen_env.agents.heuristic import MATCH_VALUE, SCORING_TILES, HeuristicAgent
+from bergen_env.rules import BLOCKED_RULES
+from bergen_env.scoring import DOUBLE_PLAY_HEADER, FIVE, OUT_SCORINGS, PLAY_SCORINGS
+from bergen_env.tiles import NUM_NUMBERS, NUM_TILES, NUMBER_BITS
+from bergen_env.vector import kernels as K
+from bergen_env.vector._numba import njit, njit_inline
+
+#: The order of :func:`heuristic_weights`' array (``HeuristicAgent``'s parameters).
+WEIGHT_NAMES = ("threat", "stuck", "shed", "variety", "follow", "partner", "keep")
+W_THREAT, W_STUCK, W_SHED, W_VARIETY, W_FOLLOW, W_PARTNER, W_KEEP = range(len(WEIGHT_NAMES))
+#: ``T_NUMBER_BITS[t]``: the 7-bit mask of the numbers of tile ``t``.
+T_NUMBER_BITS = np.array(NUMBER_BITS, dtype=np.int64)
+#: Fives: bitmask of the tiles worth keeping for a count (``heuristic.SCORING_TILES``).
+SCORING_MASK = sum(1 << t for t in SCORING_TILES)
+#: ``T_POPCOUNT[v]``: the numbers in a 7-bit mask.
+T_POPCOUNT = np.array([bin(v).count("1") for v in range(1 << NUM_NUMBERS)], dtype=np.int64)
+PLAY_FIVES = PLAY_SCORINGS.index("fives")
+OUT_PIPS_FIVES = OUT_SCORINGS.index("pips_fives")
+BLOCKED_PIPS = BLOCKED_RULES.index("pips")
+BLOCKED_MOST_DOUBLES = BLOCKED_RULES.index("most_doubles")
+
+
+def heuristic_weights(agent: HeuristicAgent) -> np.ndarray:
+    """The weights of ``agent`` as :func:`heuristic_action` reads them."""
+    return np.array([getattr(agent, f"w_{name}") for name in WEIGHT_NAMES], dtype=np.float64)
+
+
+@njit_inline
+def _cap(header, need, caps):
+    """``scoring.cap_header``."""
+    if not header or not caps:
+        return header
+    if need <= 2:
+        return 1
+    if need == 3:
+        return min(header, 2)
+    return header
+
+
+@njit_inline
+def _unseen(r, i, hands, line, p, t):
+    """Copies of tile ``t`` that seat ``p`` does not see (not in its hand, not on the line)."""
+    return r[K.R_SETS] - hands[i, p, t] - line[i, t]
+
+
+@njit_inline
+def _tile_chance(r, i, hands, hlen, voids, line, p, bone_size, seat, tile):
+    """``HeuristicAgent._tile_chance``: the chance that ``seat`` holds an unseen ``tile``."""
+    copies = _unseen(r, i, hands, line, p, tile)
+    numbers = T_NUMBER_BITS[tile]
+    if not copies or voids[i, seat] & numbers or not hlen[i, seat]:
+        return 0.0
+    holders = bone_size
+    for s in range(r[K.R_N]):
+        if s != p and not voids[i, s] & numbers:
+            holders += hlen[i, s]
+    share = min(1.0, hlen[i, seat] / holders)
+    return 1.0 - (1.0 - share) ** np.float64(copies)
+
+
+@njit_inline
+def _play_chance(r, i, hands, hlen, voids, line, p, seat, fits):
+    """``HeuristicAgent._play_chance``: the chance that ``seat`` holds a tile of ``fits``."""
+    size = hlen[i, seat]
+    if not size:
+        return 0.0
+    hidden = 0
+    fitting = 0
+    void = voids[i, seat]
+    for t in range(NUM_TILES):
+        c = _unseen(r, i, hands, line, p, t)
+        if c and not T_NUMBER_BITS[t] & void:
+            hidden += c
+            if (fits >> t) & 1:
+                fitting += c
+    if not hidden or not fitting:
+        return 0.0
+    return 1.0 - (1.0 - fitting / hidden) ** np.float64(size)
+
+
+@njit_inline
+def _out_value(r, i, scores, hands, hlen, line, p, target, side):
+    """``HeuristicAgent._out_value``: the expected award (``MATCH_VALUE`` for a match won) of
+    ``side`` going out under pip scoring."""
+    if r[K.R_SINGLE]:
+        return MATCH_VALUE
+    hidden = 0
+    weight = 0
+    own = 0
+    for t in range(NUM_TILES):
+        c = _unseen(r, i, hands, line, p, t)
+        hidden += c
+        weight += c * K.T_PIPS[t]
+        own += K.T_PIPS[t] * hands[i, p, t]
+    mean = weight / hidden if hidden else 0.0
+    pips = 0.0
+    for seat in range(r[K.R_N]):
+        if K.side_of(r, seat) == side:
+            continue
+        if seat == p:
+            pips += own
+        else:
+            pips += mean * hlen[i, seat]
+    award = np.int64(np.rint(pips))  # Python's round: halves to even
+    if r[K.R_OUT] == OUT_PIPS_FIVES:  # scoring.out_points: rounded to fives, divided by 5
+        award = (award + FIVE // 2) // FIVE
+    if r[K.R_HAS_TARGET] and scores[i, side] + award >= target:
+        return MATCH_VALUE
+    return np.float64(award)
+
+
+@njit_inline
+def _header_threat(r, i, scores, hands, hlen, voids, line, p, bone_size, target, seat, e0, e1,
+                   d0, d1):  # fmt: skip
+    """``HeuristicAgent._header_threat``: ``seat``'s expected header next on ends ``e0``/``e1``."""
+    chance = _tile_chance(
+        r, i, hands, hlen, voids, line, p, bone_size, seat, K.T_HEADER_TILE[e0 * 7 + e1]
+    )
+    if not chance:
+        return 0.0
+    score = scores[i, K.side_of(r, seat)]
+    best = 1 if d0 or d1 else 0
+    value = K.T_HEADER_BY_DOUBLES[1 + best] if e0 == e1 else K.T_HEADER_BY_DOUBLES[best]
+    points = _cap(value, target - score, r[K.R_CAPS])
+    if score + points >= target:
+        return chance * MATCH_VALUE
+    if hlen[i, seat] == 1:  # the header tile is their last: domino too
+        points += r[K.R_DOMINO]
+        if score + points >= target:
+            return chance * MATCH_VALUE
+    return chance * points
+
+
+@njit_inline
+def _fives_threat(r, i, scores, hands, hlen, voids, line, p, bone_size, target, seat, e0, e1,
+                  d0, d1):  # fmt: skip
+    """``HeuristicAgent._fives_threat``: ``seat``'s best chance-weighted Fives count next."""
+    both = (1 << e0) | (1 << e1)
+    if not hlen[i, seat] or voids[i, seat] & both == both:
+        return 0.0
+    score = scores[i, K.side_of(r, seat)]
+    fits = K.T_CONTAINS[e0] | K.T_CONTAINS[e1]
+    worst = 0.0
+    for t in range(NUM_TILES):
+        if not (fits >> t) & 1 or not _unseen(r, i, hands, line, p, t):
+            continue
+        best = 0
+        dbl = K.T_IS_DOUBLE[t]
+        if (K.T_CONTAINS[e0] >> t) & 1:
+            x = K.T_OTHER_HALF[t * 7 + e0]
+            best = max(best, K.T_PLAY_POINTS[PLAY_FIVES, ((t * 7 + x) * 7 + e1) * 4 + 2 * dbl + d1])
+        if (K.T_CONTAINS[e1] >> t) & 1:
+            x = K.T_OTHER_HALF[t * 7 + e1]
+            best = max(best, K.T_PLAY_POINTS[PLAY_FIVES, ((t * 7 + e0) * 7 + x) * 4 + 2 * d0 + dbl])
+        if not best:
+            continue
+        chance = _tile_chance(r, i, hands, hlen, voids, line, p, bone_size, seat, t)
+        worth = MATCH_VALUE if score + best >= target else np.float64(best)
+        worst = max(worst, chance * worth)
+    return worst
+
+
+@njit_inline
+def _domino_threat(r, i, scores, hands, hlen, voids, line, p, target, seat, fits):
+    """``HeuristicAgent._domino_threat``: ``seat`` going out on its next turn."""
+    if hlen[i, seat] != 1:
+        return 0.0
+    chance = _play_chance(r, i, hands, hlen, voids, line, p, seat, fits)
+    side = K.side_of(r, seat)
+    if r[K.R_OUT] != K.OUT_FIXED:
+        return chance * _out_value(r, i, scores, hands, hlen, line, p, target, side)
+    if scores[i, side] + r[K.R_DOMINO] >= target:
+        return chance * MATCH_VALUE
+    return chance * r[K.R_DOMINO]
+
+
+@njit
+def evaluate(r, i, m, scores, hands, hlen, voids, line, weights, a):
+    """``HeuristicAgent.evaluate``: the score of the play ``a`` for the player on turn."""
+    p = m[i, K.CUR]
+    n = r[K.R_N]
+    side = K.side_of(r, p)
+    has_target = r[K.R_HAS_TARGET] != 0
+    target = r[K.R_TARGET] if has_target else 0  # rules.target (0: none)
+    score = scores[i, side]
+    if a >= DOUBLE_PLAY:
+        e0 = a - DOUBLE_PLAY
+        e1 = e0
+        d0 = 1
+        d1 = 1
+        t = K.T_DOUBLE_ID[e0]
+        used = 2
+        raw = DOUBLE_PLAY_HEADER if r[K.R_PLAY] == K.PLAY_HEADERS else 0
+    elif m[i, K.LLEN] == 0:
+        t = a >> 1
+        e0 = K.T_LOW[t]
+        e1 = K.T_HIGH[t]
+        d0 = K.T_IS_DOUBLE[t]
+        d1 = d0
+        used = 1
+        raw = K.T_OPENING_POINTS[r[K.R_PLAY], t]
+    else:
+        t = a >> 1
+        e0 = m[i, K.E0]
+        e1 = m[i, K.E1]
+        d0 = m[i, K.D0]
+        d1 = m[i, K.D1]
+        if a & 1:
+            e1 = K.T_OTHER_HALF[t * 7 + e1]
+            d1 = K.T_IS_DOUBLE[t]
+        else:
+            e0 = K.T_OTHER_HALF[t * 7 + e0]
+            d0 = K.T_IS_DOUBLE[t]
+        used = 1
+        raw = K.T_PLAY_POINTS[r[K.R_PLAY], ((t * 7 + e0) * 7 + e1) * 4 + 2 * d0 + d1]
+    header = _cap(raw, target - score, r[K.R_CAPS])
+    goes_out = hlen[i, p] == used
+    points = header
+    reaches = has_target and score + header >= target
+    fixed = r[K.R_OUT] == K.OUT_FIXED
+    if goes_out and not reaches and fixed:
+        points += r[K.R_DOMINO]
+    if (has_target and score + points >= target) or (goes_out and r[K.R_SINGLE]):
+        return MATCH_VALUE + points
+    value = np.float64(points)
+    # shedding (HeuristicAgent._shed_value)
+    drawable = max(0, r[K.R_BONE] - r[K.R_RESERVE] - m[i, K.BPOS])
+    near = 1.0 if drawable == 0 else 1.0 / (1.0 + drawable)
+    # the other hands' pips are the award (not fixed): shed always
+    weight = weights[W_SHED] * ((0.25 if fixed else 1.0) + near)
+    rule = r[K.R_BLOCKED]
+    dbl = K.T_IS_DOUBLE[t]
+    pips = K.T_PIPS[t] / 12.0
+    shed = 0.0
+    for _ in range(used):
+        if rule < BLOCKED_PIPS:  # german, american
+            shed += (1.0 if dbl else 0.0) + pips
+        elif rule == BLOCKED_PIPS:
+            shed += pips
+        else:  # most_doubles: doubles win blocks, keep them
+            shed += (-1.0 if dbl else 0.0) + 0.25 * pips
+    value += weight * shed
+    if goes_out:
+        if fixed:
+            return value
+        return value + _out_value(r, i, scores, hands, hlen, line, p, target, side)
+    if r[K.R_PLAY] == PLAY_FIVES and not header:
+        value -= weights[W_KEEP] * (used if (SCORING_MASK >> t) & 1 else 0)
+    fits = K.T_CONTAINS[e0] | K.T_CONTAINS[e1]
+    nxt = (p + 1) % n
+    if K.side_of(r, nxt) != side:
+        bone_size = r[K.R_BONE] - m[i, K.BPOS]
+        if r[K.R_PLAY] == K.PLAY_HEADERS:
+            value -= weights[W_THREAT] * _header_threat(
+                r, i, scores, hands, hlen, voids, line, p, bone_size, target, nxt, e0, e1, d0, d1
+            )
+        elif r[K.R_PLAY] == PLAY_FIVES:
+            value -= weights[W_THREAT] * _fives_threat(
+                r, i, scores, hands, hlen, voids, line, p, bone_size, target, nxt, e0, e1, d0, d1
+            )
+        value -= weights[W_THREAT] * _domino_threat(
+            r, i, scores, hands, hlen, voids, line, p, target, nxt, fits
+        )
+        value += weights[W_STUCK] * (
+            1.0 - _play_chance(r, i, hands, hlen, voids, line, p, nxt, fits)
+        )
+    if r[K.R_PARTNERS]:
+        mate = (p + 2) % n
+        if voids[i, mate] & (1 << e0) and voids[i, mate] & (1 << e1):
+            value -= weights[W_PARTNER]
+    # own flexibility: distinct numbers kept and a tile that fits the new ends
+    numbers = 0
+    own_fit = 0
+    for u in range(NUM_TILES):
+        c = hands[i, p, u] - (used if u == t else 0)
+        if c:
+            numbers |= T_NUMBER_BITS[u]
+            if (fits >> u) & 1:
+                own_fit += 1
+    value += weights[W_VARIETY] * T_POPCOUNT[numbers]
+    value += weights[W_FOLLOW] * min(own_fit, 2)
+    return value
+
+
+@njit
+def heuristic_action(r, i, m, scores, hands, bits, hlen, voids, line, weights):
+    """``HeuristicAgent.act`` for the player on turn of row ``i``: the forced lead, else the
+    best-scoring play (:func:`evaluate`; ties to the lowest action id), else draw, else pass."""
+    if m[i, K.LEAD] >= 0:
+        return 2 * m[i, K.LEAD]
+    p = m[i, K.CUR]
+    b = bits[i, p]
+    best = -1
+    best_value = -np.inf
+    if m[i, K.LLEN] == 0:  # a free lead: any tile held, laid with end 0
+        count = 0
+        for t in range(NUM_TILES):
+            count += (b >> t) & 1
+        for t in range(NUM_TILES):
+            if (b >> t) & 1:
+                if count == 1:
+                    return 2 * t
+                value = evaluate(r, i, m, scores, hands, hlen, voids, line, weights, 2 * t)
+                if value > best_value:
+                    best = 2 * t
+                    best_value = value
+        return best
+    e0 = m[i, K.E0]
+    m0 = b & K.T_CONTAINS[e0]
+    m1 = b & K.T_CONTAINS[m[i, K.E1]]
+    double = r[K.R_SETS] == 2 and e0 == m[i, K.E1] and hands[i, p, K.T_DOUBLE_ID[e0]] >= 2
+    count = 1 if double else 0
+    for t in range(NUM_TILES):
+        count += ((m0 >> t) & 1) + ((m1 >> t) & 1)
+    if count == 0:
+        if m[i, K.BPOS] < r[K.R_BONE] - r[K.R_RESERVE]:
+            return DRAW
+        return PASS
+    for t in range(NUM_TILES):
+        for e in range(2):
+            if ((m1 if e else m0) >> t) & 1:
+                if count == 1:
+                    return 2 * t + e
+                value = evaluate(r, i, m, scores, hands, hlen, voids, line, weights, 2 * t + e)
+                if value > best_value:
+                    best = 2 * t + e
+                    best_value = value
+    if double:
+        if count == 1:
+            return DOUBLE_PLAY + e0
+        value = evaluate(r, i, m, scores, hands, hlen, voids, line, weights, DOUBLE_PLAY + e0)
+        if value > best_value:
+            best = DOUBLE_PLAY + e0
+    return best

@@ -1,0 +1,198 @@
+"""The compiled heuristic (``bergen_env.vector.heuristic_policy``) and search with compiled
+heuristic playouts: the same choices, action values and decisions as the Python ones."""
+
+from __future__ import annotations
+
+import pickle
+
+import numpy as np
+import pytest
+
+pytest.importorskip("numba")
+
+from bergen_env import BergenState, Rules  # noqa: E402
+from bergen_env.agents import make_agent  # noqa: E402
+from bergen_env.agents.heuristic import HeuristicAgent  # noqa: E402
+from bergen_env.agents.search import SearchAgent  # noqa: E402
+from bergen_env.engine import PublicView, trailing_draws  # noqa: E402
+from bergen_env.rules import BLOCKED_RULES, PRESETS  # noqa: E402
+from bergen_env.tiles import NUM_TILES  # noqa: E402
+from bergen_env.vector import kernels as K  # noqa: E402
+from bergen_env.vector.heuristic_policy import heuristic_action, heuristic_weights  # noqa: E402
+
+SEATINGS = ((2, False), (3, False), (4, False), (4, True))
+#: Every preset at every seating, then single options overridden.
+RULE_SETS = [
+    *((preset, dict(num_players=n, partnerships=p)) for preset in PRESETS for n, p in SEATINGS),
+    *(
+        ("standard", dict(num_players=n, blocked_rule=rule))
+        for n, rule in zip((2, 3, 4, 2), BLOCKED_RULES, strict=True)
+    ),
+    ("standard", dict(num_players=2, voluntary_draw=True, reserve=0)),
+    ("standard", dict(num_players=3, lead="rotate", end_caps=False)),
+    ("standard", dict(num_players=2, target=5)),  # end caps and match wins early
+    ("standard", dict(num_players=4, partnerships=True, domino_points=4, leftover_penalty=1)),
+    ("traditional", dict(num_players=2, lead="highest_any", blocked_rule="american")),
+    ("double_set", dict(num_players=3, voluntary_draw=True, blocked_rule="german")),
+    ("fives", dict(num_players=2, target=12)),  # counts that win the match
+    ("fives", dict(num_players=3, out_scoring="pips", lead="lowest")),
+    ("fives", dict(num_players=2, single_hand=True, target=0)),  # no target
+    ("draw", dict(num_players=2, out_scoring="pips_fives", blocked_rule="german")),
+    (
+        "draw",
+        dict(num_players=3, single_hand=False, target=10, out_scoring="fixed", domino_points=2),
+    ),
+]
+#: Moves looked at per match (a match with leftover penalties can take long to end).
+MOVES = 300
+
+
+def _id(config: tuple) -> str:
+    preset, kwargs = config
+    return preset + "-" + ",".join(f"{k}={v}" for k, v in kwargs.items())
+
+
+def kernel_row(view: PublicView) -> tuple[np.ndarray, ...]:
+    """The kernels' arrays (one row) of ``view``'s public information: the other hands are left
+    empty (only their sizes are known), so the compiled heuristic can read nothing else."""
+    rules = view.rules
+    r = K.rule_vector(rules, None, "match")
+    m = np.zeros((1, K.NUM_FIELDS), dtype=np.int32)
+    m[0, K.CUR] = view.current_player
+    m[0, K.LEAD] = -1 if view.lead_tile is None else view.lead_tile
+    m[0, K.BPOS] = rules.boneyard_size - view.boneyard_size
+    m[0, K.LLEN] = sum(view.line_counts)
+    if view.ends is not None:
+        m[0, K.E0], m[0, K.E1] = view.ends
+    m[0, K.D0], m[0, K.D1] = view.end_doubles
+    m[0, K.RUN_DRAWS] = trailing_draws(view)
+    m[0, K.HAND_NO] = view.hand_number
+    scores = np.zeros((1, K.MAX_SEATS), dtype=np.int32)
+    scores[0, : rules.num_sides] = view.scores
+    hands = np.zeros((1, K.MAX_SEATS, NUM_TILES), dtype=np.int8)
+    hands[0, view.seat] = view.hand_counts
+    bits = np.zeros((1, K.MAX_SEATS), dtype=np.int64)
+    bits[0, view.seat] = sum(1 << t for t in range(NUM_TILES) if view.hand_counts[t])
+    hlen = np.zeros((1, K.MAX_SEATS), dtype=np.int32)
+    hlen[0, : rules.num_players] = view.hand_sizes
+    voids = np.zeros((1, K.MAX_SEATS), dtype=np.int32)
+    voids[0, : rules.num_players] = view.voids
+    line = np.array([view.line_counts], dtype=np.int8)
+    return r, m, scores, hands, bits, hlen, voids, line
+
+
+def compiled_choice(view: PublicView, weights: np.ndarray) -> int:
+    r, m, scores, hands, bits, hlen, voids, line = kernel_row(view)
+    return int(heuristic_action(r, 0, m, scores, hands, bits, hlen, voids, line, weights))
+
+
+@pytest.mark.parametrize("config", RULE_SETS, ids=_id)
+def test_compiled_heuristic_is_the_heuristic_agent(config: tuple) -> None:
+    """Every position of random and heuristic matches: the same action (ties included)."""
+    preset, kwargs = config
+    rules = Rules.preset(preset, **kwargs)
+    agent = HeuristicAgent()
+    weights = heuristic_weights(agent)
+    rng = np.random.default_rng(len(_id(config)))
+    checked = 0
+    for match in range(6 if rules.single_hand else 3):
+        s = BergenState(rules, seed=match)
+        heuristic_seats = match % 2  # odd matches: every seat plays the heuristic
+        for _ in range(MOVES):
+            if s.terminal:
+                break
+            view = s.public_view(s.current_player)
+            expected = agent.act(None, None, view)
+            assert compiled_choice(view, weights) == expected, (view.moves, view.hand)
+            checked += 1
+            legal = view.legal_actions
+            s.apply_action(expected if heuristic_seats else legal[int(rng.integers(len(legal)))])
+    assert checked > 60
+
+
+def test_compiled_heuristic_with_other_weights() -> None:
+    rules = Rules.preset("standard", num_players=3)
+    agent = make_agent("heuristic:threat=1.5,shed=0.05,variety=0.7,follow=0,stuck=2")
+    weights = heuristic_weights(agent)
+    rng = np.random.default_rng(3)
+    for seed in range(3):
+        s = BergenState(rules, seed=seed)
+        for _ in range(MOVES):
+            if s.terminal:
+                break
+            view = s.public_view(s.current_player)
+            assert compiled_choice(view, weights) == agent.act(None, None, view)
+            legal = view.legal_actions
+            s.apply_action(legal[int(rng.integers(len(legal)))])
+
+
+def positions(rules: Rules, count: int, seed: int) -> list[PublicView]:
+    """Public views of the player on turn with a real choice, from random matches."""
+    rng = np.random.default_rng(seed)
+    out, match = [], 0
+    while len(out) < count:
+        s = BergenState(rules, seed=seed + match)
+        match += 1
+        while not s.terminal and len(out) < count:
+            legal = s.legal_actions()
+            if len(legal) > 1 and rng.random() < 0.3:
+                out.append(s.public_view(s.current_player))
+            s.apply_action(legal[int(rng.integers(len(legal)))])
+    return out
+
+
+SEARCH_CONFIGS = [
+    ("standard", dict(num_players=2)),
+    ("standard", dict(num_players=2, target=5)),  # playouts that end the match
+    ("traditional", dict(num_players=3)),  # margin values, leftover penalties
+    ("double_set", dict(num_players=4, partnerships=True)),  # double plays, partners
+    ("fives", dict(num_players=2)),
+    ("fives", dict(num_players=4)),  # partnerships
+    ("draw", dict(num_players=3)),  # the single-hand match
+]
+
+
+@pytest.mark.parametrize("belief", ["0", "1"])
+@pytest.mark.parametrize("config", SEARCH_CONFIGS, ids=_id)
+def test_compiled_heuristic_playouts_give_the_same_values(config: tuple, belief: str) -> None:
+    preset, kwargs = config
+    rules = Rules.preset(preset, **kwargs)
+    spec = f"search:samples=6,rollout=heuristic,belief={belief},playouts="
+    python, compiled = make_agent(spec + "python"), make_agent(spec + "compiled")
+    for k, view in enumerate(positions(rules, 6, seed=len(_id(config)))):
+        values = []
+        for agent in (python, compiled):
+            agent.reset(rules, view.seat, np.random.default_rng([7, k]))
+            values.append(agent.action_values(view))
+            values.append(agent.rng.random())  # the stream advanced the same way
+        assert values[0] == values[2] and values[1] == values[3], (k, view.moves)
+
+
+def test_same_decisions_with_compiled_heuristic_playouts() -> None:
+    rules = Rules.preset("standard", num_players=2)
+    spec = "search:samples=10,rollout=heuristic,playouts={}"
+    agents = [make_agent(spec.format(p)) for p in ("python", "compiled")]
+    for k, view in enumerate(positions(rules, 15, seed=9)):
+        chosen = []
+        for agent in agents:
+            agent.reset(rules, view.seat, np.random.default_rng(k))
+            chosen.append(agent.act(None, None, view))
+        assert chosen[0] == chosen[1]
+
+
+def test_heuristic_playouts_are_compiled_by_default() -> None:
+    assert SearchAgent(rollout="heuristic").compiled
+    assert not SearchAgent(rollout="heuristic", playouts="python").compiled
+
+
+def test_search_with_heuristic_playouts_is_legal_reproducible_and_picklable() -> None:
+    rules = Rules.preset("standard", num_players=3)
+    agent = make_agent("search:samples=4,rollout=heuristic,belief=1")
+    clone = pickle.loads(pickle.dumps(agent))
+    for k, view in enumerate(positions(rules, 8, seed=2)):
+        chosen = []
+        for a in (agent, clone):
+            a.reset(rules, view.seat, np.random.default_rng(k))
+            chosen.append(a.act(None, None, view))
+        assert chosen[0] == chosen[1]
+        assert chosen[0] in view.legal_actions
