@@ -168,18 +168,6 @@ def test_compiled_heuristic_playouts_give_the_same_values(config: tuple, belief:
         assert values[0] == values[2] and values[1] == values[3], (k, view.moves)
 
 
-def test_same_decisions_with_compiled_heuristic_playouts() -> None:
-    rules = Rules.preset("standard", num_players=2)
-    spec = "search:samples=10,rollout=heuristic,playouts={}"
-    agents = [make_agent(spec.format(p)) for p in ("python", "compiled")]
-    for k, view in enumerate(positions(rules, 15, seed=9)):
-        chosen = []
-        for agent in agents:
-            agent.reset(rules, view.seat, np.random.default_rng(k))
-            chosen.append(agent.act(None, None, view))
-        assert chosen[0] == chosen[1]
-
-
 def test_heuristic_playouts_are_compiled_by_default() -> None:
     assert SearchAgent(rollout="heuristic").compiled
     assert not SearchAgent(rollout="heuristic", playouts="python").compiled

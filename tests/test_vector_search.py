@@ -64,10 +64,12 @@ def k_seed(preset: str, kwargs: dict) -> int:
     return len(preset) * 31 + len(kwargs) * 7 + kwargs["num_players"]
 
 
-def test_same_decisions_with_beliefs_and_through_make_agent() -> None:
+@pytest.mark.parametrize(
+    "spec", ["search:samples=20,belief=1", "search:samples=10,rollout=heuristic"]
+)
+def test_same_decisions_with_beliefs_and_through_make_agent(spec: str) -> None:
     rules = Rules.preset("standard", num_players=2)
-    spec = "search:samples=20,belief=1,playouts={}"
-    agents = [make_agent(spec.format(p)) for p in ("python", "compiled")]
+    agents = [make_agent(f"{spec},playouts={p}") for p in ("python", "compiled")]
     for k, view in enumerate(positions(rules, 20, seed=4)):
         chosen = []
         for agent in agents:

@@ -15,7 +15,13 @@ import numpy as np
 from bergen_env.actions import DOUBLE_PLAY, DRAW, PASS
 from bergen_env.agents.heuristic import MATCH_VALUE, SCORING_TILES, HeuristicAgent
 from bergen_env.rules import BLOCKED_RULES
-from bergen_env.scoring import DOUBLE_PLAY_HEADER, FIVE, OUT_SCORINGS, PLAY_SCORINGS
+from bergen_env.scoring import (
+    DOUBLE_PLAY_HEADER,
+    FIVE,
+    OUT_SCORINGS,
+    PLAY_SCORINGS,
+    cap_header,
+)
 from bergen_env.tiles import NUM_NUMBERS, NUM_TILES, NUMBER_BITS
 from bergen_env.vector import kernels as K
 from bergen_env.vector._numba import njit, njit_inline
@@ -40,16 +46,8 @@ def heuristic_weights(agent: HeuristicAgent) -> np.ndarray:
     return np.array([getattr(agent, f"w_{name}") for name in WEIGHT_NAMES], dtype=np.float64)
 
 
-@njit_inline
-def _cap(header, need, caps):
-    """``scoring.cap_header``."""
-    if not header or not caps:
-        return header
-    if need <= 2:
-        return 1
-    if need == 3:
-        return min(header, 2)
-    return header
+#: ``scoring.cap_header`` compiled.
+_cap = njit_inline(cap_header)
 
 
 @njit_inline
