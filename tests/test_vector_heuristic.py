@@ -19,6 +19,7 @@ from bergen_env.rules import BLOCKED_RULES, PRESETS  # noqa: E402
 from bergen_env.tiles import NUM_TILES  # noqa: E402
 from bergen_env.vector import kernels as K  # noqa: E402
 from bergen_env.vector.heuristic_policy import heuristic_action, heuristic_weights  # noqa: E402
+from tests.test_vector_search import assert_same_values, positions  # noqa: E402
 
 SEATINGS = ((2, False), (3, False), (4, False), (4, True))
 #: Every preset at every seating, then single options overridden.
@@ -126,21 +127,6 @@ def test_compiled_heuristic_with_other_weights() -> None:
             s.apply_action(legal[int(rng.integers(len(legal)))])
 
 
-def positions(rules: Rules, count: int, seed: int) -> list[PublicView]:
-    """Public views of the player on turn with a real choice, from random matches."""
-    rng = np.random.default_rng(seed)
-    out, match = [], 0
-    while len(out) < count:
-        s = BergenState(rules, seed=seed + match)
-        match += 1
-        while not s.terminal and len(out) < count:
-            legal = s.legal_actions()
-            if len(legal) > 1 and rng.random() < 0.3:
-                out.append(s.public_view(s.current_player))
-            s.apply_action(legal[int(rng.integers(len(legal)))])
-    return out
-
-
 SEARCH_CONFIGS = [
     ("standard", dict(num_players=2)),
     ("standard", dict(num_players=2, target=5)),  # playouts that end the match
@@ -159,13 +145,7 @@ def test_compiled_heuristic_playouts_give_the_same_values(config: tuple, belief:
     rules = Rules.preset(preset, **kwargs)
     spec = f"search:samples=6,rollout=heuristic,belief={belief},playouts="
     python, compiled = make_agent(spec + "python"), make_agent(spec + "compiled")
-    for k, view in enumerate(positions(rules, 6, seed=len(_id(config)))):
-        values = []
-        for agent in (python, compiled):
-            agent.reset(rules, view.seat, np.random.default_rng([7, k]))
-            values.append(agent.action_values(view))
-            values.append(agent.rng.random())  # the stream advanced the same way
-        assert values[0] == values[2] and values[1] == values[3], (k, view.moves)
+    assert_same_values(python, compiled, positions(rules, 6, seed=len(_id(config))), 7)
 
 
 def test_heuristic_playouts_are_compiled_by_default() -> None:

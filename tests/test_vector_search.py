@@ -51,10 +51,16 @@ def test_compiled_playouts_give_the_same_values(preset: str, kwargs: dict, rollo
     rules = Rules.preset(preset, **kwargs)
     python = SearchAgent(samples=12, rollout=rollout, playouts="python")
     compiled = SearchAgent(samples=12, rollout=rollout, playouts="compiled")
-    for k, view in enumerate(positions(rules, 12, seed=k_seed(preset, kwargs))):
+    assert_same_values(python, compiled, positions(rules, 12, seed=k_seed(preset, kwargs)), 5)
+
+
+def assert_same_values(python: SearchAgent, compiled: SearchAgent, views: list, key: int) -> None:
+    """Both agents give the same action values at every view, their streams advanced alike
+    (each reset to ``default_rng([key, k])`` at the ``k``-th view)."""
+    for k, view in enumerate(views):
         values = []
         for agent in (python, compiled):
-            agent.reset(rules, view.seat, np.random.default_rng([5, k]))
+            agent.reset(view.rules, view.seat, np.random.default_rng([key, k]))
             values.append(agent.action_values(view))
             values.append(agent.rng.random())  # the stream advanced the same way
         assert values[0] == values[2] and values[1] == values[3], (k, view.moves)
