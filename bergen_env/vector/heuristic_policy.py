@@ -15,13 +15,7 @@ import numpy as np
 from bergen_env.actions import DOUBLE_PLAY, DRAW, PASS
 from bergen_env.agents.heuristic import MATCH_VALUE, SCORING_TILES, HeuristicAgent
 from bergen_env.rules import BLOCKED_RULES
-from bergen_env.scoring import (
-    DOUBLE_PLAY_HEADER,
-    FIVE,
-    OUT_SCORINGS,
-    PLAY_SCORINGS,
-    cap_header,
-)
+from bergen_env.scoring import DOUBLE_PLAY_HEADER, PLAY_SCORINGS, cap_header
 from bergen_env.tiles import NUM_NUMBERS, NUM_TILES, NUMBER_BITS
 from bergen_env.vector import kernels as K
 from bergen_env.vector._numba import njit, njit_inline
@@ -36,7 +30,6 @@ SCORING_MASK = sum(1 << t for t in SCORING_TILES)
 #: ``T_POPCOUNT[v]``: the numbers in a 7-bit mask.
 T_POPCOUNT = np.array([bin(v).count("1") for v in range(1 << NUM_NUMBERS)], dtype=np.int64)
 PLAY_FIVES = PLAY_SCORINGS.index("fives")
-OUT_PIPS_FIVES = OUT_SCORINGS.index("pips_fives")
 BLOCKED_PIPS = BLOCKED_RULES.index("pips")
 BLOCKED_MOST_DOUBLES = BLOCKED_RULES.index("most_doubles")
 
@@ -44,6 +37,10 @@ BLOCKED_MOST_DOUBLES = BLOCKED_RULES.index("most_doubles")
 def heuristic_weights(agent: HeuristicAgent) -> np.ndarray:
     """The weights of ``agent`` as :func:`heuristic_action` reads them."""
     return np.array([getattr(agent, f"w_{name}") for name in WEIGHT_NAMES], dtype=np.float64)
+
+
+#: The default ``HeuristicAgent``'s weights.
+DEFAULT_WEIGHTS = heuristic_weights(HeuristicAgent())
 
 
 #: ``scoring.cap_header`` compiled.
@@ -114,9 +111,7 @@ def _out_value(r, i, scores, hands, hlen, line, p, target, side):
             pips += own
         else:
             pips += mean * hlen[i, seat]
-    award = np.int64(np.rint(pips))  # Python's round: halves to even
-    if r[K.R_OUT] == OUT_PIPS_FIVES:  # scoring.out_points: rounded to fives, divided by 5
-        award = (award + FIVE // 2) // FIVE
+    award = K.T_OUT_POINTS[r[K.R_OUT], np.int64(np.rint(pips))]  # rint: Python's round
     if r[K.R_HAS_TARGET] and scores[i, side] + award >= target:
         return MATCH_VALUE
     return np.float64(award)

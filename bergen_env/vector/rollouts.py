@@ -28,7 +28,11 @@ from bergen_env.engine import TILE_POOLS, PublicView, trailing_draws
 from bergen_env.tiles import CONTAINS, IS_DOUBLE, NUM_NUMBERS, NUM_TILES, PIPS
 from bergen_env.vector import kernels as K
 from bergen_env.vector._numba import njit
-from bergen_env.vector.heuristic_policy import heuristic_action, heuristic_weights
+from bergen_env.vector.heuristic_policy import (
+    DEFAULT_WEIGHTS,
+    heuristic_action,
+    heuristic_weights,
+)
 
 #: The rollout's preference among playable tiles: doubles, then pips, then id (descending).
 ROLLOUT_ORDER = np.array(
@@ -373,7 +377,7 @@ class CompiledPlayouts:
         if rollout not in POLICIES:
             raise ValueError(f"rollout must be one of {tuple(POLICIES)}, got {rollout!r}")
         self.policy = POLICIES[rollout]
-        self.weights = heuristic_weights(HeuristicAgent() if heuristic is None else heuristic)
+        self.weights = DEFAULT_WEIGHTS if heuristic is None else heuristic_weights(heuristic)
         rules = view.rules
         self.table = (
             np.zeros(0) if table is None else np.ascontiguousarray(table, np.float64).ravel()
