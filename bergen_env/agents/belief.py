@@ -20,6 +20,8 @@ import dataclasses
 import math
 from collections.abc import Sequence
 
+import numpy as np
+
 from bergen_env.actions import DOUBLE_PLAY, DRAW, PASS
 from bergen_env.agents.heuristic import HeuristicAgent
 from bergen_env.agents.sampling import inferred_voids
@@ -202,8 +204,23 @@ class BeliefModel:
         )
         scaled = [self.model.evaluate(view, a) / self.temperature for a in plays]
         top = max(scaled)
-        norm = top + math.log(sum(math.exp(x - top) for x in scaled))
-        return scaled[plays.index(d.action)] - norm
+        total = 0.0
+        for x in scaled:  # a plain running sum, as the compiled weights add (not ``sum``)
+            total += math.exp(x - top)
+        return scaled[plays.index(d.action)] - (top + math.log(total))
+
+
+def resample(log_weights: np.ndarray, rng: np.random.Generator, count: int) -> np.ndarray | None:
+    """Systematic resampling: ``count`` indices into ``log_weights`` in proportion to their
+    weights (one uniform draw from ``rng``), or None (no draw) when every weight is zero."""
+    top = log_weights.max()
+    if not np.isfinite(top):
+        return None
+    w = np.exp(log_weights - top)
+    cdf = np.cumsum(w / w.sum())
+    cdf[-1] = 1.0
+    points = (rng.random() + np.arange(count)) / count
+    return np.searchsorted(cdf, points, side="right")
 
 
 def _tiles_of(action: int) -> tuple[int, ...]:

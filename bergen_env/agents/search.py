@@ -55,7 +55,7 @@ import numpy as np
 
 from bergen_env.actions import DOUBLE_PLAY, DRAW, PASS
 from bergen_env.agents.base import Agent
-from bergen_env.agents.belief import BeliefModel
+from bergen_env.agents.belief import BeliefModel, resample
 from bergen_env.agents.greedy import greedy_key
 from bergen_env.agents.heuristic import HeuristicAgent
 from bergen_env.agents.learned_belief import (
@@ -424,17 +424,22 @@ class SearchAgent(Agent):
         sampler = HiddenTileSampler(view)
         totals = [0.0] * len(legal)
         done = 0
-        deals = self._weighted_deals(view, sampler) if self.belief == 1 else None
-        learned = self.learned_deals(view) if self.belief == "learned" else None
         compiled = self._compiled_root(view) if self.compiled else None
-        if compiled is not None and deals is None and deadline is None:  # one compiled call
-            if learned is not None:
+        learned = self.learned_deals(view) if self.belief == "learned" else None
+        if compiled is not None and deadline is None:  # one compiled call
+            if self.belief == 1:
+                from bergen_env.vector.belief_weights import weighted_search
+
+                model = BeliefModel(view, self.temperature)
+                sums = weighted_search(compiled, model, sampler, rng, self.samples, self.candidates)
+            elif learned is not None:
                 from bergen_env.vector.belief_playouts import learned_search
 
                 sums = learned_search(compiled, learned, rng, self.samples)
             else:
                 sums = compiled.search(rng, sampler, self.samples)
             return {a: v / self.samples for a, v in zip(legal, sums.tolist())}
+        deals = self._weighted_deals(view, sampler) if self.belief == 1 else None
         draw = draw_deal
         if learned is not None and numba_installed():
             from bergen_env.vector.belief_playouts import draw_deal as draw
@@ -545,12 +550,7 @@ class SearchAgent(Agent):
             return [sampler.sample(rng) for _ in range(self.samples)]
         pool = [sampler.sample(rng) for _ in range(self.samples * self.candidates)]
         logw = np.array([model.log_weight(hands) for hands, _ in pool])
-        top = logw.max()
-        if not np.isfinite(top):
+        picks = resample(logw, rng, self.samples)
+        if picks is None:
             return pool[: self.samples]
-        w = np.exp(logw - top)
-        cdf = np.cumsum(w / w.sum())
-        cdf[-1] = 1.0
-        points = (rng.random() + np.arange(self.samples)) / self.samples
-        picks = np.searchsorted(cdf, points, side="right")
         return [pool[int(j)] for j in picks]

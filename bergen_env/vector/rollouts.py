@@ -430,24 +430,10 @@ class CompiledPlayouts:
     ) -> np.ndarray:
         """The summed values of each legal action over ``samples`` determinizations drawn by
         ``sampler`` from ``rng``: ``SearchAgent.action_values``' sum, with the same draws."""
-        n = self.r[K.R_N]
-        levels = len(sampler.levels)
-        excluded = np.array(sampler.levels, dtype=np.int64).reshape(levels, n)
-        orders = np.zeros((levels, K.MAX_SEATS), dtype=np.int64)
-        order_lens = np.zeros(levels, dtype=np.int64)
-        in_order = np.zeros((levels, K.MAX_SEATS), dtype=np.bool_)
-        for level, row in enumerate(sampler.levels):
-            order = sampler.constrained_order(row)
-            orders[level, : len(order)] = order
-            order_lens[level] = len(order)
-            in_order[level, order] = True
-        sizes = np.array(sampler.sizes, dtype=np.int64)
-        own = np.array(sampler.own, dtype=np.int64)
         counters = np.zeros(2, dtype=np.int64)
         totals = np.zeros(len(self.legal), dtype=np.float64)
         search_totals(
-            rng, samples, sampler.pool, excluded, orders, order_lens, in_order, sizes,
-            sampler.view.seat, own, sampler.tries, counters, self.r, self.m, self.scores,
+            rng, samples, *sampler_arrays(sampler), counters, self.r, self.m, self.scores,
             self.hlen, self.voids, self.line, self.legal, self.policy, self.weights, self.rng,
             self.deals, self.out, self.table, self.low, self.values,
             TILE_POOLS[sampler.view.rules.sets], totals,
@@ -455,3 +441,24 @@ class CompiledPlayouts:
         sampler.relaxed += int(counters[0])
         sampler.fallbacks += int(counters[1])
         return totals
+
+
+def sampler_arrays(sampler: HiddenTileSampler) -> tuple:
+    """``sampler`` as :func:`sample_hidden`'s arguments from ``pool`` to ``tries``."""
+    n = sampler.view.rules.num_players
+    levels = len(sampler.levels)
+    excluded = np.array(sampler.levels, dtype=np.int64).reshape(levels, n)
+    orders = np.zeros((levels, K.MAX_SEATS), dtype=np.int64)
+    order_lens = np.zeros(levels, dtype=np.int64)
+    in_order = np.zeros((levels, K.MAX_SEATS), dtype=np.bool_)
+    for level, row in enumerate(sampler.levels):
+        order = sampler.constrained_order(row)
+        orders[level, : len(order)] = order
+        order_lens[level] = len(order)
+        in_order[level, order] = True
+    sizes = np.array(sampler.sizes, dtype=np.int64)
+    own = np.array(sampler.own, dtype=np.int64)
+    return (
+        sampler.pool, excluded, orders, order_lens, in_order, sizes, sampler.view.seat, own,
+        sampler.tries,
+    )  # fmt: skip

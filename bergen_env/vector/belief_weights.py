@@ -1,0 +1,202 @@
+"""``search``'s ``belief=1`` compiled: deals weighed by how well they explain others' plays.
+
+:class:`CompiledBelief` holds the past decisions of a
+:class:`~bergen_env.agents.belief.BeliefModel` as rows of the kernels' arrays (one row per
+scored play: the public state it was made in, the seat's hand filled per deal) and
+:func:`log_weights` scores a pool of deals with the compiled heuristic
+(:func:`~bergen_env.vector.heuristic_policy.evaluate`): the same log-likelihoods as
+``BeliefModel.log_weight``, float for float. :func:`weighted_search` is the whole of
+``SearchAgent.action_values`` under ``belief=1``: the pool drawn as ``HiddenTileSampler`` draws
+it, the systematic resampling of :func:`bergen_env.agents.belief.resample`, and the compiled
+playouts of the picked deals, with the random stream advanced as in the Python search.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from bergen_env.actions import DOUBLE_PLAY
+from bergen_env.agents.belief import BeliefModel, resample
+from bergen_env.agents.sampling import HiddenTileSampler
+from bergen_env.engine import TILE_POOLS
+from bergen_env.tiles import NUM_TILES
+from bergen_env.vector import kernels as K
+from bergen_env.vector._numba import njit
+from bergen_env.vector.heuristic_policy import DEFAULT_WEIGHTS, evaluate
+from bergen_env.vector.rollouts import (
+    CompiledPlayouts,
+    greedy_playouts,
+    next_hand_shuffles,
+    sample_hidden,
+    sampler_arrays,
+)
+
+
+class CompiledBelief:
+    """The scored past plays of ``model`` as kernel rows (``model`` uses the default
+    heuristic's weights, as :class:`BeliefModel` does unless given another model)."""
+
+    def __init__(self, model: BeliefModel) -> None:
+        view = model.view
+        rules = view.rules
+        decisions = model.decisions
+        d = len(decisions)
+        self.temperature = model.temperature
+        self.r = K.rule_vector(rules, None, "match")
+        self.m = np.zeros((d, K.NUM_FIELDS), dtype=np.int32)
+        self.scores = np.zeros((d, K.MAX_SEATS), dtype=np.int32)
+        self.hlen = np.zeros((d, K.MAX_SEATS), dtype=np.int32)
+        self.voids = np.zeros((d, K.MAX_SEATS), dtype=np.int32)
+        self.line = np.zeros((d, NUM_TILES), dtype=np.int8)
+        self.hands = np.zeros((d, K.MAX_SEATS, NUM_TILES), dtype=np.int8)
+        self.played = np.zeros((d, NUM_TILES), dtype=np.int64)
+        self.seat = np.zeros(d, dtype=np.int64)
+        self.action = np.zeros(d, dtype=np.int64)
+        n = rules.num_players
+        for k, dec in enumerate(decisions):
+            v = dec.view
+            m = self.m[k]
+            m[K.CUR] = dec.seat
+            m[K.LEAD] = -1
+            m[K.BPOS] = rules.boneyard_size - v.boneyard_size
+            m[K.LLEN] = sum(dec.line_counts)
+            m[K.E0], m[K.E1] = v.ends
+            m[K.D0], m[K.D1] = v.end_doubles
+            m[K.WINNER] = -1
+            self.scores[k, : rules.num_sides] = v.scores
+            self.hlen[k, :n] = v.hand_sizes
+            self.voids[k, :n] = v.voids
+            self.line[k] = dec.line_counts
+            self.played[k] = dec.played_since
+            self.seat[k] = dec.seat
+            self.action[k] = dec.action
+        # where each seat's hand starts in a deal's flat tiles (hands by seat, then the boneyard)
+        self.start = np.zeros(K.MAX_SEATS + 1, dtype=np.int64)
+        self.start[1 : n + 1] = np.cumsum(view.hand_sizes)
+        self.weights = DEFAULT_WEIGHTS
+
+    def log_weights(self, deals: np.ndarray) -> np.ndarray:
+        """``BeliefModel.log_weight`` of each deal (rows of flat tiles) of ``deals``."""
+        out = np.zeros(deals.shape[0], dtype=np.float64)
+        log_weights(
+            self.r, self.m, self.scores, self.hands, self.hlen, self.voids, self.line,
+            self.weights, self.played, self.seat, self.action, self.start, self.temperature,
+            deals, out,
+        )  # fmt: skip
+        return out
+
+
+@njit
+def log_weights(r, m, scores, hands, hlen, voids, line, weights, played, seat, action, start,
+                temperature, deals, out):  # fmt: skip
+    """``out[k]``: the sum over the past plays (rows of ``m`` ...) of log P(play | the seat's
+    hand then, its tiles in deal ``k`` plus ``played``) under the softmax with ``temperature``
+    of :func:`evaluate`'s scores of the plays that hand had (see ``BeliefModel._log_prob``)."""
+    d = m.shape[0]
+    plays = np.empty(2 * NUM_TILES + 1, dtype=np.int64)
+    scaled = np.empty(2 * NUM_TILES + 1, dtype=np.float64)
+    for k in range(deals.shape[0]):
+        total = 0.0
+        for i in range(d):
+            p = seat[i]
+            for t in range(NUM_TILES):
+                hands[i, p, t] = played[i, t]
+            for j in range(start[p], start[p + 1]):
+                hands[i, p, deals[k, j]] += 1
+            e0 = m[i, K.E0]
+            e1 = m[i, K.E1]
+            count = 0
+            for t in range(NUM_TILES):
+                if hands[i, p, t]:
+                    if (K.T_CONTAINS[e0] >> t) & 1:
+                        plays[count] = 2 * t
+                        count += 1
+                    if (K.T_CONTAINS[e1] >> t) & 1:
+                        plays[count] = 2 * t + 1
+                        count += 1
+            if r[K.R_SETS] == 2 and e0 == e1 and hands[i, p, K.T_DOUBLE_ID[e0]] >= 2:
+                plays[count] = DOUBLE_PLAY + e0
+                count += 1
+            chosen = -1
+            for j in range(count):
+                if plays[j] == action[i]:
+                    chosen = j
+                    break
+            if chosen < 0:  # the deal contradicts the move (cannot happen for sampled deals)
+                total += -math.inf
+                continue
+            if count == 1:
+                total += 0.0
+                continue
+            top = -math.inf
+            for j in range(count):
+                scaled[j] = evaluate(r, i, m, scores, hands, hlen, voids, line, weights,
+                                     plays[j]) / temperature  # fmt: skip
+                if scaled[j] > top:
+                    top = scaled[j]
+            norm = 0.0
+            for j in range(count):
+                norm += math.exp(scaled[j] - top)
+            total += scaled[chosen] - (top + math.log(norm))
+        out[k] = total
+
+
+@njit
+def draw_deals(rng, pool, excluded, orders, order_lens, in_order, sizes, seat, own, tries,
+               counters, deals):  # fmt: skip
+    """``deals.shape[0]`` determinizations drawn by :func:`sample_hidden`, one per row."""
+    for k in range(deals.shape[0]):
+        sample_hidden(rng, pool, excluded, orders, order_lens, in_order, sizes, seat, own,
+                      tries, counters, deals[k])  # fmt: skip
+
+
+@njit
+def picked_totals(rng, picks, deals, r, m0, scores0, hlen0, voids0, line0, legal, policy,
+                  weights, deal_rng, hand_deals, out, value_table, low, values, deal_pool,
+                  totals):  # fmt: skip
+    """One playout per legal action of each deal ``deals[picks[j]]`` in turn, every hand ended
+    drawing the next hand's shuffle from ``rng`` (as in :func:`search_totals`); ``totals[x]``
+    += the values of ``legal[x]``."""
+    dealt = r[K.R_N] * r[K.R_HAND]
+    for j in range(picks.shape[0]):
+        new_hands = greedy_playouts(
+            r, m0, scores0, hlen0, voids0, line0, deals[picks[j]], legal, policy, weights,
+            deal_rng, hand_deals, out, value_table, low, values,
+        )  # fmt: skip
+        next_hand_shuffles(rng, r, deal_pool, dealt, new_hands)
+        for x in range(legal.shape[0]):
+            totals[x] += values[x]
+
+
+def weighted_search(
+    root: CompiledPlayouts,
+    model: BeliefModel,
+    sampler: HiddenTileSampler,
+    rng: np.random.Generator,
+    samples: int,
+    candidates: int,
+) -> np.ndarray:
+    """The summed values of each legal action of ``root`` over ``samples`` deals resampled by
+    ``model``'s weights from ``candidates * samples`` drawn by ``sampler`` (all ``samples``
+    drawn deals when no past play is scored): ``SearchAgent.action_values`` under ``belief=1``,
+    with the same draws from ``rng``."""
+    count = samples * candidates if model.decisions else samples
+    deals = np.empty((count, root.tiles), dtype=np.int64)
+    counters = np.zeros(2, dtype=np.int64)
+    draw_deals(rng, *sampler_arrays(sampler), counters, deals)
+    sampler.relaxed += int(counters[0])
+    sampler.fallbacks += int(counters[1])
+    picks = None
+    if model.decisions:
+        picks = resample(CompiledBelief(model).log_weights(deals), rng, samples)
+    if picks is None:
+        picks = np.arange(samples)
+    totals = np.zeros(len(root.legal), dtype=np.float64)
+    picked_totals(
+        rng, picks, deals, root.r, root.m, root.scores, root.hlen, root.voids, root.line,
+        root.legal, root.policy, root.weights, root.rng, root.deals, root.out, root.table,
+        root.low, root.values, TILE_POOLS[sampler.view.rules.sets], totals,
+    )  # fmt: skip
+    return totals
