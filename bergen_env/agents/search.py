@@ -36,8 +36,9 @@ file shipped for the seating (``policies/belief_2p.safetensors``, ...); ``power`
 sharpens (> 1) or flattens (< 1) its per-tile probabilities.
 ``playouts``: ``"python"`` plays the rollouts on :class:`BergenState`; ``"compiled"`` plays
 the ``"public"``, ``"greedy"`` and ``"heuristic"`` rollouts with the compiled kernels of
-:mod:`bergen_env.vector.rollouts` (the ``[vector]`` extra: numba), with the same values and
-decisions, the random stream consumed the same way; ``"auto"`` (default) is ``"compiled"``
+:mod:`bergen_env.vector.rollouts` (the ``[vector]`` extra: numba), and weighs ``belief=1``'s
+deals with :mod:`bergen_env.vector.belief_weights`, with the same values and decisions, the
+random stream consumed the same way; ``"auto"`` (default) is ``"compiled"``
 where numba is installed and the rollout has compiled playouts, else ``"python"``. The compiled
 kernels play every rule option (Bergen, Draw and Fives).
 With ``budget_ms=None`` decisions are reproducible from the RNG given to ``reset``.
