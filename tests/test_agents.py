@@ -518,7 +518,7 @@ def test_belief_resampling_is_reproducible_and_uses_the_view_only() -> None:
         values.append(agent.action_values(view))
     assert values[0] == values[1]
     agent = _ready("search:samples=20,belief=1,temperature=0.2", rules, 0, seed=3)
-    deals = agent._weighted_deals(view, HiddenTileSampler(view))
+    deals = agent._weighted_deals(BeliefModel(view, 0.2), HiddenTileSampler(view), 20)
     assert len(deals) == 20
     # Resampling moves mass to deals that explain seat 1's plays better than uniform ones.
     model = BeliefModel(view, 0.2)

@@ -316,6 +316,20 @@ def load_belief(path: str) -> BeliefNetwork:
     return network
 
 
+def settled(means: np.ndarray, certainty: float) -> bool:
+    """Whether the leading action is ahead of every other by more than ``certainty`` standard
+    errors, from ``means`` (rounds × actions: each round's mean value of each action; the
+    rounds share their deals across actions, so the differences are paired). Needs two rounds."""
+    rounds = means.shape[0]
+    if rounds < 2:
+        return False
+    best = int(np.argmax(means.sum(axis=0)))
+    diffs = np.delete(means[:, best : best + 1] - means, best, axis=1)
+    lead = diffs.mean(axis=0)
+    error = diffs.std(axis=0, ddof=1) / np.sqrt(rounds)
+    return bool(np.all(lead > certainty * error))
+
+
 class SearchAgent(Agent):
     """PIMC: sampled determinizations, one playout per legal action per sample."""
 
@@ -333,6 +347,8 @@ class SearchAgent(Agent):
         playouts: str = "auto",
         belief_file: str | None = None,
         power: float = 1.0,
+        batch: int | None = None,
+        certainty: float = 3.0,
     ) -> None:
         param = dict(label="parameter", error=ValueError)
         check_int("samples", samples, minimum=1, **param)
@@ -362,6 +378,13 @@ class SearchAgent(Agent):
         check_number("power", power, above=0, **param)
         check_number("temperature", temperature, above=0, **param)
         check_int("candidates", candidates, minimum=1, **param)
+        check_int("batch", batch, minimum=1, allow_none=True, **param)
+        check_number("certainty", certainty, above=0, **param)
+        if batch is not None and budget_ms is not None:
+            raise ValueError("parameters 'batch' and 'budget_ms' cannot be combined")
+        self.batch = batch
+        self.certainty = float(certainty)
+        self.used = 0  # samples played at the last decision
         self.samples = samples
         self.belief = belief
         self.belief_file = None if belief_file is None else str(belief_file)
@@ -419,32 +442,67 @@ class SearchAgent(Agent):
 
     def action_values(self, view: PublicView) -> dict[int, float]:
         """Mean playout value of each legal action over the samples drawn."""
-        rng = self.rng
         deadline = None if self.budget_ms is None else time.perf_counter() + self.budget_ms / 1000.0
         legal = view.legal_actions
         sampler = HiddenTileSampler(view)
-        totals = [0.0] * len(legal)
-        done = 0
         compiled = self._compiled_root(view) if self.compiled else None
         learned = self.learned_deals(view) if self.belief == "learned" else None
+        model = BeliefModel(view, self.temperature) if self.belief == 1 else None
+        weights = None
+        if compiled is not None and model is not None and model.decisions:
+            from bergen_env.vector.belief_weights import CompiledBelief
+
+            weights = CompiledBelief(model)
+        parts = (view, sampler, compiled, learned, model, weights)
+        if self.batch is None:
+            totals, done = self._totals(*parts, self.samples, deadline)
+        else:
+            totals, done, means = np.zeros(len(legal)), 0, []
+            while done < self.samples:
+                count = min(self.batch, self.samples - done)
+                sums, _ = self._totals(*parts, count, None)
+                totals += sums
+                done += count
+                means.append(sums / count)
+                if settled(np.array(means), self.certainty):
+                    break
+        self.used = done
+        return {a: v / done for a, v in zip(legal, totals.tolist())}
+
+    def _totals(
+        self,
+        view: PublicView,
+        sampler: HiddenTileSampler,
+        compiled: Any,
+        learned: LearnedDeals | None,
+        model: BeliefModel | None,
+        weights: Any,
+        samples: int,
+        deadline: float | None,
+    ) -> tuple[np.ndarray, int]:
+        """The summed playout values of each legal action over ``samples`` deals (fewer if the
+        ``deadline`` passes), and how many were played."""
+        rng = self.rng
+        legal = view.legal_actions
         if compiled is not None and deadline is None:  # one compiled call
-            if self.belief == 1:
+            if model is not None:
                 from bergen_env.vector.belief_weights import weighted_search
 
-                model = BeliefModel(view, self.temperature)
-                sums = weighted_search(compiled, model, sampler, rng, self.samples, self.candidates)
+                sums = weighted_search(compiled, weights, sampler, rng, samples, self.candidates)
             elif learned is not None:
                 from bergen_env.vector.belief_playouts import learned_search
 
-                sums = learned_search(compiled, learned, rng, self.samples)
+                sums = learned_search(compiled, learned, rng, samples)
             else:
-                sums = compiled.search(rng, sampler, self.samples)
-            return {a: v / self.samples for a, v in zip(legal, sums.tolist())}
-        deals = self._weighted_deals(view, sampler) if self.belief == 1 else None
+                sums = compiled.search(rng, sampler, samples)
+            return sums, samples
+        deals = self._weighted_deals(model, sampler, samples) if model is not None else None
         draw = draw_deal
         if learned is not None and numba_installed():
             from bergen_env.vector.belief_playouts import draw_deal as draw
-        for k in range(self.samples):
+        totals = np.zeros(len(legal))
+        done = 0
+        for k in range(samples):
             if deals is not None:
                 hands, boneyard = deals[k]
             elif learned is not None:
@@ -462,7 +520,7 @@ class SearchAgent(Agent):
             done += 1
             if deadline is not None and time.perf_counter() > deadline:
                 break
-        return {a: v / done for a, v in zip(legal, totals)}
+        return totals, done
 
     def _belief_network(self, rules: Rules) -> BeliefNetwork:
         """The belief network of ``belief='learned'``: ``belief_file``, or the shipped one."""
@@ -538,20 +596,19 @@ class SearchAgent(Agent):
         return out
 
     def _weighted_deals(
-        self, view: PublicView, sampler: HiddenTileSampler
+        self, model: BeliefModel, sampler: HiddenTileSampler, samples: int
     ) -> list[tuple[list[list[int]], list[int]]]:
-        """``samples`` deals resampled from ``candidates * samples`` by belief weight.
+        """``samples`` deals resampled from ``candidates * samples`` by ``model``'s weights.
 
         Systematic resampling in proportion to :meth:`BeliefModel.log_weight`; uniform when no
         other seat's play of this hand tells anything.
         """
         rng = self.rng
-        model = BeliefModel(view, self.temperature)
         if not model.decisions:
-            return [sampler.sample(rng) for _ in range(self.samples)]
-        pool = [sampler.sample(rng) for _ in range(self.samples * self.candidates)]
+            return [sampler.sample(rng) for _ in range(samples)]
+        pool = [sampler.sample(rng) for _ in range(samples * self.candidates)]
         logw = np.array([model.log_weight(hands) for hands, _ in pool])
-        picks = resample(logw, rng, self.samples)
+        picks = resample(logw, rng, samples)
         if picks is None:
-            return pool[: self.samples]
+            return pool[:samples]
         return [pool[int(j)] for j in picks]

@@ -172,25 +172,23 @@ def picked_totals(rng, picks, deals, r, m0, scores0, hlen0, voids0, line0, legal
 
 def weighted_search(
     root: CompiledPlayouts,
-    model: BeliefModel,
+    belief: CompiledBelief | None,
     sampler: HiddenTileSampler,
     rng: np.random.Generator,
     samples: int,
     candidates: int,
 ) -> np.ndarray:
     """The summed values of each legal action of ``root`` over ``samples`` deals resampled by
-    ``model``'s weights from ``candidates * samples`` drawn by ``sampler`` (all ``samples``
-    drawn deals when no past play is scored): ``SearchAgent.action_values`` under ``belief=1``,
-    with the same draws from ``rng``."""
-    count = samples * candidates if model.decisions else samples
+    ``belief``'s weights from ``candidates * samples`` drawn by ``sampler`` (the ``samples``
+    drawn deals when ``belief`` is None: no past play is scored): ``SearchAgent``'s values
+    under ``belief=1``, with the same draws from ``rng``."""
+    count = samples * candidates if belief is not None else samples
     deals = np.empty((count, root.tiles), dtype=np.int64)
     counters = np.zeros(2, dtype=np.int64)
     draw_deals(rng, *sampler_arrays(sampler), counters, deals)
     sampler.relaxed += int(counters[0])
     sampler.fallbacks += int(counters[1])
-    picks = None
-    if model.decisions:
-        picks = resample(CompiledBelief(model).log_weights(deals), rng, samples)
+    picks = None if belief is None else resample(belief.log_weights(deals), rng, samples)
     if picks is None:
         picks = np.arange(samples)
     totals = np.zeros(len(root.legal), dtype=np.float64)

@@ -1,0 +1,83 @@
+"""``search`` in rounds (``batch``): stop sampling once the leading action is clear."""
+
+from __future__ import annotations
+
+import pickle
+
+import numpy as np
+import pytest
+
+from bergen_env import Rules
+from bergen_env.agents import make_agent
+from bergen_env.agents.search import SearchAgent, numba_installed, settled
+from tests.test_vector_search import assert_same_values, positions
+
+
+def test_settled_needs_two_rounds_and_a_clear_lead() -> None:
+    assert not settled(np.array([[1.0, 0.0]]), 3.0)  # one round tells no spread
+    assert settled(np.array([[1.0, 0.0, 0.2], [0.9, 0.1, 0.0]]), 3.0)
+    noisy = np.array([[1.0, 0.0], [0.0, 0.5], [1.0, 0.2]])  # ahead on average, not clearly
+    assert not settled(noisy, 1.0)
+    assert settled(noisy, 0.1)
+    assert not settled(np.array([[0.5, 0.5], [0.5, 0.5]]), 3.0)  # a tie is never settled
+
+
+def _values(agent: SearchAgent, view, key: int) -> dict[int, float]:
+    agent.reset(view.rules, view.seat, np.random.default_rng(key))
+    return agent.action_values(view)
+
+
+@pytest.mark.parametrize("belief", ["0", "1"])
+def test_one_round_is_the_plain_search(belief: str) -> None:
+    rules = Rules.preset("standard", num_players=3)
+    plain = make_agent(f"search:samples=12,belief={belief}")
+    whole = make_agent(f"search:samples=12,belief={belief},batch=12")
+    larger = make_agent(f"search:samples=12,belief={belief},batch=50")
+    for k, view in enumerate(positions(rules, 6, seed=5)):
+        expected = _values(plain, view, k)
+        assert _values(whole, view, k) == expected and whole.used == 12
+        assert _values(larger, view, k) == expected and larger.used == 12
+
+
+def test_rounds_stop_early_on_clear_choices_only() -> None:
+    rules = Rules.preset("standard", num_players=2)
+    agent = make_agent("search:samples=64,batch=8,certainty=2,rollout=heuristic")
+    used = []
+    for k, view in enumerate(positions(rules, 30, seed=9)):
+        values = _values(agent, view, k)
+        assert set(values) == set(view.legal_actions)
+        assert agent.used % 8 == 0 and 16 <= agent.used <= 64
+        used.append(agent.used)
+    assert min(used) < 64 and max(used) == 64  # some choices are clear early, some are not
+
+
+def test_rounds_are_reproducible_legal_and_picklable() -> None:
+    rules = Rules.preset("fives", num_players=4, partnerships=True)
+    agent = make_agent("search:samples=24,batch=6,belief=1")
+    clone = pickle.loads(pickle.dumps(agent))
+    for k, view in enumerate(positions(rules, 8, seed=3)):
+        chosen = []
+        for a in (agent, clone):
+            a.reset(rules, view.seat, np.random.default_rng(k))
+            chosen.append(a.act(None, None, view))
+        assert chosen[0] == chosen[1] and chosen[0] in view.legal_actions
+
+
+@pytest.mark.skipif(not numba_installed(), reason="needs the [vector] extra")
+@pytest.mark.parametrize("spec", ["", "belief=1,", "rollout=heuristic,belief=1,"])
+def test_rounds_give_the_same_values_compiled(spec: str) -> None:
+    rules = Rules.preset("standard", num_players=2)
+    python, compiled = (
+        make_agent(f"search:{spec}samples=12,batch=3,certainty=1,playouts={p}")
+        for p in ("python", "compiled")
+    )
+    assert_same_values(python, compiled, positions(rules, 8, seed=12), 13)
+
+
+def test_bad_round_parameters_are_named() -> None:
+    with pytest.raises(ValueError, match="batch"):
+        SearchAgent(batch=0)
+    with pytest.raises(ValueError, match="certainty"):
+        SearchAgent(batch=4, certainty=-1.0)
+    with pytest.raises(ValueError, match="budget_ms"):
+        SearchAgent(batch=4, budget_ms=10.0)
