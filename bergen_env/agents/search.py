@@ -316,18 +316,23 @@ def load_belief(path: str) -> BeliefNetwork:
     return network
 
 
-def settled(means: np.ndarray, certainty: float) -> bool:
-    """Whether the leading action is ahead of every other by more than ``certainty`` standard
-    errors, from ``means`` (rounds × actions: each round's mean value of each action; the
-    rounds share their deals across actions, so the differences are paired). Needs two rounds."""
-    rounds = means.shape[0]
-    if rounds < 2:
+def settled(
+    totals: np.ndarray, products: np.ndarray, count: int, certainty: float, tolerance: float = 0.0
+) -> bool:
+    """Whether the leading action is known well enough after ``count`` deals, from the summed
+    values of each action (``totals``) and of the products of their values (``products``,
+    actions × actions; every deal values all actions, so the differences are paired): every
+    other action is behind by more than ``certainty`` standard errors of the difference, or
+    surely within ``tolerance`` of the leader (the choice hardly matters)."""
+    if count < 2:
         return False
-    best = int(np.argmax(means.sum(axis=0)))
-    diffs = np.delete(means[:, best : best + 1] - means, best, axis=1)
-    lead = diffs.mean(axis=0)
-    error = diffs.std(axis=0, ddof=1) / np.sqrt(rounds)
-    return bool(np.all(lead > certainty * error))
+    best = int(np.argmax(totals))
+    others = np.arange(len(totals)) != best
+    lead = (totals[best] - totals[others]) / count
+    square = (products[best, best] + np.diag(products)[others] - 2 * products[best, others]) / count
+    variance = np.maximum(square - lead * lead, 0.0) * count / (count - 1)
+    error = certainty * np.sqrt(variance / count)
+    return bool(np.all((lead > error) | (lead + error < tolerance)))
 
 
 class SearchAgent(Agent):
@@ -348,7 +353,8 @@ class SearchAgent(Agent):
         belief_file: str | None = None,
         power: float = 1.0,
         batch: int | None = None,
-        certainty: float = 3.0,
+        certainty: float = 2.0,
+        tolerance: float = 0.002,
     ) -> None:
         param = dict(label="parameter", error=ValueError)
         check_int("samples", samples, minimum=1, **param)
@@ -380,10 +386,12 @@ class SearchAgent(Agent):
         check_int("candidates", candidates, minimum=1, **param)
         check_int("batch", batch, minimum=1, allow_none=True, **param)
         check_number("certainty", certainty, above=0, **param)
+        check_number("tolerance", tolerance, minimum=0, **param)
         if batch is not None and budget_ms is not None:
             raise ValueError("parameters 'batch' and 'budget_ms' cannot be combined")
         self.batch = batch
         self.certainty = float(certainty)
+        self.tolerance = float(tolerance)
         self.used = 0  # samples played at the last decision
         self.samples = samples
         self.belief = belief
@@ -455,16 +463,18 @@ class SearchAgent(Agent):
             weights = CompiledBelief(model)
         parts = (view, sampler, compiled, learned, model, weights)
         if self.batch is None:
-            totals, done = self._totals(*parts, self.samples, deadline)
+            totals, _, done = self._totals(*parts, self.samples, deadline)
         else:
-            totals, done, means = np.zeros(len(legal)), 0, []
+            size = len(legal)
+            totals, products, done = np.zeros(size), np.zeros((size, size)), 0
+            tolerance = self.tolerance * WIN_VALUE * view.rules.score_scale
             while done < self.samples:
                 count = min(self.batch, self.samples - done)
-                sums, _ = self._totals(*parts, count, None)
+                sums, squares, _ = self._totals(*parts, count, None)
                 totals += sums
+                products += squares
                 done += count
-                means.append(sums / count)
-                if settled(np.array(means), self.certainty):
+                if settled(totals, products, done, self.certainty, tolerance):
                     break
         self.used = done
         return {a: v / done for a, v in zip(legal, totals.tolist())}
@@ -479,9 +489,10 @@ class SearchAgent(Agent):
         weights: Any,
         samples: int,
         deadline: float | None,
-    ) -> tuple[np.ndarray, int]:
+    ) -> tuple[np.ndarray, np.ndarray, int]:
         """The summed playout values of each legal action over ``samples`` deals (fewer if the
-        ``deadline`` passes), and how many were played."""
+        ``deadline`` passes), the summed products of their values (actions × actions), and how
+        many deals were played."""
         rng = self.rng
         legal = view.legal_actions
         if compiled is not None and deadline is None:  # one compiled call
@@ -495,12 +506,13 @@ class SearchAgent(Agent):
                 sums = learned_search(compiled, learned, rng, samples)
             else:
                 sums = compiled.search(rng, sampler, samples)
-            return sums, samples
+            return *sums, samples
         deals = self._weighted_deals(model, sampler, samples) if model is not None else None
         draw = draw_deal
         if learned is not None and numba_installed():
             from bergen_env.vector.belief_playouts import draw_deal as draw
         totals = np.zeros(len(legal))
+        products = np.zeros((len(legal), len(legal)))
         done = 0
         for k in range(samples):
             if deals is not None:
@@ -515,12 +527,13 @@ class SearchAgent(Agent):
                 values = self.playout_values(
                     BergenState.from_view(view, hands, boneyard, rng), legal
                 )
-            for i, value in enumerate(values):
-                totals[i] += value
+            row = np.array(values)
+            totals += row
+            products += np.outer(row, row)
             done += 1
             if deadline is not None and time.perf_counter() > deadline:
                 break
-        return totals, done
+        return totals, products, done
 
     def _belief_network(self, rules: Rules) -> BeliefNetwork:
         """The belief network of ``belief='learned'``: ``belief_file``, or the shipped one."""

@@ -15,7 +15,12 @@ from bergen_env.agents.learned_belief import LearnedDeals
 from bergen_env.engine import TILE_POOLS
 from bergen_env.vector import kernels as K
 from bergen_env.vector._numba import njit
-from bergen_env.vector.rollouts import CompiledPlayouts, greedy_playouts, next_hand_shuffles
+from bergen_env.vector.rollouts import (
+    CompiledPlayouts,
+    add_values,
+    greedy_playouts,
+    next_hand_shuffles,
+)
 
 draw_deal = njit(learned_belief.draw_deal)
 
@@ -23,10 +28,11 @@ draw_deal = njit(learned_belief.draw_deal)
 @njit
 def belief_search_totals(rng, samples, pool, q, caps, tries, loc_of, seat, own, levels, r, m0,
                          scores0, hlen0, voids0, line0, legal, policy, weights, deal_rng, deals,
-                         out, value_table, low, values, deal_pool, totals):  # fmt: skip
+                         out, value_table, low, values, deal_pool, totals, products):  # fmt: skip
     """``samples`` deals from :func:`draw_deal` (``loc_of[s]``: the belief column of seat ``s``,
-    -1 for the searcher), each with one playout per legal action; ``totals[k]`` += the values
-    of ``legal[k]``, ``levels[level]`` += 1 per deal. The RNG advances as in the Python search."""
+    -1 for the searcher), each with one playout per legal action; ``totals`` and ``products``
+    as in :func:`~bergen_env.vector.rollouts.search_totals`, ``levels[level]`` += 1 per deal.
+    The RNG advances as in the Python search."""
     n = r[K.R_N]
     m = pool.shape[0]
     where = np.zeros((2, m), dtype=np.int64)
@@ -55,8 +61,7 @@ def belief_search_totals(rng, samples, pool, q, caps, tries, loc_of, seat, own, 
             out, value_table, low, values,
         )  # fmt: skip
         next_hand_shuffles(rng, r, deal_pool, dealt, new_hands)
-        for x in range(legal.shape[0]):
-            totals[x] += values[x]
+        add_values(values, totals, products)
 
 
 def learned_search(
@@ -75,12 +80,13 @@ def learned_search(
     own = np.array(view.hand, dtype=np.int64)
     levels = np.zeros(deals.q.shape[0] + 1, dtype=np.int64)
     totals = np.zeros(len(root.legal), dtype=np.float64)
+    products = np.zeros((len(root.legal), len(root.legal)), dtype=np.float64)
     belief_search_totals(
         rng, samples, deals.pool, deals.q, deals.caps, deals.tries, loc_of, view.seat, own,
         levels, root.r, root.m, root.scores, root.hlen, root.voids, root.line, root.legal,
         root.policy, root.weights, root.rng, root.deals, root.out, root.table, root.low,
-        root.values, TILE_POOLS[view.rules.sets], totals,
+        root.values, TILE_POOLS[view.rules.sets], totals, products,
     )  # fmt: skip
     for i, c in enumerate(levels.tolist()):
         deals.levels[i] += c
-    return totals
+    return totals, products

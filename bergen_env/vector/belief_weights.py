@@ -27,6 +27,7 @@ from bergen_env.vector._numba import njit
 from bergen_env.vector.heuristic_policy import DEFAULT_WEIGHTS, evaluate
 from bergen_env.vector.rollouts import (
     CompiledPlayouts,
+    add_values,
     greedy_playouts,
     next_hand_shuffles,
     sample_hidden,
@@ -155,10 +156,10 @@ def draw_deals(rng, pool, excluded, orders, order_lens, in_order, sizes, seat, o
 @njit
 def picked_totals(rng, picks, deals, r, m0, scores0, hlen0, voids0, line0, legal, policy,
                   weights, deal_rng, hand_deals, out, value_table, low, values, deal_pool,
-                  totals):  # fmt: skip
+                  totals, products):  # fmt: skip
     """One playout per legal action of each deal ``deals[picks[j]]`` in turn, every hand ended
-    drawing the next hand's shuffle from ``rng`` (as in :func:`search_totals`); ``totals[x]``
-    += the values of ``legal[x]``."""
+    drawing the next hand's shuffle from ``rng``; ``totals`` and ``products`` as in
+    :func:`~bergen_env.vector.rollouts.search_totals`."""
     dealt = r[K.R_N] * r[K.R_HAND]
     for j in range(picks.shape[0]):
         new_hands = greedy_playouts(
@@ -166,8 +167,7 @@ def picked_totals(rng, picks, deals, r, m0, scores0, hlen0, voids0, line0, legal
             deal_rng, hand_deals, out, value_table, low, values,
         )  # fmt: skip
         next_hand_shuffles(rng, r, deal_pool, dealt, new_hands)
-        for x in range(legal.shape[0]):
-            totals[x] += values[x]
+        add_values(values, totals, products)
 
 
 def weighted_search(
@@ -177,8 +177,9 @@ def weighted_search(
     rng: np.random.Generator,
     samples: int,
     candidates: int,
-) -> np.ndarray:
-    """The summed values of each legal action of ``root`` over ``samples`` deals resampled by
+) -> tuple[np.ndarray, np.ndarray]:
+    """The summed values (and products of values) of each legal action of ``root`` over
+    ``samples`` deals resampled by
     ``belief``'s weights from ``candidates * samples`` drawn by ``sampler`` (the ``samples``
     drawn deals when ``belief`` is None: no past play is scored): ``SearchAgent``'s values
     under ``belief=1``, with the same draws from ``rng``."""
@@ -192,9 +193,10 @@ def weighted_search(
     if picks is None:
         picks = np.arange(samples)
     totals = np.zeros(len(root.legal), dtype=np.float64)
+    products = np.zeros((len(root.legal), len(root.legal)), dtype=np.float64)
     picked_totals(
         rng, picks, deals, root.r, root.m, root.scores, root.hlen, root.voids, root.line,
         root.legal, root.policy, root.weights, root.rng, root.deals, root.out, root.table,
-        root.low, root.values, TILE_POOLS[sampler.view.rules.sets], totals,
+        root.low, root.values, TILE_POOLS[sampler.view.rules.sets], totals, products,
     )  # fmt: skip
-    return totals
+    return totals, products

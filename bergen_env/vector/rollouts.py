@@ -314,11 +314,13 @@ def next_hand_shuffles(rng, r, deal_pool, dealt, new_hands):
 @njit
 def search_totals(rng, samples, pool, excluded, orders, order_lens, in_order, sizes, seat, own,
                   tries, counters, r, m0, scores0, hlen0, voids0, line0, legal, policy, weights,
-                  deal_rng, deals, out, value_table, low, values, deal_pool, totals):  # fmt: skip
+                  deal_rng, deals, out, value_table, low, values, deal_pool, totals,
+                  products):  # fmt: skip
     """``samples`` determinizations drawn from ``rng`` (:func:`sample_hidden`), each with one
     playout per legal action (:func:`greedy_playouts`); ``totals[k]`` += the values of
-    ``legal[k]``. Every playout that ends the hand draws the next hand's shuffle from ``rng``
-    (as ``BergenState`` deals it), so ``rng`` ends where the Python search leaves it."""
+    ``legal[k]``, ``products[j, k]`` += the products of their values (:func:`add_values`).
+    Every playout that ends the hand draws the next hand's shuffle from ``rng`` (as
+    ``BergenState`` deals it), so ``rng`` ends where the Python search leaves it."""
     tiles = np.empty(pool.shape[0] + own.shape[0], dtype=np.int64)
     dealt = r[K.R_N] * r[K.R_HAND]
     for _ in range(samples):
@@ -329,8 +331,19 @@ def search_totals(rng, samples, pool, excluded, orders, order_lens, in_order, si
             out, value_table, low, values,
         )  # fmt: skip
         next_hand_shuffles(rng, r, deal_pool, dealt, new_hands)
-        for x in range(legal.shape[0]):
-            totals[x] += values[x]
+        add_values(values, totals, products)
+
+
+@njit
+def add_values(values, totals, products):
+    """``totals`` += ``values`` and ``products`` += their outer product (one deal's values of
+    every legal action: the sums of a search's means and paired spreads)."""
+    a = values.shape[0]
+    for x in range(a):
+        totals[x] += values[x]
+    for x in range(a):
+        for y in range(a):
+            products[x, y] += values[x] * values[y]
 
 
 @njit
@@ -427,20 +440,22 @@ class CompiledPlayouts:
 
     def search(
         self, rng: np.random.Generator, sampler: HiddenTileSampler, samples: int
-    ) -> np.ndarray:
+    ) -> tuple[np.ndarray, np.ndarray]:
         """The summed values of each legal action over ``samples`` determinizations drawn by
-        ``sampler`` from ``rng``: ``SearchAgent.action_values``' sum, with the same draws."""
+        ``sampler`` from ``rng``, and the summed products of their values (actions × actions):
+        ``SearchAgent.action_values``' sums, with the same draws."""
         counters = np.zeros(2, dtype=np.int64)
         totals = np.zeros(len(self.legal), dtype=np.float64)
+        products = np.zeros((len(self.legal), len(self.legal)), dtype=np.float64)
         search_totals(
             rng, samples, *sampler_arrays(sampler), counters, self.r, self.m, self.scores,
             self.hlen, self.voids, self.line, self.legal, self.policy, self.weights, self.rng,
             self.deals, self.out, self.table, self.low, self.values,
-            TILE_POOLS[sampler.view.rules.sets], totals,
+            TILE_POOLS[sampler.view.rules.sets], totals, products,
         )  # fmt: skip
         sampler.relaxed += int(counters[0])
         sampler.fallbacks += int(counters[1])
-        return totals
+        return totals, products
 
 
 def sampler_arrays(sampler: HiddenTileSampler) -> tuple:
