@@ -41,6 +41,11 @@ deals with :mod:`bergen_env.vector.belief_weights`, with the same values and dec
 random stream consumed the same way; ``"auto"`` (default) is ``"compiled"``
 where numba is installed and the rollout has compiled playouts, else ``"python"``. The compiled
 kernels play every rule option (Bergen, Draw and Fives).
+``batch`` (default None: one round of ``samples``): sample ``batch`` deals at a time, up to
+``samples``, and stop once :func:`settled`: every other action is behind the leader by more than
+``certainty`` (default 2) standard errors of the paired difference, or surely within
+``tolerance`` (default 0.002, in match wins: ``WIN_VALUE * score_scale`` value units) of it;
+``used`` holds the deals of the last decision.
 With ``budget_ms=None`` decisions are reproducible from the RNG given to ``reset``.
 """
 
