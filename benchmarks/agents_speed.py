@@ -45,10 +45,12 @@ def collect_positions(
 
 
 def time_agent(spec: str, rules: Rules, positions: list, seed: int) -> dict[str, float]:
-    """CPU seconds for every position and for those with two or more legal actions."""
+    """CPU seconds for every position and for those with two or more legal actions, and the
+    mean deals a search played per real choice (None for agents that do not sample)."""
     agent = make_agent(spec)
     total = choice = 0.0
     choices = 0
+    deals = 0 if hasattr(agent, "used") else None
     for i, (obs, mask, view) in enumerate(positions):
         agent.reset(rules, view.seat, np.random.default_rng([seed, i]))
         start = time.process_time()
@@ -58,6 +60,8 @@ def time_agent(spec: str, rules: Rules, positions: list, seed: int) -> dict[str,
         if len(view.legal_actions) > 1:
             choice += elapsed
             choices += 1
+            if deals is not None:
+                deals += agent.used
     n = len(positions)
     return {
         "positions": n,
@@ -65,6 +69,7 @@ def time_agent(spec: str, rules: Rules, positions: list, seed: int) -> dict[str,
         "ms_per_decision": 1000.0 * total / n,
         "choice_positions": choices,
         "ms_per_choice": 1000.0 * choice / choices if choices else 0.0,
+        "samples_per_choice": deals / choices if deals is not None and choices else None,
     }
 
 
@@ -84,11 +89,15 @@ def main(argv: list[str] | None = None) -> dict:
     results = {spec: time_agent(spec, rules, positions, args.seed) for spec in args.agents}
     print(f"2-player standard, {len(positions)} positions from random matches, CPU time, 1 core")
     width = max(12, *(len(spec) + 2 for spec in results))
-    print(f"{'agent':<{width}}{'decisions/s':>14}{'ms/decision':>14}{'ms/choice':>12}")
+    print(
+        f"{'agent':<{width}}{'decisions/s':>14}{'ms/decision':>14}{'ms/choice':>12}"
+        f"{'samples/choice':>16}"
+    )
     for spec, r in results.items():
+        samples = r["samples_per_choice"]
         print(
             f"{spec:<{width}}{r['decisions_per_s']:>14.1f}{r['ms_per_decision']:>14.3f}"
-            f"{r['ms_per_choice']:>12.3f}"
+            f"{r['ms_per_choice']:>12.3f}{'-' if samples is None else f'{samples:.0f}':>16}"
         )
     report = {
         "config": {

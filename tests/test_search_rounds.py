@@ -90,3 +90,11 @@ def test_bad_round_parameters_are_named() -> None:
         SearchAgent(batch=4, certainty=-1.0)
     with pytest.raises(ValueError, match="budget_ms"):
         SearchAgent(batch=4, budget_ms=10.0)
+
+
+def test_the_speed_benchmark_reports_the_deals_a_choice_took() -> None:
+    from benchmarks.agents_speed import main
+
+    report = main(["--positions", "12", "--agents", "random", "search:samples=20,batch=5"])
+    assert report["agents"]["random"]["samples_per_choice"] is None
+    assert 5 <= report["agents"]["search:samples=20,batch=5"]["samples_per_choice"] <= 20
