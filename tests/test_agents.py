@@ -34,7 +34,8 @@ AGENT_SPECS = [
     "search:samples=3,rollout=greedy",
     "search:samples=2,rollout=heuristic",
     "search:samples=4,belief=1,candidates=3,temperature=0.2",
-    "search:samples=3,rollout=heuristic,belief=1,candidates=2",  # the strongest, made small
+    "search:samples=3,rollout=heuristic,belief=1,candidates=2",
+    "search:samples=6,rollout=heuristic,belief=1,batch=2",  # the strongest, made small
     "search:samples=4,belief=learned",
     "search:samples=2,rollout=heuristic,belief=learned,power=2",
 ]

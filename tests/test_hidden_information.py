@@ -27,9 +27,10 @@ AGENT_SPECS = {
     "openspiel": "openspiel:bot=ismcts,simulations=4",
     "search-learned": "search:samples=8,belief=learned",
     "search-heuristic": "search:samples=8,rollout=heuristic,belief=1",
+    "search-rounds": "search:samples=12,batch=3,rollout=heuristic,belief=1",
 }
 #: Configurations checked besides one agent per kind (names of ``AGENT_SPECS``).
-EXTRA_KINDS = ["search-learned", "search-heuristic"]
+EXTRA_KINDS = ["search-learned", "search-heuristic", "search-rounds"]
 #: Positions per match for the slow agents (ISMCTS through the OpenSpiel game); others: 160.
 POSITION_LIMITS = {"openspiel": 50}
 #: Decisions a kind must make over the five matches (fewer positions, fewer decisions).
