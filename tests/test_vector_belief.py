@@ -65,6 +65,22 @@ def test_compiled_weights_are_the_belief_models(config: tuple) -> None:
         assert np.isfinite(compiled[0])  # the true deal explains every play
 
 
+def test_compiled_weights_use_the_models_heuristic() -> None:
+    from bergen_env.agents.heuristic import HeuristicAgent
+
+    rules = Rules.preset("standard", num_players=3)
+    other = HeuristicAgent(threat=2.0, shed=0.1, variety=0.5)
+    rng = np.random.default_rng(2)
+    for view, hands, boneyard in _heuristic_views(rules, seed=4, count=6):
+        model = BeliefModel(view, 0.3, model=other)
+        sampler = HiddenTileSampler(view)
+        pool = [(hands, boneyard)] + [sampler.sample(rng) for _ in range(8)]
+        deals = np.array([_flat(h, b) for h, b in pool], dtype=np.int64)
+        assert CompiledBelief(model).log_weights(deals).tolist() == [
+            model.log_weight(h) for h, _ in pool
+        ]
+
+
 def test_compiled_weights_doubt_a_declined_header() -> None:
     """The compiled weights keep the model's meaning: seat 1 skipped a header it held."""
     from bergen_env.tiles import NUM_TILES, parse_tile

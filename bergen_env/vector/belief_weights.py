@@ -24,7 +24,7 @@ from bergen_env.engine import TILE_POOLS
 from bergen_env.tiles import NUM_TILES
 from bergen_env.vector import kernels as K
 from bergen_env.vector._numba import njit
-from bergen_env.vector.heuristic_policy import DEFAULT_WEIGHTS, evaluate
+from bergen_env.vector.heuristic_policy import evaluate, heuristic_weights
 from bergen_env.vector.rollouts import (
     CompiledPlayouts,
     add_values,
@@ -36,8 +36,7 @@ from bergen_env.vector.rollouts import (
 
 
 class CompiledBelief:
-    """The scored past plays of ``model`` as kernel rows (``model`` uses the default
-    heuristic's weights, as :class:`BeliefModel` does unless given another model)."""
+    """The scored past plays of ``model`` as kernel rows, scored with its heuristic's weights."""
 
     def __init__(self, model: BeliefModel) -> None:
         view = model.view
@@ -76,7 +75,7 @@ class CompiledBelief:
         # where each seat's hand starts in a deal's flat tiles (hands by seat, then the boneyard)
         self.start = np.zeros(K.MAX_SEATS + 1, dtype=np.int64)
         self.start[1 : n + 1] = np.cumsum(view.hand_sizes)
-        self.weights = DEFAULT_WEIGHTS
+        self.weights = heuristic_weights(model.model)
 
     def log_weights(self, deals: np.ndarray) -> np.ndarray:
         """``BeliefModel.log_weight`` of each deal (rows of flat tiles) of ``deals``."""
