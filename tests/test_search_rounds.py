@@ -2,15 +2,17 @@
 
 from __future__ import annotations
 
-import pickle
-
 import numpy as np
 import pytest
 
 from bergen_env import Rules
 from bergen_env.agents import make_agent
 from bergen_env.agents.search import SearchAgent, numba_installed, settled
-from tests.test_vector_search import assert_same_values, positions
+from tests.search_positions import (
+    assert_legal_reproducible_picklable,
+    assert_same_values,
+    positions,
+)
 
 
 def _sums(rows: list[list[float]]) -> tuple[np.ndarray, np.ndarray, int]:
@@ -62,14 +64,8 @@ def test_rounds_stop_early_on_clear_choices_only() -> None:
 
 def test_rounds_are_reproducible_legal_and_picklable() -> None:
     rules = Rules.preset("fives", num_players=4, partnerships=True)
-    agent = make_agent("search:samples=24,batch=6,belief=1")
-    clone = pickle.loads(pickle.dumps(agent))
-    for k, view in enumerate(positions(rules, 8, seed=3)):
-        chosen = []
-        for a in (agent, clone):
-            a.reset(rules, view.seat, np.random.default_rng(k))
-            chosen.append(a.act(None, None, view))
-        assert chosen[0] == chosen[1] and chosen[0] in view.legal_actions
+    views = positions(rules, 8, seed=3)
+    assert_legal_reproducible_picklable("search:samples=24,batch=6,belief=1", views)
 
 
 @pytest.mark.skipif(not numba_installed(), reason="needs the [vector] extra")

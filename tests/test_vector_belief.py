@@ -15,8 +15,8 @@ from bergen_env.agents.belief import BeliefModel, resample  # noqa: E402
 from bergen_env.agents.sampling import HiddenTileSampler  # noqa: E402
 from bergen_env.agents.search import SearchAgent  # noqa: E402
 from bergen_env.vector.belief_weights import CompiledBelief  # noqa: E402
+from tests.search_positions import assert_same_values, positions  # noqa: E402
 from tests.test_vector_heuristic import RULE_SETS, _id  # noqa: E402
-from tests.test_vector_search import assert_same_values, positions  # noqa: E402
 
 
 def _flat(hands: list[list[int]], boneyard: list[int]) -> list[int]:

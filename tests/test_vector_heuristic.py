@@ -3,8 +3,6 @@ heuristic playouts: the same choices, action values and decisions as the Python 
 
 from __future__ import annotations
 
-import pickle
-
 import numpy as np
 import pytest
 
@@ -19,7 +17,11 @@ from bergen_env.rules import BLOCKED_RULES, PRESETS  # noqa: E402
 from bergen_env.tiles import NUM_TILES  # noqa: E402
 from bergen_env.vector import kernels as K  # noqa: E402
 from bergen_env.vector.heuristic_policy import heuristic_action, heuristic_weights  # noqa: E402
-from tests.test_vector_search import assert_same_values, positions  # noqa: E402
+from tests.search_positions import (  # noqa: E402
+    assert_legal_reproducible_picklable,
+    assert_same_values,
+    positions,
+)
 
 SEATINGS = ((2, False), (3, False), (4, False), (4, True))
 #: Every preset at every seating, then single options overridden.
@@ -155,12 +157,5 @@ def test_heuristic_playouts_are_compiled_by_default() -> None:
 
 def test_search_with_heuristic_playouts_is_legal_reproducible_and_picklable() -> None:
     rules = Rules.preset("standard", num_players=3)
-    agent = make_agent("search:samples=4,rollout=heuristic,belief=1")
-    clone = pickle.loads(pickle.dumps(agent))
-    for k, view in enumerate(positions(rules, 8, seed=2)):
-        chosen = []
-        for a in (agent, clone):
-            a.reset(rules, view.seat, np.random.default_rng(k))
-            chosen.append(a.act(None, None, view))
-        assert chosen[0] == chosen[1]
-        assert chosen[0] in view.legal_actions
+    spec = "search:samples=4,rollout=heuristic,belief=1"
+    assert_legal_reproducible_picklable(spec, positions(rules, 8, seed=2))

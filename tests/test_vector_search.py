@@ -7,9 +7,10 @@ import pytest
 
 pytest.importorskip("numba")
 
-from bergen_env import BergenState, Rules  # noqa: E402
+from bergen_env import Rules  # noqa: E402
 from bergen_env.agents import make_agent  # noqa: E402
 from bergen_env.agents.search import SearchAgent  # noqa: E402
+from tests.search_positions import assert_same_values, positions  # noqa: E402
 
 CONFIGS = [
     ("standard", dict(num_players=2)),
@@ -30,21 +31,6 @@ CONFIGS = [
 ]
 
 
-def positions(rules: Rules, count: int, seed: int) -> list:
-    """Public views of the player on turn with a real choice, from random matches."""
-    rng = np.random.default_rng(seed)
-    out, match = [], 0
-    while len(out) < count:
-        s = BergenState(rules, seed=seed + match)
-        match += 1
-        while not s.terminal and len(out) < count:
-            legal = s.legal_actions()
-            if len(legal) > 1 and rng.random() < 0.3:
-                out.append(s.public_view(s.current_player))
-            s.apply_action(legal[int(rng.integers(len(legal)))])
-    return out
-
-
 @pytest.mark.parametrize("rollout", ["public", "greedy"])
 @pytest.mark.parametrize(("preset", "kwargs"), CONFIGS)
 def test_compiled_playouts_give_the_same_values(preset: str, kwargs: dict, rollout: str) -> None:
@@ -52,18 +38,6 @@ def test_compiled_playouts_give_the_same_values(preset: str, kwargs: dict, rollo
     python = SearchAgent(samples=12, rollout=rollout, playouts="python")
     compiled = SearchAgent(samples=12, rollout=rollout, playouts="compiled")
     assert_same_values(python, compiled, positions(rules, 12, seed=k_seed(preset, kwargs)), 5)
-
-
-def assert_same_values(python: SearchAgent, compiled: SearchAgent, views: list, key: int) -> None:
-    """Both agents give the same action values at every view, their streams advanced alike
-    (each reset to ``default_rng([key, k])`` at the ``k``-th view)."""
-    for k, view in enumerate(views):
-        values = []
-        for agent in (python, compiled):
-            agent.reset(view.rules, view.seat, np.random.default_rng([key, k]))
-            values.append(agent.action_values(view))
-            values.append(agent.rng.random())  # the stream advanced the same way
-        assert values[0] == values[2] and values[1] == values[3], (k, view.moves)
 
 
 def k_seed(preset: str, kwargs: dict) -> int:
