@@ -461,12 +461,12 @@ class SearchAgent(Agent):
         compiled = self._compiled_root(view) if self.compiled else None
         learned = self.learned_deals(view) if self.belief == "learned" else None
         model = BeliefModel(view, self.temperature) if self.belief == 1 else None
-        weights = None
+        rows = None  # the scored past plays as compiled rows, built once per decision
         if compiled is not None and model is not None and model.decisions:
             from bergen_env.vector.belief_weights import CompiledBelief
 
-            weights = CompiledBelief(model)
-        parts = (view, sampler, compiled, learned, model, weights)
+            rows = CompiledBelief(model)
+        parts = (view, sampler, compiled, learned, model, rows)
         if self.batch is None:
             totals, _, done = self._totals(*parts, self.samples, deadline)
         else:
@@ -491,7 +491,7 @@ class SearchAgent(Agent):
         compiled: Any,
         learned: LearnedDeals | None,
         model: BeliefModel | None,
-        weights: Any,
+        rows: Any,
         samples: int,
         deadline: float | None,
     ) -> tuple[np.ndarray, np.ndarray, int]:
@@ -504,7 +504,7 @@ class SearchAgent(Agent):
             if model is not None:
                 from bergen_env.vector.belief_weights import weighted_search
 
-                sums = weighted_search(compiled, weights, sampler, rng, samples, self.candidates)
+                sums = weighted_search(compiled, rows, sampler, rng, samples, self.candidates)
             elif learned is not None:
                 from bergen_env.vector.belief_playouts import learned_search
 

@@ -69,10 +69,10 @@ def learned_search(
     deals: LearnedDeals,
     rng: np.random.Generator,
     samples: int,
-) -> np.ndarray:
-    """The summed values of each legal action over ``samples`` deals of ``deals``, drawn from
-    ``rng`` in one compiled call (the draws of ``SearchAgent.action_values``' Python loop), with
-    ``root``'s rollout."""
+) -> tuple[np.ndarray, np.ndarray]:
+    """The summed values of each legal action over ``samples`` deals of ``deals``, and the
+    summed products of their values, drawn from ``rng`` in one compiled call (the draws of
+    ``SearchAgent.action_values``' Python loop), with ``root``'s rollout."""
     view = deals.view
     loc_of = np.full(view.rules.num_players, -1, dtype=np.int64)
     for k, s in enumerate(deals.seats):

@@ -127,8 +127,7 @@ def log_weights(r, m, scores, hands, hlen, voids, line, weights, played, seat, a
             if chosen < 0:  # the deal contradicts the move (cannot happen for sampled deals)
                 total += -math.inf
                 continue
-            if count == 1:
-                total += 0.0
+            if count == 1:  # a forced play: log 1
                 continue
             top = -math.inf
             for j in range(count):
@@ -178,10 +177,9 @@ def weighted_search(
     candidates: int,
 ) -> tuple[np.ndarray, np.ndarray]:
     """The summed values (and products of values) of each legal action of ``root`` over
-    ``samples`` deals resampled by
-    ``belief``'s weights from ``candidates * samples`` drawn by ``sampler`` (the ``samples``
-    drawn deals when ``belief`` is None: no past play is scored): ``SearchAgent``'s values
-    under ``belief=1``, with the same draws from ``rng``."""
+    ``samples`` deals resampled by ``belief``'s weights from ``candidates * samples`` drawn by
+    ``sampler`` (the ``samples`` drawn deals when ``belief`` is None: no past play is scored):
+    ``SearchAgent``'s sums under ``belief=1``, with the same draws from ``rng``."""
     count = samples * candidates if belief is not None else samples
     deals = np.empty((count, root.tiles), dtype=np.int64)
     counters = np.zeros(2, dtype=np.int64)
