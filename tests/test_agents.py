@@ -36,6 +36,7 @@ AGENT_SPECS = [
     "search:samples=4,belief=1,candidates=3,temperature=0.2",
     "search:samples=3,rollout=heuristic,belief=1,candidates=2",
     "search:samples=6,rollout=heuristic,belief=1,batch=2",  # the strongest, made small
+    "search:samples=6,rollout=heuristic,belief=1,batch=2,prune=true",
     "search:samples=4,belief=learned",
     "search:samples=2,rollout=heuristic,belief=learned,power=2",
 ]

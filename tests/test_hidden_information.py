@@ -28,6 +28,7 @@ AGENT_SPECS = {
     "search-learned": "search:samples=8,belief=learned",
     "search-heuristic": "search:samples=8,rollout=heuristic,belief=1",
     "search-rounds": "search:samples=12,batch=3,rollout=heuristic,belief=1",
+    "search-pruned": "search:samples=12,batch=3,rollout=heuristic,belief=1,prune=true",
 }
 #: Configurations checked besides one agent per kind (names of ``AGENT_SPECS``).
 EXTRA_KINDS = ["search-learned", "search-heuristic", "search-rounds"]

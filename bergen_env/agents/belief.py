@@ -24,7 +24,7 @@ import numpy as np
 
 from bergen_env.actions import DOUBLE_PLAY, DRAW, PASS
 from bergen_env.agents.heuristic import HeuristicAgent
-from bergen_env.agents.sampling import inferred_voids
+from bergen_env.agents.sampling import public_voids
 from bergen_env.agents.scoring import cap_header, raw_play
 from bergen_env.engine import PublicView
 from bergen_env.rules import Rules
@@ -148,7 +148,7 @@ class BeliefModel:
             if seat == view.seat or not exact[seat] or drawn:
                 continue
             ends_i, flags_i, _ = states[i]
-            voids = inferred_voids(dataclasses.replace(view, moves=moves[:i], voids=(0,) * n))
+            voids = public_voids(rules, moves[:i])
             seat_view = _SeatView(
                 rules=rules,
                 seat=seat,

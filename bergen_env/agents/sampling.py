@@ -20,38 +20,57 @@ shuffle), which keeps sampling total on any view.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import numpy as np
 
 from bergen_env.actions import DRAW, PASS
 from bergen_env.agents.scoring import raw_play
 from bergen_env.engine import PublicView
+from bergen_env.rules import Rules
 from bergen_env.tiles import CONTAINS, DOUBLE_ID, NUM_NUMBERS, NUM_TILES, TILE_ID, TILES
 
 DEFAULT_TRIES = 20
 
 
 def inferred_voids(view: PublicView) -> tuple[int, ...]:
-    """Per seat, a 7-bit mask of numbers it cannot hold, read from this hand's public moves.
-
-    A seat draws only when no tile of its hand fits the ends ``x``/``y`` (without
-    ``voluntary_draw``), and the ends do not change while it draws. So every tile it drew except
-    the last has neither ``x`` nor ``y``; if it then plays, the tile played is the last one drawn
-    (its only tile that fits), and afterwards it again holds no ``x`` or ``y``. Numbers known
-    before the draws survive only when a single tile was drawn and played (its hand is then
-    what it was); a pass adds the two end numbers. With ``voluntary_draw`` a draw says nothing,
-    so the engine's own ``view.voids`` are returned. The viewer's own entry is left as given.
-    Where the engine already tracks these draw runs in ``view.voids`` the result equals them;
-    the union below keeps the sampler exact either way.
+    """Per seat, a 7-bit mask of numbers it cannot hold, read from this hand's public moves
+    (:func:`public_voids`). With ``voluntary_draw`` a draw says nothing, so the engine's own
+    ``view.voids`` are returned. The viewer's own entry is left as given. Where the engine
+    already tracks these draw runs in ``view.voids`` the result equals them; the union below keeps
+    the sampler exact either way.
     """
     if view.rules.voluntary_draw:
         return view.voids
-    n = view.rules.num_players
+    voids, drawing = _voids_of(view.rules.num_players, view.moves)
+    voids[view.seat] = view.voids[view.seat]
+    # The engine's voids are facts too (e.g. from passes); keep both.
+    return tuple(w if d else v | w for v, w, d in zip(voids, view.voids, drawing))
+
+
+def public_voids(rules: Rules, moves: Sequence[tuple[int, int]]) -> tuple[int, ...]:
+    """Per seat, the 7-bit mask of numbers every seat knows it cannot hold after ``moves`` (one
+    hand's public moves, without ``voluntary_draw``): the voids a seat's view held then.
+
+    A seat draws only when no tile of its hand fits the ends ``x``/``y``, and the ends do not
+    change while it draws. So every tile it drew except the last has neither ``x`` nor ``y``; if
+    it then plays, the tile played is the last one drawn (its only tile that fits), and
+    afterwards it again holds no ``x`` or ``y``. Numbers known before the draws survive only when
+    a single tile was drawn and played (its hand is then what it was); a pass adds the two end
+    numbers. A seat still drawing has none (its last drawn tile is unknown).
+    """
+    voids, drawing = _voids_of(rules.num_players, moves)
+    return tuple(0 if d else v for v, d in zip(voids, drawing))
+
+
+def _voids_of(n: int, moves: Sequence[tuple[int, int]]) -> tuple[list[int], list[bool]]:
+    """:func:`public_voids` before its last step, and which seats are in a run of draws."""
     voids = [0] * n
     draws = [0] * n  # draws in the seat's current sequence
     before = [0] * n  # the seat's voids (plus the ends) when the sequence began
     ends: tuple[int, int] | None = None
     flags = (False, False)
-    for seat, a in view.moves:
+    for seat, a in moves:
         if a == DRAW:
             bits = _ends_bits(ends)
             if not draws[seat]:
@@ -67,9 +86,7 @@ def inferred_voids(view: PublicView) -> tuple[int, ...]:
                 voids[seat] = before[seat] if draws[seat] == 1 else _ends_bits(ends)
                 draws[seat] = 0
             _, ends, flags = raw_play(a, ends, flags)
-    voids[view.seat] = view.voids[view.seat]
-    # The engine's voids are facts too (e.g. from passes); keep both.
-    return tuple(v | w if not draws[s] else w for s, (v, w) in enumerate(zip(voids, view.voids)))
+    return voids, [d > 0 for d in draws]
 
 
 def _ends_bits(ends: tuple[int, int] | None) -> int:

@@ -45,7 +45,11 @@ kernels play every rule option (Bergen, Draw and Fives).
 ``samples``, and stop once :func:`settled`: every other action is behind the leader by more than
 ``certainty`` (default 2) standard errors of the paired difference, or surely within
 ``tolerance`` (default 0.002, in match wins: ``WIN_VALUE * score_scale`` value units) of it;
-``used`` holds the deals of the last decision.
+``used`` holds the deals of the last decision (``played``: per action). ``prune=true`` (default
+false) stops playing an action once it is behind the leader by more than ``certainty`` standard
+errors (:func:`beaten`), so later rounds spend their playouts on the actions still in
+contention; each action's value is then its mean over the deals it was played on, and the
+choice is among the actions played on every deal.
 With ``budget_ms=None`` decisions are reproducible from the RNG given to ``reset``.
 """
 
@@ -321,6 +325,18 @@ def load_belief(path: str) -> BeliefNetwork:
     return network
 
 
+def _gaps(
+    totals: np.ndarray, products: np.ndarray, count: int, certainty: float
+) -> tuple[int, np.ndarray, np.ndarray]:
+    """The leading action, and each action's mean value behind it with ``certainty`` standard
+    errors of the paired difference (both 0 for the leader)."""
+    best = int(np.argmax(totals))
+    lead = (totals[best] - totals) / count
+    square = (products[best, best] + np.diag(products) - 2 * products[best]) / count
+    variance = np.maximum(square - lead * lead, 0.0) * count / (count - 1)
+    return best, lead, certainty * np.sqrt(variance / count)
+
+
 def settled(
     totals: np.ndarray, products: np.ndarray, count: int, certainty: float, tolerance: float = 0.0
 ) -> bool:
@@ -331,13 +347,19 @@ def settled(
     surely within ``tolerance`` of the leader (the choice hardly matters)."""
     if count < 2:
         return False
-    best = int(np.argmax(totals))
+    best, lead, error = _gaps(totals, products, count, certainty)
     others = np.arange(len(totals)) != best
-    lead = (totals[best] - totals[others]) / count
-    square = (products[best, best] + np.diag(products)[others] - 2 * products[best, others]) / count
-    variance = np.maximum(square - lead * lead, 0.0) * count / (count - 1)
-    error = certainty * np.sqrt(variance / count)
-    return bool(np.all((lead > error) | (lead + error < tolerance)))
+    return bool(np.all(((lead > error) | (lead + error < tolerance))[others]))
+
+
+def beaten(totals: np.ndarray, products: np.ndarray, count: int, certainty: float) -> np.ndarray:
+    """Which actions are behind the leader by more than ``certainty`` standard errors of the
+    paired difference after ``count`` deals (``totals`` and ``products`` as in :func:`settled`):
+    those ``batch`` search with ``prune=True`` stops playing."""
+    if count < 2:
+        return np.zeros(len(totals), dtype=bool)
+    _, lead, error = _gaps(totals, products, count, certainty)
+    return lead > error
 
 
 class SearchAgent(Agent):
@@ -360,6 +382,7 @@ class SearchAgent(Agent):
         batch: int | None = None,
         certainty: float = 2.0,
         tolerance: float = 0.002,
+        prune: bool = False,
     ) -> None:
         param = dict(label="parameter", error=ValueError)
         check_int("samples", samples, minimum=1, **param)
@@ -394,10 +417,16 @@ class SearchAgent(Agent):
         check_number("tolerance", tolerance, minimum=0, **param)
         if batch is not None and budget_ms is not None:
             raise ValueError("parameters 'batch' and 'budget_ms' cannot be combined")
+        if not isinstance(prune, bool):
+            raise ValueError(f"parameter 'prune' must be true or false, got {prune!r}")
+        if prune and batch is None:
+            raise ValueError("parameter 'prune' needs 'batch' (it acts between rounds)")
+        self.prune = prune
         self.batch = batch
         self.certainty = float(certainty)
         self.tolerance = float(tolerance)
         self.used = 0  # samples played at the last decision
+        self.played: dict[int, int] = {}  # of those, the deals each action was played on
         self.samples = samples
         self.belief = belief
         self.belief_file = None if belief_file is None else str(belief_file)
@@ -451,6 +480,8 @@ class SearchAgent(Agent):
         if len(legal) == 1:
             return legal[0]
         values = self.action_values(view)
+        if self.prune:  # a beaten action's mean is of fewer deals: the choice is among the rest
+            legal = [a for a in legal if self.played[a] == self.used]
         return max(legal, key=lambda a: (values[a], greedy_key(view, a)))
 
     def action_values(self, view: PublicView) -> dict[int, float]:
@@ -469,20 +500,36 @@ class SearchAgent(Agent):
         parts = (view, sampler, compiled, learned, model, rows)
         if self.batch is None:
             totals, _, done = self._totals(*parts, self.samples, deadline)
+            counts = [done] * len(legal)
         else:
-            size = len(legal)
-            totals, products, done = np.zeros(size), np.zeros((size, size)), 0
-            tolerance = self.tolerance * WIN_VALUE * view.rules.score_scale
-            while done < self.samples:
-                count = min(self.batch, self.samples - done)
-                sums, squares, _ = self._totals(*parts, count, None)
-                totals += sums
-                products += squares
-                done += count
-                if settled(totals, products, done, self.certainty, tolerance):
-                    break
+            totals, done, counts = self._rounds(view, parts)
         self.used = done
-        return {a: v / done for a, v in zip(legal, totals.tolist())}
+        self.played = dict(zip(legal, counts))
+        return {a: v / c for a, v, c in zip(legal, totals.tolist(), counts)}
+
+    def _rounds(self, view: PublicView, parts: tuple) -> tuple[np.ndarray, int, list[int]]:
+        """``batch`` deals at a time until :func:`settled` (or ``samples``); with ``prune``, the
+        actions :func:`beaten` so far are not played again. The summed values of each action,
+        the deals played, and how many of them each action was played on."""
+        size = len(view.legal_actions)
+        totals, products, done = np.zeros(size), np.zeros((size, size)), 0
+        counts = [0] * size
+        tolerance = self.tolerance * WIN_VALUE * view.rules.score_scale
+        active = np.arange(size)
+        while done < self.samples:
+            count = min(self.batch, self.samples - done)
+            sums, squares, _ = self._totals(*parts, count, None, active)
+            totals[active] += sums
+            products[np.ix_(active, active)] += squares
+            for k in active.tolist():
+                counts[k] += count
+            done += count
+            block = np.ix_(active, active)
+            if settled(totals[active], products[block], done, self.certainty, tolerance):
+                break
+            if self.prune:
+                active = active[~beaten(totals[active], products[block], done, self.certainty)]
+        return totals, done, counts
 
     def _totals(
         self,
@@ -494,12 +541,17 @@ class SearchAgent(Agent):
         rows: Any,
         samples: int,
         deadline: float | None,
+        active: np.ndarray | None = None,
     ) -> tuple[np.ndarray, np.ndarray, int]:
-        """The summed playout values of each legal action over ``samples`` deals (fewer if the
-        ``deadline`` passes), the summed products of their values (actions × actions), and how
-        many deals were played."""
+        """The summed playout values of each legal action (of those at the indices ``active``
+        if given) over ``samples`` deals (fewer if the ``deadline`` passes), the summed products
+        of their values (actions × actions), and how many deals were played."""
         rng = self.rng
         legal = view.legal_actions
+        if active is not None and len(active) < len(legal):
+            legal = [legal[k] for k in active.tolist()]
+            if compiled is not None:
+                compiled = compiled.restricted(active)
         if compiled is not None and deadline is None:  # one compiled call
             if model is not None:
                 from bergen_env.vector.belief_weights import weighted_search

@@ -16,6 +16,7 @@ whether a new hand was dealt.
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Sequence
 from itertools import chain
 
@@ -422,6 +423,14 @@ class CompiledPlayouts:
         self.legal = np.array(view.legal_actions, dtype=np.int64)
         self.out = np.zeros((len(self.legal), 7), dtype=np.int64)
         self.values = np.zeros(len(self.legal), dtype=np.float64)
+
+    def restricted(self, indices: np.ndarray) -> CompiledPlayouts:
+        """This root with only the legal actions at ``indices`` (own output buffers)."""
+        root = copy.copy(self)
+        root.legal = self.legal[indices]
+        root.out = np.zeros((len(root.legal), 7), dtype=np.int64)
+        root.values = np.zeros(len(root.legal), dtype=np.float64)
+        return root
 
     def run(
         self, hands: Sequence[Sequence[int]], boneyard: Sequence[int]
