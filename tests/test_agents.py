@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import math
 import pickle
 
 import numpy as np
@@ -18,7 +19,12 @@ from bergen_env.agents import (
     registered_agents,
 )
 from bergen_env.agents.belief import BeliefModel
-from bergen_env.agents.sampling import HiddenTileSampler, excluded_tiles, inferred_voids
+from bergen_env.agents.sampling import (
+    HiddenTileSampler,
+    excluded_tiles,
+    inferred_voids,
+    public_voids,
+)
 from bergen_env.agents.scoring import play_outcome
 from bergen_env.engine import BergenState, PublicView
 from bergen_env.observation import Encoder
@@ -288,6 +294,16 @@ def test_inferred_voids_are_true(
 
 @pytest.mark.parametrize("preset", PRESETS)
 @pytest.mark.parametrize(("players", "partnerships"), SEATINGS)
+def test_public_voids_are_the_engines(preset: str, players: int, partnerships: bool) -> None:
+    """The voids read from a hand's moves are the ones the engine shows every seat."""
+    rules = _rules(preset, players, partnerships).replace(voluntary_draw=False)
+    for s in _positions(rules, seed=23, count=200):
+        view = s.public_view(s.current_player)
+        assert public_voids(rules, view.moves) == view.voids
+
+
+@pytest.mark.parametrize("preset", PRESETS)
+@pytest.mark.parametrize(("players", "partnerships"), SEATINGS)
 def test_sampler_respects_view(preset: str, players: int, partnerships: bool) -> None:
     """Determinizations keep hand sizes, the unseen multiset, voids, and the view itself."""
     rules = _rules(preset, players, partnerships)
@@ -508,6 +524,41 @@ def test_belief_rebuilds_past_hands_exactly(players: int, partnerships: bool) ->
             held.append(list(s.hands[s.current_player]))
             legal = s.legal_actions()
             s.apply_unchecked(legal[rng.integers(len(legal))])
+    assert scored > 50
+
+
+@pytest.mark.parametrize(("players", "partnerships"), [(2, False), (3, False), (4, True)])
+def test_belief_rebuilds_the_views_the_heuristic_saw(players: int, partnerships: bool) -> None:
+    """Between heuristic seats, each scored play's rebuilt view is the mover's view then (the
+    scores too while no header of the hand could have met an end cap), and under it the true
+    hand makes the play the heuristic's best: it keeps its weight as the temperature falls."""
+    rules = _rules("standard", players, partnerships)
+    seats = [HeuristicAgent() for _ in range(players)]
+    fields = ("ends", "end_doubles", "hand_sizes", "boneyard_size", "drawable", "voids")
+    scored = 0
+    for match in range(3):
+        s = BergenState(rules, seed=70 + match)
+        seen: dict[int, PublicView] = {}  # this hand's views of the movers, by move index
+        hand = s.hand_number
+        while not s.terminal:
+            if s.hand_number != hand:
+                seen, hand = {}, s.hand_number
+            view = s.public_view(s.current_player)
+            seen[len(view.moves)] = view
+            model = BeliefModel(view, 0.01)
+            truth = [s.hand_tiles(q) for q in range(players)]
+            uncapped = max(view.scores) < rules.target - 3
+            for d in model.decisions:
+                then = seen[d.index]
+                assert [getattr(d.view, f) for f in fields] == [getattr(then, f) for f in fields]
+                assert not uncapped or d.view.scores == then.scores
+                counts = list(d.played_since)
+                for t in truth[d.seat]:
+                    counts[t] += 1
+                if uncapped:  # the true play is the best (ties share the probability)
+                    assert model._log_prob(d, counts, rules.sets) > -math.log(4)
+                scored += 1
+            s.apply_action(seats[s.current_player].act(None, None, view))
     assert scored > 50
 
 
