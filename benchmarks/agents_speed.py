@@ -4,7 +4,11 @@ Positions come from real random matches of 2-player standard Bergen (every decis
 matches, including forced ones; the table also reports decisions with a real choice). Times are
 CPU time of this process (``time.process_time``), so other load on the machine matters less.
 
-    python benchmarks/agents_speed.py [--positions 300] [--seed 0] [--json PATH]
+    python benchmarks/agents_speed.py [--positions 300] [--seed 0] [--repeat 1] [--json PATH]
+
+With ``--repeat N`` every agent is timed N times, the agents taking turns, and each figure is the
+median of the N runs (``ms_per_choice_runs`` keeps them all): on a shared machine one run can be
+off by a tenth.
 """
 
 from __future__ import annotations
@@ -73,10 +77,22 @@ def time_agent(spec: str, rules: Rules, positions: list, seed: int) -> dict[str,
     }
 
 
+def _median_run(runs: list[dict]) -> dict:
+    """One agent's timings: each rate the median over ``runs``, the real-choice times all kept."""
+    out = dict(runs[0])
+    for key in ("decisions_per_s", "ms_per_decision", "ms_per_choice"):
+        out[key] = float(np.median([r[key] for r in runs]))
+    out["ms_per_choice_runs"] = [r["ms_per_choice"] for r in runs]
+    return out
+
+
 def main(argv: list[str] | None = None) -> dict:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--positions", type=int, default=300, help="decisions to time per agent")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument(
+        "--repeat", type=int, default=1, help="time every agent this many times (the median)"
+    )
     parser.add_argument("--json", metavar="PATH", help="also write the results as JSON")
     parser.add_argument(
         "--agents", nargs="+", default=list(AGENTS), metavar="SPEC", help="agent strings to time"
@@ -84,10 +100,19 @@ def main(argv: list[str] | None = None) -> dict:
     args = parser.parse_args(argv)
     if args.positions < 1:
         parser.error("--positions must be >= 1")
+    if args.repeat < 1:
+        parser.error("--repeat must be >= 1")
     rules = Rules.preset("standard", num_players=2)
     positions = collect_positions(rules, args.positions, args.seed)
-    results = {spec: time_agent(spec, rules, positions, args.seed) for spec in args.agents}
-    print(f"2-player standard, {len(positions)} positions from random matches, CPU time, 1 core")
+    runs: dict[str, list[dict]] = {spec: [] for spec in args.agents}
+    for _ in range(args.repeat):
+        for spec in args.agents:
+            runs[spec].append(time_agent(spec, rules, positions, args.seed))
+    results = {spec: _median_run(r) for spec, r in runs.items()}
+    print(
+        f"2-player standard, {len(positions)} positions from random matches, CPU time, 1 core"
+        + (f", median of {args.repeat} runs" if args.repeat > 1 else "")
+    )
     width = max(12, *(len(spec) + 2 for spec in results))
     print(
         f"{'agent':<{width}}{'decisions/s':>14}{'ms/decision':>14}{'ms/choice':>12}"
@@ -104,6 +129,7 @@ def main(argv: list[str] | None = None) -> dict:
             "rules": rules.to_dict(),
             "positions": len(positions),
             "seed": args.seed,
+            "repeat": args.repeat,
             "timer": "process_time",
             "python": sys.version.split()[0],
             "machine": platform.machine(),
