@@ -8,7 +8,7 @@ CPU time of this process (``time.process_time``), so other load on the machine m
 
 With ``--repeat N`` every agent is timed N times, the agents taking turns, and each figure is the
 median of the N runs (``ms_per_choice_runs`` keeps them all): on a shared machine one run can be
-off by a tenth.
+off by a fifth.
 """
 
 from __future__ import annotations
