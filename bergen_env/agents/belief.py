@@ -9,13 +9,13 @@ plays under an opponent model, a softmax with ``temperature`` over the
 Each past decision is rebuilt from the public moves alone: the ends, end doubles, line, hand
 sizes, boneyard size, scores and every seat's voids at that moment (the observer's own included:
 the mover saw them; :func:`~bergen_env.agents.sampling.public_voids`), and the seat's hand then,
-which is its sampled hand now plus the tiles it played since. That hand is exact only after the seat's last
-draw of the hand, or where every later draw of the seat was a single draw whose tile it then
-played (a drawn tile's identity is hidden otherwise); only those plays are scored, and the forced
-opening play is skipped too. Everything but the sampled hands comes from the view. The scores
-are rebuilt backwards from the current ones (the view does not hold those the hand began with);
-where an end cap may have cut a header near the target, more than one earlier score fits, and
-the one with the header uncut is taken.
+which is its sampled hand now plus the tiles it played since. That hand is exact only after the
+seat's last draw of the hand, or where every later draw of the seat was a single draw whose tile
+it then played (a drawn tile's identity is hidden otherwise); only those plays are scored, and
+the forced opening play is skipped too. Everything but the sampled hands comes from the view.
+The scores are rebuilt backwards from the current ones (the view does not hold those the hand
+began with); where an end cap may have cut a header near the target, more than one earlier score
+fits, and the one with the header uncut is taken.
 """
 
 from __future__ import annotations
