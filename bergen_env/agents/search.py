@@ -513,23 +513,22 @@ class SearchAgent(Agent):
         the deals played, and how many of them each action was played on."""
         size = len(view.legal_actions)
         totals, products, done = np.zeros(size), np.zeros((size, size)), 0
-        counts = [0] * size
+        counts = np.zeros(size, dtype=np.int64)
         tolerance = self.tolerance * WIN_VALUE * view.rules.score_scale
         active = np.arange(size)
         while done < self.samples:
             count = min(self.batch, self.samples - done)
             sums, squares, _ = self._totals(*parts, count, None, active)
-            totals[active] += sums
-            products[np.ix_(active, active)] += squares
-            for k in active.tolist():
-                counts[k] += count
-            done += count
             block = np.ix_(active, active)
+            totals[active] += sums
+            products[block] += squares
+            counts[active] += count
+            done += count
             if settled(totals[active], products[block], done, self.certainty, tolerance):
                 break
             if self.prune:
                 active = active[~beaten(totals[active], products[block], done, self.certainty)]
-        return totals, done, counts
+        return totals, done, counts.tolist()
 
     def _totals(
         self,
