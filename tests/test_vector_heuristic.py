@@ -16,7 +16,12 @@ from bergen_env.engine import PublicView, trailing_draws  # noqa: E402
 from bergen_env.rules import BLOCKED_RULES, PRESETS  # noqa: E402
 from bergen_env.tiles import NUM_TILES  # noqa: E402
 from bergen_env.vector import kernels as K  # noqa: E402
-from bergen_env.vector.heuristic_policy import heuristic_action, heuristic_weights  # noqa: E402
+from bergen_env.vector.heuristic_policy import (  # noqa: E402
+    heuristic_action,
+    heuristic_weights,
+    seen_masks,
+)
+from bergen_env.vector.rollouts import OUT_NEW_HAND, CompiledPlayouts  # noqa: E402
 from tests.search_positions import (  # noqa: E402
     assert_legal_reproducible_picklable,
     assert_same_values,
@@ -148,6 +153,55 @@ def test_compiled_heuristic_playouts_give_the_same_values(config: tuple, belief:
     spec = f"search:samples=6,rollout=heuristic,belief={belief},playouts="
     python, compiled = make_agent(spec + "python"), make_agent(spec + "compiled")
     assert_same_values(python, compiled, positions(rules, 6, seed=len(_id(config))), 7)
+
+
+def test_popcount_counts_set_bits() -> None:
+    rng = np.random.default_rng(0)
+    for x in [0, 1, (1 << NUM_TILES) - 1, (1 << 56) - 1, *rng.integers(0, 1 << 56, 200)]:
+        assert K.popcount(np.int64(x)) == bin(int(x)).count("1")
+
+
+@pytest.mark.parametrize("preset", ["standard", "double_set"])
+def test_seen_masks_are_the_tiles_held_and_unseen(preset: str) -> None:
+    """Held tiles, and tiles with at least one / two copies the player does not see."""
+    rules = Rules.preset(preset, num_players=3)
+    sets = rules.sets
+    for view in (p.public_view(p.current_player) for p in _states(rules, 40)):
+        r, m, scores, hands, bits, hlen, voids, line = kernel_row(view)
+        held, once, twice = seen_masks(r, 0, hands, line, view.seat)
+        unseen = [sets - h - c for h, c in zip(view.hand_counts, view.line_counts, strict=True)]
+        assert held == bits[0, view.seat]
+        assert once == sum(1 << t for t in range(NUM_TILES) if unseen[t] >= 1)
+        assert twice == sum(1 << t for t in range(NUM_TILES) if unseen[t] >= 2)
+
+
+def _states(rules: Rules, count: int) -> list[BergenState]:
+    """``count`` states of random matches, one per move."""
+    rng = np.random.default_rng(1)
+    out: list[BergenState] = []
+    s = BergenState(rules, seed=0)
+    while len(out) < count:
+        if s.terminal:
+            s = BergenState(rules, seed=len(out))
+        out.append(s.clone())
+        legal = s.legal_actions()
+        s.apply_action(legal[int(rng.integers(len(legal)))])
+    return out
+
+
+def test_playouts_do_not_deal_the_next_hand() -> None:
+    """A playout stops at its hand's end: the next hand is reported but not dealt (the
+    kernels' random stream that would deal it is never drawn from)."""
+    rules = Rules.preset("standard", num_players=2)
+    new_hands = 0
+    for s in _states(rules, 300):
+        view = s.public_view(s.current_player)
+        root = CompiledPlayouts(view, None, 0, "heuristic")
+        hands = [[t for t in range(NUM_TILES) for _ in range(row[t])] for row in s.hands]
+        out, _ = root.run(hands, s.boneyard[s.bone_pos :])
+        assert root.rng[0] == 0
+        new_hands += int(out[:, OUT_NEW_HAND].sum())
+    assert new_hands > 100
 
 
 def test_heuristic_playouts_are_compiled_by_default() -> None:

@@ -24,7 +24,7 @@ from bergen_env.engine import TILE_POOLS
 from bergen_env.tiles import NUM_TILES
 from bergen_env.vector import kernels as K
 from bergen_env.vector._numba import njit
-from bergen_env.vector.heuristic_policy import evaluate, heuristic_weights
+from bergen_env.vector.heuristic_policy import evaluate, heuristic_weights, seen_masks
 from bergen_env.vector.rollouts import (
     CompiledPlayouts,
     add_values,
@@ -129,10 +129,11 @@ def log_weights(r, m, scores, hands, hlen, voids, line, weights, played, seat, a
                 continue
             if count == 1:  # a forced play: log 1
                 continue
+            held, once, twice = seen_masks(r, i, hands, line, p)
             top = -math.inf
             for j in range(count):
                 scaled[j] = evaluate(r, i, m, scores, hands, hlen, voids, line, weights,
-                                     plays[j]) / temperature  # fmt: skip
+                                     plays[j], held, once, twice) / temperature  # fmt: skip
                 if scaled[j] > top:
                     top = scaled[j]
             norm = 0.0

@@ -27,8 +27,6 @@ W_THREAT, W_STUCK, W_SHED, W_VARIETY, W_FOLLOW, W_PARTNER, W_KEEP = range(len(WE
 T_NUMBER_BITS = np.array(NUMBER_BITS, dtype=np.int64)
 #: Fives: bitmask of the tiles worth keeping for a count (``heuristic.SCORING_TILES``).
 SCORING_MASK = sum(1 << t for t in SCORING_TILES)
-#: ``T_POPCOUNT[v]``: the numbers in a 7-bit mask.
-T_POPCOUNT = np.array([bin(v).count("1") for v in range(1 << NUM_NUMBERS)], dtype=np.int64)
 PLAY_FIVES = PLAY_SCORINGS.index("fives")
 BLOCKED_PIPS = BLOCKED_RULES.index("pips")
 BLOCKED_MOST_DOUBLES = BLOCKED_RULES.index("most_doubles")
@@ -69,20 +67,35 @@ def _tile_chance(r, i, hands, hlen, voids, line, p, bone_size, seat, tile):
 
 
 @njit_inline
-def _play_chance(r, i, hands, hlen, voids, line, p, seat, fits):
-    """``HeuristicAgent._play_chance``: the chance that ``seat`` holds a tile of ``fits``."""
+def seen_masks(r, i, hands, line, p):
+    """What seat ``p`` sees of the tiles, as bitmasks: those it holds, those with one or more
+    copies it does not see (not in its hand, not on the line) and those with two."""
+    held = np.int64(0)
+    once = np.int64(0)
+    twice = np.int64(0)
+    sets = r[K.R_SETS]
+    for t in range(NUM_TILES):
+        c = sets - hands[i, p, t] - line[i, t]
+        bit = np.int64(1) << t
+        if hands[i, p, t]:
+            held |= bit
+        if c >= 1:
+            once |= bit
+            if c >= 2:
+                twice |= bit
+    return held, once, twice
+
+
+@njit_inline
+def _play_chance(hlen, voids, i, seat, fits, once, twice):
+    """``HeuristicAgent._play_chance``: the chance that ``seat`` holds a tile of ``fits``
+    (``once``/``twice``: the unseen tiles of :func:`seen_masks`)."""
     size = hlen[i, seat]
     if not size:
         return 0.0
-    hidden = 0
-    fitting = 0
-    void = voids[i, seat]
-    for t in range(NUM_TILES):
-        c = _unseen(r, i, hands, line, p, t)
-        if c and not T_NUMBER_BITS[t] & void:
-            hidden += c
-            if (fits >> t) & 1:
-                fitting += c
+    free = ~K.T_VOID_TILES[voids[i, seat]]
+    hidden = K.popcount(once & free) + K.popcount(twice & free)
+    fitting = K.popcount(once & free & fits) + K.popcount(twice & free & fits)
     if not hidden or not fitting:
         return 0.0
     return 1.0 - (1.0 - fitting / hidden) ** np.float64(size)
@@ -169,11 +182,11 @@ def _fives_threat(r, i, scores, hands, hlen, voids, line, p, bone_size, target, 
 
 
 @njit_inline
-def _domino_threat(r, i, scores, hands, hlen, voids, line, p, target, seat, fits):
+def _domino_threat(r, i, scores, hands, hlen, voids, line, p, target, seat, fits, once, twice):
     """``HeuristicAgent._domino_threat``: ``seat`` going out on its next turn."""
     if hlen[i, seat] != 1:
         return 0.0
-    chance = _play_chance(r, i, hands, hlen, voids, line, p, seat, fits)
+    chance = _play_chance(hlen, voids, i, seat, fits, once, twice)
     side = K.side_of(r, seat)
     if r[K.R_OUT] != K.OUT_FIXED:
         return chance * _out_value(r, i, scores, hands, hlen, line, p, target, side)
@@ -183,8 +196,9 @@ def _domino_threat(r, i, scores, hands, hlen, voids, line, p, target, seat, fits
 
 
 @njit
-def evaluate(r, i, m, scores, hands, hlen, voids, line, weights, a):
-    """``HeuristicAgent.evaluate``: the score of the play ``a`` for the player on turn."""
+def evaluate(r, i, m, scores, hands, hlen, voids, line, weights, a, held, once, twice):
+    """``HeuristicAgent.evaluate``: the score of the play ``a`` for the player on turn
+    (``held``, ``once``, ``twice``: its :func:`seen_masks`, shared by the plays of one turn)."""
     p = m[i, K.CUR]
     n = r[K.R_N]
     side = K.side_of(r, p)
@@ -267,27 +281,30 @@ def evaluate(r, i, m, scores, hands, hlen, voids, line, weights, a):
                 r, i, scores, hands, hlen, voids, line, p, bone_size, target, nxt, e0, e1, d0, d1
             )
         value -= weights[W_THREAT] * _domino_threat(
-            r, i, scores, hands, hlen, voids, line, p, target, nxt, fits
+            r, i, scores, hands, hlen, voids, line, p, target, nxt, fits, once, twice
         )
-        value += weights[W_STUCK] * (
-            1.0 - _play_chance(r, i, hands, hlen, voids, line, p, nxt, fits)
-        )
+        value += weights[W_STUCK] * (1.0 - _play_chance(hlen, voids, i, nxt, fits, once, twice))
     if r[K.R_PARTNERS]:
         mate = (p + 2) % n
         if voids[i, mate] & (1 << e0) and voids[i, mate] & (1 << e1):
             value -= weights[W_PARTNER]
     # own flexibility: distinct numbers kept and a tile that fits the new ends
+    kept = held & ~(np.int64(1) << t) if hands[i, p, t] == used else held
     numbers = 0
-    own_fit = 0
-    for u in range(NUM_TILES):
-        c = hands[i, p, u] - (used if u == t else 0)
-        if c:
-            numbers |= T_NUMBER_BITS[u]
-            if (fits >> u) & 1:
-                own_fit += 1
-    value += weights[W_VARIETY] * T_POPCOUNT[numbers]
-    value += weights[W_FOLLOW] * min(own_fit, 2)
+    for x in range(NUM_NUMBERS):
+        if kept & K.T_CONTAINS[x]:
+            numbers += 1
+    value += weights[W_VARIETY] * numbers
+    value += weights[W_FOLLOW] * min(K.popcount(kept & fits), 2)
     return value
+
+
+@njit_inline
+def _turn_masks(r, i, hands, line, p, count):
+    """:func:`seen_masks` of ``p`` when it has ``count`` > 1 plays to score, else zeros."""
+    if count > 1:
+        return seen_masks(r, i, hands, line, p)
+    return np.int64(0), np.int64(0), np.int64(0)
 
 
 @njit
@@ -301,14 +318,15 @@ def heuristic_action(r, i, m, scores, hands, bits, hlen, voids, line, weights):
     best = -1
     best_value = -np.inf
     if m[i, K.LLEN] == 0:  # a free lead: any tile held, laid with end 0
-        count = 0
-        for t in range(NUM_TILES):
-            count += (b >> t) & 1
+        count = K.popcount(b)
+        held, once, twice = _turn_masks(r, i, hands, line, p, count)
         for t in range(NUM_TILES):
             if (b >> t) & 1:
                 if count == 1:
                     return 2 * t
-                value = evaluate(r, i, m, scores, hands, hlen, voids, line, weights, 2 * t)
+                value = evaluate(
+                    r, i, m, scores, hands, hlen, voids, line, weights, 2 * t, held, once, twice
+                )
                 if value > best_value:
                     best = 2 * t
                     best_value = value
@@ -317,26 +335,29 @@ def heuristic_action(r, i, m, scores, hands, bits, hlen, voids, line, weights):
     m0 = b & K.T_CONTAINS[e0]
     m1 = b & K.T_CONTAINS[m[i, K.E1]]
     double = r[K.R_SETS] == 2 and e0 == m[i, K.E1] and hands[i, p, K.T_DOUBLE_ID[e0]] >= 2
-    count = 1 if double else 0
-    for t in range(NUM_TILES):
-        count += ((m0 >> t) & 1) + ((m1 >> t) & 1)
+    count = (1 if double else 0) + K.popcount(m0) + K.popcount(m1)
     if count == 0:
         if m[i, K.BPOS] < r[K.R_BONE] - r[K.R_RESERVE]:
             return DRAW
         return PASS
+    held, once, twice = _turn_masks(r, i, hands, line, p, count)
     for t in range(NUM_TILES):
         for e in range(2):
             if ((m1 if e else m0) >> t) & 1:
                 if count == 1:
                     return 2 * t + e
-                value = evaluate(r, i, m, scores, hands, hlen, voids, line, weights, 2 * t + e)
+                value = evaluate(
+                    r, i, m, scores, hands, hlen, voids, line, weights, 2 * t + e, held, once, twice
+                )
                 if value > best_value:
                     best = 2 * t + e
                     best_value = value
     if double:
         if count == 1:
             return DOUBLE_PLAY + e0
-        value = evaluate(r, i, m, scores, hands, hlen, voids, line, weights, DOUBLE_PLAY + e0)
+        value = evaluate(
+            r, i, m, scores, hands, hlen, voids, line, weights, DOUBLE_PLAY + e0, held, once, twice
+        )
         if value > best_value:
             best = DOUBLE_PLAY + e0
     return best

@@ -64,7 +64,9 @@ R_N, R_SIDES, R_PARTNERS, R_SETS, R_HAND, R_LEAD, R_RESERVE, R_DOMINO = range(8)
 R_BLOCKED, R_BLOCKED_PTS, R_PENALTY, R_CAPS, R_TARGET, R_VOLUNTARY = range(8, 14)
 R_ACTIONS, R_BONE, R_MAX_HANDS, R_REWARD = range(14, 18)
 R_PLAY, R_OUT, R_SINGLE, R_HAS_TARGET, R_SCALE = range(18, 23)
-NUM_R = 23
+#: Set by playouts that stop at the hand's end: a finished hand does not deal the next one.
+R_NO_DEAL = 23
+NUM_R = 24
 REWARD_MATCH, REWARD_POINTS = 0, 1
 #: ``r[R_LEAD]`` values (``LEADS`` order): a forced double, the highest double's holder leading
 #: any tile, seat ``hand mod n`` leading any tile.
@@ -96,6 +98,12 @@ T_HEADER_TILE = np.array(
     [TILE_ID[(e0, e1)] for e0 in range(NUM_NUMBERS) for e1 in range(NUM_NUMBERS)], dtype=np.int64
 )
 T_HEADER_BY_DOUBLES = np.array(HEADER_BY_DOUBLES, dtype=np.int64)
+#: ``T_VOID_TILES[v]``: the tiles holding a number of the 7-bit void mask ``v``.
+T_VOID_TILES = np.zeros(1 << NUM_NUMBERS, dtype=np.int64)
+for _v in range(1 << NUM_NUMBERS):
+    for _x in range(NUM_NUMBERS):
+        if _v >> _x & 1:
+            T_VOID_TILES[_v] |= CONTAINS[_x]
 #: ``T_PLAY_POINTS[r[R_PLAY], scoring.play_index(...)]``: ``scoring.PLAY_POINTS`` per scoring.
 T_PLAY_POINTS = np.array([PLAY_POINTS[k] for k in PLAY_SCORINGS], dtype=np.int64)
 #: ``T_OPENING_POINTS[r[R_PLAY], tile]``: ``scoring.OPENING_POINTS`` per scoring.
@@ -183,6 +191,15 @@ def seed_streams(base, first, out):
 
 
 # ================================================================ small rules
+
+
+@njit_inline
+def popcount(x):
+    """The set bits of the non-negative ``x`` (below 2**56)."""
+    x = x - ((x >> 1) & 0x5555555555555555)
+    x = (x & 0x3333333333333333) + ((x >> 2) & 0x3333333333333333)
+    x = (x + (x >> 4)) & 0x0F0F0F0F0F0F0F0F
+    return (x * 0x0101010101010101) >> 56
 
 
 @njit_inline
@@ -619,7 +636,8 @@ def _end_hand(r, i, m, scores, hands, bits, hlen, voids, line, bone, rng, deals,
         m[i, WINNER] = winner
     if not m[i, TERMINAL]:
         m[i, HAND_NO] += 1
-        start_hand(r, i, m, scores, hands, bits, hlen, voids, line, bone, rng, deals)
+        if not r[R_NO_DEAL]:
+            start_hand(r, i, m, scores, hands, bits, hlen, voids, line, bone, rng, deals)
 
 
 # ================================================================ observations

@@ -11,7 +11,9 @@ A determinization is the searcher's public view plus a guess of the hidden tiles
 :meth:`CompiledPlayouts.run` takes the guess as one flat array (every seat's hand in seat order,
 then the undrawn boneyard), plays each legal action and then the rollout to the end of the hand
 (or the match), and reports per action the scores, whether the match ended (and who won) and
-whether a new hand was dealt.
+whether a new hand is due. Playouts stop there: the kernels do not deal that hand
+(``K.R_NO_DEAL``), and the search draws its shuffle from its own random stream
+(:func:`next_hand_shuffles`) as ``BergenState`` would.
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ from bergen_env.actions import DOUBLE_PLAY, DRAW, PASS
 from bergen_env.agents.heuristic import HeuristicAgent
 from bergen_env.agents.sampling import HiddenTileSampler
 from bergen_env.engine import TILE_POOLS, PublicView, trailing_draws
-from bergen_env.tiles import CONTAINS, IS_DOUBLE, NUM_NUMBERS, NUM_TILES, PIPS
+from bergen_env.tiles import IS_DOUBLE, NUM_TILES, PIPS
 from bergen_env.vector import kernels as K
 from bergen_env.vector._numba import njit
 from bergen_env.vector.heuristic_policy import (
@@ -41,12 +43,6 @@ ROLLOUT_ORDER = np.array(
     dtype=np.int64,
 )
 ALL_TILES = (1 << NUM_TILES) - 1
-#: ``VOID_TILES[v]``: the tiles holding a number of the 7-bit void mask ``v``.
-VOID_TILES = np.zeros(1 << NUM_NUMBERS, dtype=np.int64)
-for _v in range(1 << NUM_NUMBERS):
-    for _x in range(NUM_NUMBERS):
-        if _v >> _x & 1:
-            VOID_TILES[_v] |= CONTAINS[_x]
 #: The most tiles one hand can hold (two sets: every tile but the other seat's).
 MAX_HAND = 2 * NUM_TILES
 #: A won match is worth this many targets of points (``bergen_env.agents.search.WIN_VALUE``).
@@ -142,13 +138,13 @@ def _rollout_action(r, m, hands, bits, voids, line, on_line, clairvoyant):
     if clairvoyant:
         threats = bits[0, q]
     elif not two_sets:
-        threats = ALL_TILES & ~(b | on_line) & ~VOID_TILES[voids[0, q]]
+        threats = ALL_TILES & ~(b | on_line) & ~K.T_VOID_TILES[voids[0, q]]
     else:
         threats = 0
         for t in range(NUM_TILES):
             if hands[0, p, t] + line[0, t] < 2:
                 threats |= np.int64(1) << t
-        threats &= ~VOID_TILES[voids[0, q]]
+        threats &= ~K.T_VOID_TILES[voids[0, q]]
     first = -1
     for j in range(NUM_TILES):
         t = ROLLOUT_ORDER[j]
@@ -213,7 +209,7 @@ def greedy_playouts(
         line[:] = line0
         hands[0] = root_hands
         bits[0] = root_bits
-        bone[0] = root_bone  # a playout that ends the hand deals the next one into it
+        bone[0] = root_bone  # a kernel row that deals the next hand (no R_NO_DEAL) writes it
         on_line = on_line0
         a = legal[x]
         while True:
@@ -398,6 +394,7 @@ class CompiledPlayouts:
         )
         self.low = low
         self.r = K.rule_vector(rules, None, "match")
+        self.r[K.R_NO_DEAL] = 1
         self.m = np.zeros((1, K.NUM_FIELDS), dtype=np.int32)
         m = self.m[0]
         m[K.CUR] = view.current_player
@@ -417,7 +414,7 @@ class CompiledPlayouts:
         self.voids = np.zeros((1, K.MAX_SEATS), dtype=np.int32)
         self.voids[0, : rules.num_players] = view.voids
         self.line = np.array([view.line_counts], dtype=np.int8)
-        self.rng = np.zeros(1, dtype=np.uint64)  # deals the next hand, which no playout plays
+        self.rng = np.zeros(1, dtype=np.uint64)  # never drawn from: no playout deals (R_NO_DEAL)
         self.deals = np.zeros((1, 0, rules.num_tiles), dtype=np.int8)
         self.tiles = sum(view.hand_sizes) + view.boneyard_size
         self.legal = np.array(view.legal_actions, dtype=np.int64)
