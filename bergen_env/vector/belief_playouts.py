@@ -20,6 +20,7 @@ from bergen_env.vector.rollouts import (
     add_values,
     greedy_playouts,
     next_hand_shuffles,
+    playout_work,
 )
 
 draw_deal = njit(learned_belief.draw_deal)
@@ -39,6 +40,7 @@ def belief_search_totals(rng, samples, pool, q, caps, tries, loc_of, seat, own, 
     tiles = np.empty(m + own.shape[0], dtype=np.int64)
     bone = q.shape[2] - 1
     dealt = r[K.R_N] * r[K.R_HAND]
+    work = playout_work(m0, scores0, hlen0, voids0, line0)
     for _ in range(samples):
         levels[draw_deal(rng, pool, q, caps, tries, where)] += 1
         k = 0
@@ -58,7 +60,7 @@ def belief_search_totals(rng, samples, pool, q, caps, tries, loc_of, seat, own, 
                 k += 1
         new_hands = greedy_playouts(
             r, m0, scores0, hlen0, voids0, line0, tiles, legal, policy, weights, deal_rng, deals,
-            out, value_table, low, values,
+            out, value_table, low, values, work,
         )  # fmt: skip
         next_hand_shuffles(rng, r, deal_pool, dealt, new_hands)
         add_values(values, totals, products)

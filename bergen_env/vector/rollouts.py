@@ -164,27 +164,40 @@ def _rollout_action(r, m, hands, bits, voids, line, on_line, clairvoyant):
 
 
 @njit
+def playout_work(m0, scores0, hlen0, voids0, line0):
+    """The scratch arrays of :func:`greedy_playouts` from the root ``m0`` ... ``line0``: made
+    once and reused for every determinization of a search."""
+    return (
+        np.empty_like(m0),
+        np.empty_like(scores0),
+        np.zeros((1, K.MAX_SEATS, NUM_TILES), dtype=np.int8),
+        np.zeros((1, K.MAX_SEATS), dtype=np.int64),
+        np.empty_like(hlen0),
+        np.empty_like(voids0),
+        np.empty_like(line0),
+        np.zeros((1, K.MAX_BONE), dtype=np.int8),
+        np.zeros(K.MAX_BONE, dtype=np.int8),
+        np.zeros((K.MAX_SEATS, NUM_TILES), dtype=np.int8),
+        np.zeros(K.MAX_SEATS, dtype=np.int64),
+    )
+
+
+@njit
 def greedy_playouts(
     r, m0, scores0, hlen0, voids0, line0, tiles, legal, policy, weights, rng, deals, out,
-    value_table, low, values,
+    value_table, low, values, work,
 ):  # fmt: skip
     """One playout per action of ``legal`` from the root (``m0`` ... ``line0``, one row each)
     with the hidden tiles ``tiles`` (hands by seat with the sizes of ``hlen0``, then the
     boneyard), the rollout ``policy`` (``POLICY_*``; ``weights``: the heuristic's) choosing
     every later move; ``out[k]``: the outcome of ``legal[k]`` (see ``OUT_*``); ``values[k]``:
-    its value for the player on turn (see :meth:`CompiledPlayouts.run`)."""
+    its value for the player on turn (see :meth:`CompiledPlayouts.run`); ``work``: the root's
+    :func:`playout_work`."""
     n = r[K.R_N]
-    m = np.empty_like(m0)
-    scores = np.empty_like(scores0)
-    hands = np.zeros((1, K.MAX_SEATS, NUM_TILES), dtype=np.int8)
-    bits = np.zeros((1, K.MAX_SEATS), dtype=np.int64)
-    hlen = np.empty_like(hlen0)
-    voids = np.empty_like(voids0)
-    line = np.empty_like(line0)
-    bone = np.zeros((1, K.MAX_BONE), dtype=np.int8)
-    root_bone = np.zeros(K.MAX_BONE, dtype=np.int8)
-    root_hands = np.zeros((K.MAX_SEATS, NUM_TILES), dtype=np.int8)
-    root_bits = np.zeros(K.MAX_SEATS, dtype=np.int64)
+    m, scores, hands, bits, hlen, voids, line, bone, root_bone, root_hands, root_bits = work
+    root_bone[:] = 0
+    root_hands[:] = 0
+    root_bits[:] = 0
     k = 0
     for s in range(n):
         for _ in range(hlen0[0, s]):
@@ -235,16 +248,21 @@ def greedy_playouts(
 
 
 @njit
+def sample_work(pool):
+    """The scratch arrays of :func:`sample_hidden` (``hand_buf``, ``keep``) for ``pool``."""
+    return np.empty((K.MAX_SEATS, MAX_HAND), dtype=np.int64), np.empty(pool.shape[0], np.int64)
+
+
+@njit
 def sample_hidden(rng, pool, excluded, orders, order_lens, in_order, sizes, seat, own, tries,
-                  counters, tiles):  # fmt: skip
+                  counters, tiles, hand_buf, keep):  # fmt: skip
     """``HiddenTileSampler.sample`` with the same draws from the numpy Generator ``rng``:
     writes every seat's hand (own included, by seat) and then the boneyard into ``tiles``.
     ``excluded[level, seat]``, ``orders[level]`` (the constrained seats, filled first),
-    ``order_lens``, ``in_order`` are the sampler's levels; ``counters`` += (relaxed, fallbacks).
+    ``order_lens``, ``in_order`` are the sampler's levels; ``counters`` += (relaxed, fallbacks);
+    ``hand_buf`` and ``keep`` are scratch (:func:`sample_work`).
     """
     n = sizes.shape[0]
-    hand_buf = np.empty((K.MAX_SEATS, MAX_HAND), dtype=np.int64)
-    keep = np.empty(pool.shape[0], dtype=np.int64)
     for level in range(excluded.shape[0]):
         olen = order_lens[level]
         for _ in range(tries if olen else 1):
@@ -320,12 +338,14 @@ def search_totals(rng, samples, pool, excluded, orders, order_lens, in_order, si
     ``BergenState`` deals it), so ``rng`` ends where the Python search leaves it."""
     tiles = np.empty(pool.shape[0] + own.shape[0], dtype=np.int64)
     dealt = r[K.R_N] * r[K.R_HAND]
+    work = playout_work(m0, scores0, hlen0, voids0, line0)
+    hand_buf, keep = sample_work(pool)
     for _ in range(samples):
         sample_hidden(rng, pool, excluded, orders, order_lens, in_order, sizes, seat, own,
-                      tries, counters, tiles)  # fmt: skip
+                      tries, counters, tiles, hand_buf, keep)  # fmt: skip
         new_hands = greedy_playouts(
             r, m0, scores0, hlen0, voids0, line0, tiles, legal, policy, weights, deal_rng, deals,
-            out, value_table, low, values,
+            out, value_table, low, values, work,
         )  # fmt: skip
         next_hand_shuffles(rng, r, deal_pool, dealt, new_hands)
         add_values(values, totals, products)
@@ -440,7 +460,7 @@ class CompiledPlayouts:
         greedy_playouts(
             self.r, self.m, self.scores, self.hlen, self.voids, self.line, tiles, self.legal,
             self.policy, self.weights, self.rng, self.deals, self.out, self.table, self.low,
-            self.values,
+            self.values, playout_work(self.m, self.scores, self.hlen, self.voids, self.line),
         )  # fmt: skip
         return self.out, self.values
 
