@@ -16,12 +16,13 @@ from bergen_env.engine import PublicView, trailing_draws  # noqa: E402
 from bergen_env.rules import BLOCKED_RULES, PRESETS  # noqa: E402
 from bergen_env.tiles import NUM_TILES  # noqa: E402
 from bergen_env.vector import kernels as K  # noqa: E402
+from bergen_env.vector._numba import njit  # noqa: E402
 from bergen_env.vector.heuristic_policy import (  # noqa: E402
     heuristic_action,
     heuristic_weights,
     seen_masks,
 )
-from bergen_env.vector.rollouts import OUT_NEW_HAND, CompiledPlayouts  # noqa: E402
+from bergen_env.vector.rollouts import OUT_NEW_HAND, CompiledPlayouts, permute  # noqa: E402
 from tests.search_positions import (  # noqa: E402
     assert_legal_reproducible_picklable,
     assert_same_values,
@@ -153,6 +154,27 @@ def test_compiled_heuristic_playouts_give_the_same_values(config: tuple, belief:
     spec = f"search:samples=6,rollout=heuristic,belief={belief},playouts="
     python, compiled = make_agent(spec + "python"), make_agent(spec + "compiled")
     assert_same_values(python, compiled, positions(rules, 6, seed=len(_id(config))), 7)
+
+
+@njit
+def _permutations(rng, src, count, out):
+    for k in range(count):
+        permute(rng, src, out[k])
+
+
+@pytest.mark.parametrize("size", [1, 2, 14, 28, 56])
+def test_permute_draws_numpys_permutation(size: int) -> None:
+    """The compiled in-place shuffle gives numpy's ``Generator.permutation`` and leaves the
+    generator where numpy does (the searches' draws depend on it)."""
+    src = np.arange(size, dtype=np.int64) // 2
+    for seed in range(5):
+        ours, theirs = np.random.default_rng(seed), np.random.default_rng(seed)
+        out = np.full((20, size + 3), -1, dtype=np.int64)
+        _permutations(ours, src, 20, out)
+        for row in out:
+            assert row[:size].tolist() == theirs.permutation(src).tolist()
+            assert (row[size:] == -1).all()
+        assert ours.random() == theirs.random()
 
 
 def test_popcount_counts_set_bits() -> None:

@@ -17,4 +17,14 @@ njit = numba.njit(cache=True, nogil=True)
 #: per-step path, where a call's argument handling costs more than the function's body.
 njit_inline = numba.njit(cache=True, nogil=True, inline="always")
 
-__all__ = ["njit", "njit_inline", "numba"]
+try:
+    #: ``random_interval(bit_generator, k)``: numpy's uniform draw in ``0..k``, the bounded draw
+    #: of ``Generator.shuffle``; numba's own ``Generator.shuffle`` is made of it.
+    from numba.np.random.random_methods import random_interval
+except ImportError as exc:  # pragma: no cover - a numba without numpy Generator support
+    raise ImportError(
+        f"bergen_env.vector needs numba's numpy Generator support (numba>=0.60), found "
+        f"numba {numba.__version__}"
+    ) from exc
+
+__all__ = ["njit", "njit_inline", "numba", "random_interval"]

@@ -41,6 +41,7 @@ def belief_search_totals(rng, samples, pool, q, caps, tries, loc_of, seat, own, 
     bone = q.shape[2] - 1
     dealt = r[K.R_N] * r[K.R_HAND]
     work = playout_work(m0, scores0, hlen0, voids0, line0)
+    order = np.empty_like(deal_pool)
     for _ in range(samples):
         levels[draw_deal(rng, pool, q, caps, tries, where)] += 1
         k = 0
@@ -62,7 +63,7 @@ def belief_search_totals(rng, samples, pool, q, caps, tries, loc_of, seat, own, 
             r, m0, scores0, hlen0, voids0, line0, tiles, legal, policy, weights, deal_rng, deals,
             out, value_table, low, values, work,
         )  # fmt: skip
-        next_hand_shuffles(rng, r, deal_pool, dealt, new_hands)
+        next_hand_shuffles(rng, r, deal_pool, dealt, new_hands, order)
         add_values(values, totals, products)
 
 

@@ -149,10 +149,10 @@ def log_weights(r, m, scores, hands, hlen, voids, line, weights, played, seat, a
 def draw_deals(rng, pool, excluded, orders, order_lens, in_order, sizes, seat, own, tries,
                counters, deals):  # fmt: skip
     """``deals.shape[0]`` determinizations drawn by :func:`sample_hidden`, one per row."""
-    hand_buf, keep = sample_work(pool)
+    hand_buf, keep, rest = sample_work(pool)
     for k in range(deals.shape[0]):
         sample_hidden(rng, pool, excluded, orders, order_lens, in_order, sizes, seat, own,
-                      tries, counters, deals[k], hand_buf, keep)  # fmt: skip
+                      tries, counters, deals[k], hand_buf, keep, rest)  # fmt: skip
 
 
 @njit
@@ -164,12 +164,13 @@ def picked_totals(rng, picks, deals, r, m0, scores0, hlen0, voids0, line0, legal
     :func:`~bergen_env.vector.rollouts.search_totals`."""
     dealt = r[K.R_N] * r[K.R_HAND]
     work = playout_work(m0, scores0, hlen0, voids0, line0)
+    order = np.empty_like(deal_pool)
     for j in range(picks.shape[0]):
         new_hands = greedy_playouts(
             r, m0, scores0, hlen0, voids0, line0, deals[picks[j]], legal, policy, weights,
             deal_rng, hand_deals, out, value_table, low, values, work,
         )  # fmt: skip
-        next_hand_shuffles(rng, r, deal_pool, dealt, new_hands)
+        next_hand_shuffles(rng, r, deal_pool, dealt, new_hands, order)
         add_values(values, totals, products)
 
 

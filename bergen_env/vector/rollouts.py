@@ -30,7 +30,7 @@ from bergen_env.agents.sampling import HiddenTileSampler
 from bergen_env.engine import TILE_POOLS, PublicView, trailing_draws
 from bergen_env.tiles import IS_DOUBLE, NUM_TILES, PIPS
 from bergen_env.vector import kernels as K
-from bergen_env.vector._numba import njit
+from bergen_env.vector._numba import njit, njit_inline, numba, random_interval
 from bergen_env.vector.heuristic_policy import (
     DEFAULT_WEIGHTS,
     heuristic_action,
@@ -247,27 +247,46 @@ def greedy_playouts(
     return new_hands
 
 
+@njit_inline
+def permute(rng, src, out):
+    """``out[:len(src)] = rng.permutation(src)`` without allocating: numpy's Fisher-Yates
+    shuffle with the same draws from the numpy Generator ``rng`` (its ``random_interval``)."""
+    n = src.shape[0]
+    out[:n] = src
+    bit_generator = rng.bit_generator
+    for i in range(n - 1, 0, -1):
+        j = numba.types.intp(random_interval(bit_generator, i))
+        if i != j:
+            tmp = out[i]
+            out[i] = out[j]
+            out[j] = tmp
+
+
 @njit
 def sample_work(pool):
-    """The scratch arrays of :func:`sample_hidden` (``hand_buf``, ``keep``) for ``pool``."""
-    return np.empty((K.MAX_SEATS, MAX_HAND), dtype=np.int64), np.empty(pool.shape[0], np.int64)
+    """The scratch arrays of :func:`sample_hidden` (``hand_buf``, ``keep``, ``rest``)."""
+    return (
+        np.empty((K.MAX_SEATS, MAX_HAND), dtype=np.int64),
+        np.empty(pool.shape[0], np.int64),
+        np.empty(pool.shape[0], np.int64),
+    )
 
 
 @njit
 def sample_hidden(rng, pool, excluded, orders, order_lens, in_order, sizes, seat, own, tries,
-                  counters, tiles, hand_buf, keep):  # fmt: skip
+                  counters, tiles, hand_buf, keep, rest):  # fmt: skip
     """``HiddenTileSampler.sample`` with the same draws from the numpy Generator ``rng``:
     writes every seat's hand (own included, by seat) and then the boneyard into ``tiles``.
     ``excluded[level, seat]``, ``orders[level]`` (the constrained seats, filled first),
     ``order_lens``, ``in_order`` are the sampler's levels; ``counters`` += (relaxed, fallbacks);
-    ``hand_buf`` and ``keep`` are scratch (:func:`sample_work`).
+    ``hand_buf``, ``keep`` and ``rest`` are scratch (:func:`sample_work`).
     """
     n = sizes.shape[0]
     for level in range(excluded.shape[0]):
         olen = order_lens[level]
         for _ in range(tries if olen else 1):
-            rest = rng.permutation(pool)
-            rlen = rest.shape[0]
+            permute(rng, pool, rest)
+            rlen = pool.shape[0]
             ok = True
             for j in range(olen):
                 s = orders[level, j]
@@ -309,12 +328,13 @@ def sample_hidden(rng, pool, excluded, orders, order_lens, in_order, sizes, seat
 
 
 @njit
-def next_hand_shuffles(rng, r, deal_pool, dealt, new_hands):
+def next_hand_shuffles(rng, r, deal_pool, dealt, new_hands, order):
     """Draw from ``rng`` the shuffles of ``new_hands`` next hands as ``BergenState`` deals them:
-    one shuffle under a rotating lead, else redeals while no seat holds a double."""
+    one shuffle under a rotating lead, else redeals while no seat holds a double (``order``:
+    scratch of ``deal_pool``'s size)."""
     for _ in range(new_hands):
         while True:
-            order = rng.permutation(deal_pool)
+            permute(rng, deal_pool, order)
             if r[K.R_LEAD] == K.LEAD_ROTATE:  # no double needed: one shuffle
                 break
             found = False
@@ -339,15 +359,16 @@ def search_totals(rng, samples, pool, excluded, orders, order_lens, in_order, si
     tiles = np.empty(pool.shape[0] + own.shape[0], dtype=np.int64)
     dealt = r[K.R_N] * r[K.R_HAND]
     work = playout_work(m0, scores0, hlen0, voids0, line0)
-    hand_buf, keep = sample_work(pool)
+    hand_buf, keep, rest = sample_work(pool)
+    order = np.empty_like(deal_pool)
     for _ in range(samples):
         sample_hidden(rng, pool, excluded, orders, order_lens, in_order, sizes, seat, own,
-                      tries, counters, tiles, hand_buf, keep)  # fmt: skip
+                      tries, counters, tiles, hand_buf, keep, rest)  # fmt: skip
         new_hands = greedy_playouts(
             r, m0, scores0, hlen0, voids0, line0, tiles, legal, policy, weights, deal_rng, deals,
             out, value_table, low, values, work,
         )  # fmt: skip
-        next_hand_shuffles(rng, r, deal_pool, dealt, new_hands)
+        next_hand_shuffles(rng, r, deal_pool, dealt, new_hands, order)
         add_values(values, totals, products)
 
 
