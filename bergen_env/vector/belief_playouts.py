@@ -20,7 +20,6 @@ from bergen_env.vector.rollouts import (
     add_values,
     greedy_playouts,
     next_hand_shuffles,
-    playout_work,
 )
 
 draw_deal = njit(learned_belief.draw_deal)
@@ -29,7 +28,8 @@ draw_deal = njit(learned_belief.draw_deal)
 @njit
 def belief_search_totals(rng, samples, pool, q, caps, tries, loc_of, seat, own, levels, r, m0,
                          scores0, hlen0, voids0, line0, legal, policy, weights, deal_rng, deals,
-                         out, value_table, low, values, deal_pool, totals, products):  # fmt: skip
+                         out, value_table, low, values, work, deal_pool, totals,
+                         products):  # fmt: skip
     """``samples`` deals from :func:`draw_deal` (``loc_of[s]``: the belief column of seat ``s``,
     -1 for the searcher), each with one playout per legal action; ``totals`` and ``products``
     as in :func:`~bergen_env.vector.rollouts.search_totals`, ``levels[level]`` += 1 per deal.
@@ -40,7 +40,6 @@ def belief_search_totals(rng, samples, pool, q, caps, tries, loc_of, seat, own, 
     tiles = np.empty(m + own.shape[0], dtype=np.int64)
     bone = q.shape[2] - 1
     dealt = r[K.R_N] * r[K.R_HAND]
-    work = playout_work(m0, scores0, hlen0, voids0, line0)
     order = np.empty_like(deal_pool)
     for _ in range(samples):
         levels[draw_deal(rng, pool, q, caps, tries, where)] += 1
@@ -88,7 +87,7 @@ def learned_search(
         rng, samples, deals.pool, deals.q, deals.caps, deals.tries, loc_of, view.seat, own,
         levels, root.r, root.m, root.scores, root.hlen, root.voids, root.line, root.legal,
         root.policy, root.weights, root.rng, root.deals, root.out, root.table, root.low,
-        root.values, TILE_POOLS[view.rules.sets], totals, products,
+        root.values, root.work, TILE_POOLS[view.rules.sets], totals, products,
     )  # fmt: skip
     for i, c in enumerate(levels.tolist()):
         deals.levels[i] += c

@@ -30,7 +30,6 @@ from bergen_env.vector.rollouts import (
     add_values,
     greedy_playouts,
     next_hand_shuffles,
-    playout_work,
     sample_hidden,
     sample_work,
     sampler_arrays,
@@ -157,13 +156,12 @@ def draw_deals(rng, pool, excluded, orders, order_lens, in_order, sizes, seat, o
 
 @njit
 def picked_totals(rng, picks, deals, r, m0, scores0, hlen0, voids0, line0, legal, policy,
-                  weights, deal_rng, hand_deals, out, value_table, low, values, deal_pool,
-                  totals, products):  # fmt: skip
+                  weights, deal_rng, hand_deals, out, value_table, low, values, work,
+                  deal_pool, totals, products):  # fmt: skip
     """One playout per legal action of each deal ``deals[picks[j]]`` in turn, every hand ended
     drawing the next hand's shuffle from ``rng``; ``totals`` and ``products`` as in
     :func:`~bergen_env.vector.rollouts.search_totals`."""
     dealt = r[K.R_N] * r[K.R_HAND]
-    work = playout_work(m0, scores0, hlen0, voids0, line0)
     order = np.empty_like(deal_pool)
     for j in range(picks.shape[0]):
         new_hands = greedy_playouts(
@@ -200,6 +198,7 @@ def weighted_search(
     picked_totals(
         rng, picks, deals, root.r, root.m, root.scores, root.hlen, root.voids, root.line,
         root.legal, root.policy, root.weights, root.rng, root.deals, root.out, root.table,
-        root.low, root.values, TILE_POOLS[sampler.view.rules.sets], totals, products,
+        root.low, root.values, root.work, TILE_POOLS[sampler.view.rules.sets], totals,
+        products,
     )  # fmt: skip
     return totals, products

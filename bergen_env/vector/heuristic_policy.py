@@ -73,9 +73,8 @@ def seen_masks(r, i, hands, line, p):
     held = np.int64(0)
     once = np.int64(0)
     twice = np.int64(0)
-    sets = r[K.R_SETS]
     for t in range(NUM_TILES):
-        c = sets - hands[i, p, t] - line[i, t]
+        c = _unseen(r, i, hands, line, p, t)
         bit = np.int64(1) << t
         if hands[i, p, t]:
             held |= bit

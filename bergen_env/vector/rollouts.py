@@ -166,7 +166,7 @@ def _rollout_action(r, m, hands, bits, voids, line, on_line, clairvoyant):
 @njit
 def playout_work(m0, scores0, hlen0, voids0, line0):
     """The scratch arrays of :func:`greedy_playouts` from the root ``m0`` ... ``line0``: made
-    once and reused for every determinization of a search."""
+    once a root (``CompiledPlayouts.work``) and reused for every determinization."""
     return (
         np.empty_like(m0),
         np.empty_like(scores0),
@@ -349,8 +349,8 @@ def next_hand_shuffles(rng, r, deal_pool, dealt, new_hands, order):
 @njit
 def search_totals(rng, samples, pool, excluded, orders, order_lens, in_order, sizes, seat, own,
                   tries, counters, r, m0, scores0, hlen0, voids0, line0, legal, policy, weights,
-                  deal_rng, deals, out, value_table, low, values, deal_pool, totals,
-                  products):  # fmt: skip
+                  deal_rng, deals, out, value_table, low, values, work, deal_pool,
+                  totals, products):  # fmt: skip
     """``samples`` determinizations drawn from ``rng`` (:func:`sample_hidden`), each with one
     playout per legal action (:func:`greedy_playouts`); ``totals[k]`` += the values of
     ``legal[k]``, ``products[j, k]`` += the products of their values (:func:`add_values`).
@@ -358,7 +358,6 @@ def search_totals(rng, samples, pool, excluded, orders, order_lens, in_order, si
     ``BergenState`` deals it), so ``rng`` ends where the Python search leaves it."""
     tiles = np.empty(pool.shape[0] + own.shape[0], dtype=np.int64)
     dealt = r[K.R_N] * r[K.R_HAND]
-    work = playout_work(m0, scores0, hlen0, voids0, line0)
     hand_buf, keep, rest = sample_work(pool)
     order = np.empty_like(deal_pool)
     for _ in range(samples):
@@ -461,9 +460,11 @@ class CompiledPlayouts:
         self.legal = np.array(view.legal_actions, dtype=np.int64)
         self.out = np.zeros((len(self.legal), 7), dtype=np.int64)
         self.values = np.zeros(len(self.legal), dtype=np.float64)
+        self.work = playout_work(self.m, self.scores, self.hlen, self.voids, self.line)
 
     def restricted(self, indices: np.ndarray) -> CompiledPlayouts:
-        """This root with only the legal actions at ``indices`` (own output buffers)."""
+        """This root with only the legal actions at ``indices`` (own output buffers, the same
+        playout scratch)."""
         root = copy.copy(self)
         root.legal = self.legal[indices]
         root.out = np.zeros((len(root.legal), 7), dtype=np.int64)
@@ -481,7 +482,7 @@ class CompiledPlayouts:
         greedy_playouts(
             self.r, self.m, self.scores, self.hlen, self.voids, self.line, tiles, self.legal,
             self.policy, self.weights, self.rng, self.deals, self.out, self.table, self.low,
-            self.values, playout_work(self.m, self.scores, self.hlen, self.voids, self.line),
+            self.values, self.work,
         )  # fmt: skip
         return self.out, self.values
 
@@ -497,7 +498,7 @@ class CompiledPlayouts:
         search_totals(
             rng, samples, *sampler_arrays(sampler), counters, self.r, self.m, self.scores,
             self.hlen, self.voids, self.line, self.legal, self.policy, self.weights, self.rng,
-            self.deals, self.out, self.table, self.low, self.values,
+            self.deals, self.out, self.table, self.low, self.values, self.work,
             TILE_POOLS[sampler.view.rules.sets], totals, products,
         )  # fmt: skip
         sampler.relaxed += int(counters[0])
