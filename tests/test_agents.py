@@ -133,6 +133,9 @@ def test_search_parameters() -> None:
         ("search:belief=2", ["'search:belief=2'", "belief"]),
         ("search:belief=1,temperature=0", ["temperature"]),
         ("search:belief=1,temperature=-0.5", ["temperature"]),
+        ("search:partner_temperature=0.5", ["partner_temperature", "belief=1"]),
+        ("search:belief=1,partner_temperature=0", ["partner_temperature"]),
+        ("search:belief=learned,partner_temperature=1", ["partner_temperature", "learned"]),
         ("search:candidates=0", ["'search:candidates=0'", "candidates"]),
         ("search:candidates=1.5", ["candidates"]),
         ("heuristic:threat=-1", ["'heuristic:threat=-1'", "threat"]),
@@ -560,6 +563,63 @@ def test_belief_rebuilds_the_views_the_heuristic_saw(players: int, partnerships:
                 scored += 1
             s.apply_action(seats[s.current_player].act(None, None, view))
     assert scored > 50
+
+
+PARTNER_SPEC = "search:samples=6,rollout=heuristic,belief=1,batch=2,partner_temperature=2"
+
+
+def test_partner_temperature_needs_partners() -> None:
+    agent = make_agent(PARTNER_SPEC)
+    for players in (2, 3, 4):
+        with pytest.raises(ValueError, match="partner_temperature.*partners") as info:
+            agent.reset(_rules("standard", players, False), 0, np.random.default_rng(0))
+        assert PARTNER_SPEC in str(info.value)
+    agent.reset(_rules("standard", 4, True), 0, np.random.default_rng(0))
+
+
+@pytest.mark.parametrize("preset", PRESETS)
+def test_partner_temperature_agent_plays_full_matches(preset: str) -> None:
+    """Under every preset, in partnerships: legal, reproducible, picklable mid-match."""
+    rules = _rules(preset, 4, True)
+    specs = [PARTNER_SPEC, "heuristic", PARTNER_SPEC, "greedy"]
+    s = BergenState(rules, seed=9)
+    agents = [_ready(spec, rules, seat, seed=seat) for seat, spec in enumerate(specs)]
+    twins = [_ready(spec, rules, seat, seed=seat) for seat, spec in enumerate(specs)]
+    for move in range(400):
+        if s.terminal:
+            break
+        seat = s.current_player
+        if move == 200:
+            agents = [pickle.loads(pickle.dumps(a)) for a in agents]
+        a = _act(agents[seat], s)
+        assert a == _act(twins[seat], s)
+        s.apply_action(a)
+
+
+def test_partner_plays_are_scored_with_the_partner_temperature() -> None:
+    """In partnerships, a partner's plays are scored at ``partner_temperature`` and the
+    opponents' at ``temperature``; without it (or with it equal) every play at ``temperature``."""
+    rules = _rules("standard", 4, True)
+    kinds = set()
+    for s in _positions(rules, seed=8, count=40, min_legal=2):
+        view = s.public_view(s.current_player)
+        truth = [s.hand_tiles(q) for q in range(4)]
+        cold = BeliefModel(view, 0.3)
+        assert cold.log_weight(truth) == BeliefModel(view, 0.3, partner_temperature=0.3).log_weight(
+            truth
+        )
+        loose = BeliefModel(view, 0.3, partner_temperature=2.0)
+        warm = BeliefModel(view, 2.0)
+        for d, c, w in zip(loose.decisions, cold.decisions, warm.decisions, strict=True):
+            partner = rules.side_of[d.seat] == rules.side_of[view.seat]
+            kinds.add(partner)
+            assert d.temperature == (2.0 if partner else 0.3)
+            counts = list(d.played_since)
+            for t in truth[d.seat]:
+                counts[t] += 1
+            expected = (warm if partner else cold)._log_prob(w if partner else c, counts, 1)
+            assert loose._log_prob(d, counts, 1) == expected
+    assert kinds == {True, False}
 
 
 def test_belief_resampling_is_reproducible_and_uses_the_view_only() -> None:

@@ -29,6 +29,7 @@ AGENT_SPECS = {
     "search-heuristic": "search:samples=8,rollout=heuristic,belief=1",
     "search-rounds": "search:samples=12,batch=3,rollout=heuristic,belief=1",
     "search-pruned": "search:samples=12,batch=3,rollout=heuristic,belief=1,prune=true",
+    "search-partner": "search:samples=12,rollout=heuristic,belief=1,partner_temperature=2",
 }
 #: Configurations checked besides one agent per kind (names of ``AGENT_SPECS``).
 EXTRA_KINDS = ["search-learned", "search-heuristic", "search-rounds"]
@@ -182,7 +183,18 @@ def test_agent_decisions_ignore_hidden_tiles(
         make_agent(agent_spec(kind))
     except ValueError as exc:  # e.g. a kind that needs a policy file
         pytest.skip(f"agent kind {kind!r} needs parameters: {exc}")
-    rules = Rules.preset(preset, num_players=num_players, partnerships=partnerships)
+    _check_decisions_ignore_hidden_tiles(
+        kind, Rules.preset(preset, num_players=num_players, partnerships=partnerships)
+    )
+
+
+def test_partner_belief_ignores_hidden_tiles() -> None:
+    """``partner_temperature`` needs partners: checked in the partnership seating alone."""
+    rules = Rules.preset("double_set", num_players=4, partnerships=True)
+    _check_decisions_ignore_hidden_tiles("search-partner", rules)
+
+
+def _check_decisions_ignore_hidden_tiles(kind: str, rules: Rules) -> None:
     encoder = Encoder(rules)
     rng = np.random.default_rng(11)
     decisions = 0

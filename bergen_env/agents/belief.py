@@ -5,6 +5,9 @@ do not play at random, though: a seat that left a header on the table probably d
 :class:`BeliefModel` scores a sampled deal by the log-likelihood of the other seats' observed
 plays under an opponent model, a softmax with ``temperature`` over the
 :class:`~bergen_env.agents.heuristic.HeuristicAgent`'s evaluation of every play the seat had.
+A partner's plays (a seat of the observer's side) are scored with ``partner_temperature``
+instead where it is given: a partner that plays unlike the heuristic (a searching one) is read
+more loosely than the opponents.
 
 Each past decision is rebuilt from the public moves alone: the ends, end doubles, line, hand
 sizes, boneyard size, scores and every seat's voids at that moment (the observer's own included:
@@ -63,6 +66,7 @@ class _Decision:
     index: int
     seat: int
     action: int
+    temperature: float  # of the softmax this seat's plays are scored with
     played_since: list[int]  # per tile: copies the seat played from this move on (inclusive)
     line_counts: list[int]  # per tile, before the move
     view: _SeatView  # hand_counts and unseen_counts are filled per deal
@@ -84,18 +88,29 @@ class BeliefModel:
     """Log-likelihood of the other seats' observed plays of this hand given a sampled deal."""
 
     def __init__(
-        self, view: PublicView, temperature: float, model: HeuristicAgent | None = None
+        self,
+        view: PublicView,
+        temperature: float,
+        model: HeuristicAgent | None = None,
+        partner_temperature: float | None = None,
     ) -> None:
         if not temperature > 0:
             raise ValueError(f"parameter 'temperature' must be > 0, got {temperature!r}")
+        if partner_temperature is not None and not partner_temperature > 0:
+            raise ValueError(
+                f"parameter 'partner_temperature' must be > 0, got {partner_temperature!r}"
+            )
         self.view = view
         self.temperature = float(temperature)
+        self.partner_temperature = (
+            self.temperature if partner_temperature is None else float(partner_temperature)
+        )
         self.model = model if model is not None else HeuristicAgent()
-        self.decisions = self._decisions(view)
+        self.decisions = self._decisions(view, self.temperature, self.partner_temperature)
         self._cache: dict[tuple[int, tuple[int, ...]], float] = {}
 
     @staticmethod
-    def _decisions(view: PublicView) -> list[_Decision]:
+    def _decisions(view: PublicView, temperature: float, partner: float) -> list[_Decision]:
         rules = view.rules
         n = rules.num_players
         moves = view.moves
@@ -166,7 +181,18 @@ class BeliefModel:
                 scores=scores_at[i],
                 voids=voids,
             )
-            out.append(_Decision(i, seat, a, list(played_since[seat]), states[i][2], seat_view))
+            mine = rules.side_of[seat] == rules.side_of[view.seat]
+            out.append(
+                _Decision(
+                    i,
+                    seat,
+                    a,
+                    partner if mine else temperature,
+                    list(played_since[seat]),
+                    states[i][2],
+                    seat_view,
+                )
+            )
         out.reverse()
         return out
 
@@ -206,7 +232,7 @@ class BeliefModel:
         view = dataclasses.replace(
             v, hand_counts=counts, unseen_counts=[sets - c - k for c, k in zip(counts, line)]
         )
-        scaled = [self.model.evaluate(view, a) / self.temperature for a in plays]
+        scaled = [self.model.evaluate(view, a) / d.temperature for a in plays]
         top = max(scaled)
         total = 0.0
         for x in scaled:  # a plain running sum, as the compiled weights add (not ``sum``)

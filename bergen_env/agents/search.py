@@ -29,6 +29,8 @@ cost per sample; ``benchmarks/agents_speed.py`` measures each).
 hand (:class:`~bergen_env.agents.belief.BeliefModel`, a softmax with ``temperature``, default
 0.5, over the heuristic's scores): ``candidates * samples`` deals are drawn (``candidates``,
 default 4) and ``samples`` of them resampled in proportion to their likelihood.
+``partner_temperature`` (default None: ``temperature``) scores a partner's plays with a softmax
+of its own, for seatings with partnerships: a searching partner plays unlike the heuristic.
 ``belief="learned"`` draws each deal from a learned belief over where the hidden tiles are
 (:mod:`~bergen_env.agents.learned_belief`: a network over the public history, balanced to the
 hand sizes, zero where public information rules a place out), from ``belief_file`` or else the
@@ -383,6 +385,7 @@ class SearchAgent(Agent):
         certainty: float = 2.0,
         tolerance: float = 0.002,
         prune: bool = False,
+        partner_temperature: float | None = None,
     ) -> None:
         param = dict(label="parameter", error=ValueError)
         check_int("samples", samples, minimum=1, **param)
@@ -411,6 +414,11 @@ class SearchAgent(Agent):
             )
         check_number("power", power, above=0, **param)
         check_number("temperature", temperature, above=0, **param)
+        check_number("partner_temperature", partner_temperature, above=0, allow_none=True, **param)
+        if partner_temperature is not None and belief != 1:
+            raise ValueError(
+                f"parameter 'partner_temperature' needs belief=1, got belief={belief!r}"
+            )
         check_int("candidates", candidates, minimum=1, **param)
         check_int("batch", batch, minimum=1, allow_none=True, **param)
         check_number("certainty", certainty, above=0, **param)
@@ -434,6 +442,9 @@ class SearchAgent(Agent):
         if self.belief_file is not None:
             load_belief(self.belief_file)  # a bad file fails here, naming it
         self.temperature = float(temperature)
+        self.partner_temperature = (
+            None if partner_temperature is None else float(partner_temperature)
+        )
         self.candidates = candidates
         self.budget_ms = budget_ms
         self.rollout = rollout
@@ -450,6 +461,11 @@ class SearchAgent(Agent):
         self._win_table(rules)  # a bad value/rules pair fails here, before the first decision
         if self.belief == "learned":
             self._belief_network(rules)  # as does a seating without a belief file
+        if self.partner_temperature is not None and rules.num_sides == rules.num_players:
+            raise ValueError(
+                f"agent {self.name!r}: parameter 'partner_temperature' needs a seating with "
+                f"partners, and these rules seat {rules.num_players} players on their own"
+            )
         super().reset(rules, seat, rng)
 
     def _win_table(self, rules: Rules) -> WinTable | None:
@@ -491,7 +507,11 @@ class SearchAgent(Agent):
         sampler = HiddenTileSampler(view)
         compiled = self._compiled_root(view) if self.compiled else None
         learned = self.learned_deals(view) if self.belief == "learned" else None
-        model = BeliefModel(view, self.temperature) if self.belief == 1 else None
+        model = (
+            BeliefModel(view, self.temperature, partner_temperature=self.partner_temperature)
+            if self.belief == 1
+            else None
+        )
         rows = None  # the scored past plays as compiled rows, built once per decision
         if compiled is not None and model is not None and model.decisions:
             from bergen_env.vector.belief_weights import CompiledBelief

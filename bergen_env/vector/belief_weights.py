@@ -44,7 +44,7 @@ class CompiledBelief:
         rules = view.rules
         decisions = model.decisions
         d = len(decisions)
-        self.temperature = model.temperature
+        self.temperature = np.array([dec.temperature for dec in decisions], dtype=np.float64)
         self.r = K.rule_vector(rules, None, "match")
         self.m = np.zeros((d, K.NUM_FIELDS), dtype=np.int32)
         self.scores = np.zeros((d, K.MAX_SEATS), dtype=np.int32)
@@ -93,8 +93,9 @@ class CompiledBelief:
 def log_weights(r, m, scores, hands, hlen, voids, line, weights, played, seat, action, start,
                 temperature, deals, out):  # fmt: skip
     """``out[k]``: the sum over the past plays (rows of ``m`` ...) of log P(play | the seat's
-    hand then, its tiles in deal ``k`` plus ``played``) under the softmax with ``temperature``
-    of :func:`evaluate`'s scores of the plays that hand had (see ``BeliefModel._log_prob``)."""
+    hand then, its tiles in deal ``k`` plus ``played``) under the softmax with the row's
+    ``temperature`` of :func:`evaluate`'s scores of the plays that hand had (see
+    ``BeliefModel._log_prob``)."""
     d = m.shape[0]
     plays = np.empty(2 * NUM_TILES + 1, dtype=np.int64)
     scaled = np.empty(2 * NUM_TILES + 1, dtype=np.float64)
@@ -134,7 +135,7 @@ def log_weights(r, m, scores, hands, hlen, voids, line, weights, played, seat, a
             top = -math.inf
             for j in range(count):
                 scaled[j] = evaluate(r, i, m, scores, hands, hlen, voids, line, weights,
-                                     plays[j], held, once, twice) / temperature  # fmt: skip
+                                     plays[j], held, once, twice) / temperature[i]  # fmt: skip
                 if scaled[j] > top:
                     top = scaled[j]
             norm = 0.0
