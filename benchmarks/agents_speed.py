@@ -1,10 +1,12 @@
 """Decisions per second of each scripted agent on one core, and milliseconds per search decision.
 
-Positions come from real random matches of 2-player standard Bergen (every decision of those
-matches, including forced ones; the table also reports decisions with a real choice). Times are
-CPU time of this process (``time.process_time``), so other load on the machine matters less.
+Positions come from real random matches of standard Bergen, 2 players unless ``--players`` and
+``--partnerships`` say otherwise (every decision of those matches, including forced ones; the
+table also reports decisions with a real choice). Times are CPU time of this process
+(``time.process_time``), so other load on the machine matters less.
 
     python benchmarks/agents_speed.py [--positions 300] [--seed 0] [--repeat 1] [--json PATH]
+        [--players 2] [--partnerships]
 
 With ``--repeat N`` every agent is timed N times, the agents taking turns, and each figure is the
 median of the N runs (``ms_per_choice_runs`` keeps them all): on a shared machine one run can be
@@ -94,6 +96,8 @@ def main(argv: list[str] | None = None) -> dict:
         "--repeat", type=int, default=1, help="time every agent this many times (the median)"
     )
     parser.add_argument("--json", metavar="PATH", help="also write the results as JSON")
+    parser.add_argument("--players", type=int, default=2, choices=(2, 3, 4))
+    parser.add_argument("--partnerships", action="store_true", help="4 players in two teams of two")
     parser.add_argument(
         "--agents", nargs="+", default=list(AGENTS), metavar="SPEC", help="agent strings to time"
     )
@@ -102,15 +106,18 @@ def main(argv: list[str] | None = None) -> dict:
         parser.error("--positions must be >= 1")
     if args.repeat < 1:
         parser.error("--repeat must be >= 1")
-    rules = Rules.preset("standard", num_players=2)
+    if args.partnerships and args.players != 4:
+        parser.error("--partnerships needs --players 4")
+    rules = Rules.preset("standard", num_players=args.players, partnerships=args.partnerships)
     positions = collect_positions(rules, args.positions, args.seed)
     runs: dict[str, list[dict]] = {spec: [] for spec in args.agents}
     for _ in range(args.repeat):
         for spec in args.agents:
             runs[spec].append(time_agent(spec, rules, positions, args.seed))
     results = {spec: _median_run(r) for spec, r in runs.items()}
+    seating = f"{args.players}-player" + (" partnership" if args.partnerships else "")
     print(
-        f"2-player standard, {len(positions)} positions from random matches, CPU time, 1 core"
+        f"{seating} standard, {len(positions)} positions from random matches, CPU time, 1 core"
         + (f", median of {args.repeat} runs" if args.repeat > 1 else "")
     )
     width = max(12, *(len(spec) + 2 for spec in results))

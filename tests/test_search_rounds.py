@@ -135,3 +135,14 @@ def test_the_speed_benchmark_reports_the_deals_a_choice_took() -> None:
     assert 5 <= search["samples_per_choice"] <= 20
     runs = search["ms_per_choice_runs"]
     assert len(runs) == 3 and search["ms_per_choice"] == sorted(runs)[1]  # the median run
+
+
+def test_the_speed_benchmark_times_partnerships() -> None:
+    from benchmarks.agents_speed import main
+
+    spec = "search:samples=4,belief=1,partner_temperature=1"
+    report = main(["--positions", "8", "--players", "4", "--partnerships", "--agents", spec])
+    assert report["config"]["rules"]["num_players"] == 4
+    assert report["agents"][spec]["positions"] == 8
+    with pytest.raises(SystemExit):
+        main(["--positions", "8", "--players", "3", "--partnerships"])
