@@ -617,8 +617,10 @@ def test_partner_plays_are_scored_with_the_partner_temperature() -> None:
             counts = list(d.played_since)
             for t in truth[d.seat]:
                 counts[t] += 1
-            expected = (warm if partner else cold)._log_prob(w if partner else c, counts, 1)
-            assert loose._log_prob(d, counts, 1) == expected
+            expected = (warm if partner else cold)._log_prob(
+                w if partner else c, counts, rules.sets
+            )
+            assert loose._log_prob(d, counts, rules.sets) == expected
     assert kinds == {True, False}
 
 
