@@ -56,7 +56,7 @@ def test_compiled_weights_are_the_belief_models(config: tuple) -> None:
     assert views
     rng = np.random.default_rng(7)
     for k, (view, hands, boneyard) in enumerate(views):
-        partner = (None, 1.5, 0.1)[k % 3] if rules.num_sides < rules.num_players else None
+        partner = (None, 1.5, 0.1)[k % 3] if rules.partnerships else None
         model = BeliefModel(view, (0.2, 0.5, 2.0)[k % 3], partner_temperature=partner)
         sampler = HiddenTileSampler(view)
         pool = [(hands, boneyard)] + [sampler.sample(rng) for _ in range(12)]
@@ -115,7 +115,7 @@ def test_compiled_belief_search_gives_the_same_values(config: tuple, rollout: st
     preset, kwargs = config
     rules = Rules.preset(preset, **kwargs)
     spec = dict(samples=5, rollout=rollout, belief=1, candidates=3)
-    if rules.num_sides < rules.num_players:  # a partner's plays read more loosely
+    if rules.partnerships:  # a partner's plays read more loosely
         spec["partner_temperature"] = 1.5
     python = SearchAgent(**spec, playouts="python")
     compiled = SearchAgent(**spec, playouts="compiled")

@@ -461,7 +461,7 @@ class SearchAgent(Agent):
         self._win_table(rules)  # a bad value/rules pair fails here, before the first decision
         if self.belief == "learned":
             self._belief_network(rules)  # as does a seating without a belief file
-        if self.partner_temperature is not None and rules.num_sides == rules.num_players:
+        if self.partner_temperature is not None and not rules.partnerships:
             raise ValueError(
                 f"agent {self.name!r}: parameter 'partner_temperature' needs a seating with "
                 f"partners, and these rules seat {rules.num_players} players on their own"
