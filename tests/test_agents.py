@@ -35,6 +35,7 @@ AGENT_SPECS = [
     "random",
     "greedy",
     "heuristic",
+    "tuned",
     "search:samples=4",
     "search:samples=3,rollout=random",
     "search:samples=3,rollout=greedy",
@@ -85,7 +86,7 @@ def _ready(spec: str, rules: Rules, seat: int, seed: int = 0):
 
 
 def test_kinds_registered() -> None:
-    assert {"random", "greedy", "heuristic", "search"} <= set(registered_agents())
+    assert {"random", "greedy", "heuristic", "tuned", "search"} <= set(registered_agents())
 
 
 @pytest.mark.parametrize(

@@ -241,6 +241,7 @@ def yaml_default(f: dataclasses.Field) -> str:
         ("training.config", "TrainConfig", "`TrainConfig`"),
         ("training.train_rllib", "RLlibConfig", "`RLlibConfig`"),
         ("training.expert_iteration", "ExpertIterationConfig", "`ExpertIterationConfig`"),
+        ("training.tune_heuristic", "TuneConfig", "`TuneConfig`"),
     ],
 )
 def test_configs_page_documents_every_key(module: str, cls: str, section: str) -> None:

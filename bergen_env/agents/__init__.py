@@ -1,6 +1,7 @@
 """Scripted opponents and the agent interface. See :mod:`bergen_env.agents.base`.
 
-Registered kinds: ``random``, ``greedy``, ``heuristic``, ``search`` (PIMC), e.g.
+Registered kinds: ``random``, ``greedy``, ``heuristic``, ``tuned`` (the heuristic with weights
+tuned for the rules), ``search`` (PIMC), e.g.
 ``make_agent("search:samples=200")``, ``policy`` (a portable policy file,
 ``make_agent("policy:policies/standard_2p.safetensors")``), and ``openspiel`` (OpenSpiel's
 ISMCTS through :mod:`bergen_env.openspiel`, ``make_agent("openspiel:bot=ismcts")``).
@@ -20,11 +21,13 @@ from bergen_env.agents.openspiel_bot import OpenSpielAgent
 from bergen_env.agents.policy import PolicyAgent
 from bergen_env.agents.random_agent import RandomAgent
 from bergen_env.agents.search import SearchAgent
+from bergen_env.agents.tuned_heuristic import TunedHeuristicAgent
 
 for _kind, _factory in (
     ("random", RandomAgent),
     ("greedy", GreedyAgent),
     ("heuristic", HeuristicAgent),
+    ("tuned", TunedHeuristicAgent),
     ("search", SearchAgent),
     ("policy", PolicyAgent),
     ("openspiel", OpenSpielAgent),  # needs the openspiel extra (imported when built)
@@ -39,6 +42,7 @@ __all__ = [
     "PolicyAgent",
     "RandomAgent",
     "SearchAgent",
+    "TunedHeuristicAgent",
     "agent_factory",
     "make_agent",
     "parse_agent_spec",

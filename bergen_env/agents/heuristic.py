@@ -37,6 +37,7 @@ from bergen_env.actions import DOUBLE_PLAY, NUM_PLAY_ACTIONS
 from bergen_env.agents.base import Agent
 from bergen_env.agents.scoring import cap_header, header_threat_value, play_outcome
 from bergen_env.engine import PublicView
+from bergen_env.rules import Rules
 from bergen_env.scoring import FIVE, out_points, play_result
 from bergen_env.tiles import CONTAINS, IS_DOUBLE, NUM_TILES, NUMBER_BITS, PIPS, TILE_ID
 from bergen_env.validation import check_number
@@ -49,6 +50,22 @@ SCORING_TILES = frozenset(
     for t in range(NUM_TILES)
     if (PIPS[t] and PIPS[t] % FIVE == 0) or (IS_DOUBLE[t] and PIPS[t] >= 8)
 )
+
+
+#: The parameters of :class:`HeuristicAgent`, the weights of its terms (the compiled
+#: heuristic's weight-array order).
+WEIGHT_NAMES = ("threat", "stuck", "shed", "variety", "follow", "partner", "keep")
+
+
+def used_weights(rules: Rules) -> tuple[str, ...]:
+    """The weights that can change :class:`HeuristicAgent`'s play under ``rules``: ``partner``
+    only in partnerships, ``keep`` only in Fives."""
+    return tuple(
+        name
+        for name in WEIGHT_NAMES
+        if (name != "partner" or rules.partnerships)
+        and (name != "keep" or rules.play_scoring == "fives")
+    )
 
 
 class HeuristicAgent(Agent):

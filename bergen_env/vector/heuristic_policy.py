@@ -13,15 +13,13 @@ from __future__ import annotations
 import numpy as np
 
 from bergen_env.actions import DOUBLE_PLAY, DRAW, PASS
-from bergen_env.agents.heuristic import MATCH_VALUE, SCORING_TILES, HeuristicAgent
+from bergen_env.agents.heuristic import MATCH_VALUE, SCORING_TILES, WEIGHT_NAMES, HeuristicAgent
 from bergen_env.rules import BLOCKED_RULES
 from bergen_env.scoring import DOUBLE_PLAY_HEADER, PLAY_SCORINGS, cap_header
 from bergen_env.tiles import NUM_NUMBERS, NUM_TILES, NUMBER_BITS
 from bergen_env.vector import kernels as K
 from bergen_env.vector._numba import njit, njit_inline
 
-#: The order of :func:`heuristic_weights`' array (``HeuristicAgent``'s parameters).
-WEIGHT_NAMES = ("threat", "stuck", "shed", "variety", "follow", "partner", "keep")
 W_THREAT, W_STUCK, W_SHED, W_VARIETY, W_FOLLOW, W_PARTNER, W_KEEP = range(len(WEIGHT_NAMES))
 #: ``T_NUMBER_BITS[t]``: the 7-bit mask of the numbers of tile ``t``.
 T_NUMBER_BITS = np.array(NUMBER_BITS, dtype=np.int64)
