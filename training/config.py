@@ -16,11 +16,12 @@ Schedules: ``learning_rate`` and ``clip_range`` take a number or a string ``lin_
 from __future__ import annotations
 
 import argparse
+import contextlib
 import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import yaml
 
@@ -29,6 +30,8 @@ from bergen_env.single_agent import REWARD_MODES as SINGLE_AGENT_REWARD_MODES
 from bergen_env.validation import is_bool, is_int, is_number
 
 from .cli import UsageError
+
+T = TypeVar("T")
 
 
 class ConfigError(UsageError, ValueError):
@@ -348,6 +351,32 @@ def read_config_block(
             )
         data[key] = yaml.safe_load(text)
     return data
+
+
+def load_dataclass_config(cls: type[T], path: str | Path, overrides: list[str] | None) -> T:
+    """An instance of the config dataclass ``cls`` from ``path``'s ``default:`` block and the
+    ``key=value`` overrides: an unknown key is an error, a float written ``3e-4`` (YAML 1.1
+    reads it as a string) a float, every left-out field its default; checked once, by
+    ``cls.validate(path)``, so errors name the file."""
+    fields = {f.name: f for f in dataclasses.fields(cls)}  # type: ignore[arg-type]
+    data = read_config_block(path, overrides, fields)
+    unknown = sorted(set(data) - set(fields))
+    if unknown:
+        raise ConfigError(f"{path}: unknown key(s) {unknown}; valid keys are {sorted(fields)}")
+    for key, value in data.items():
+        if isinstance(fields[key].default, float) and isinstance(value, str):
+            with contextlib.suppress(ValueError):
+                data[key] = float(value)
+    cfg = cls.__new__(cls)
+    for name, f in fields.items():
+        if name in data:
+            setattr(cfg, name, data[name])
+        elif f.default_factory is not dataclasses.MISSING:
+            setattr(cfg, name, f.default_factory())
+        else:
+            setattr(cfg, name, f.default)
+    cfg.validate(str(path))  # type: ignore[attr-defined]
+    return cfg
 
 
 def load_config(path: str | Path, overrides: list[str] | None = None) -> TrainConfig:

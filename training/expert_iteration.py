@@ -37,7 +37,6 @@ The run folder ``runs/expert_iteration/<name>__<seed>__<time>/`` holds ``config.
 from __future__ import annotations
 
 import argparse
-import contextlib
 import csv
 import dataclasses
 import multiprocessing
@@ -68,7 +67,7 @@ from bergen_env.single_agent import BergenSingleAgentEnv
 from bergen_env.validation import is_int, is_number
 
 from .cli import ArgumentParser, run
-from .config import ConfigError, EnvBlock, add_override_argument, read_config_block
+from .config import ConfigError, EnvBlock, add_override_argument, load_dataclass_config
 
 PROG = "python -m training.expert_iteration"
 #: The ``player`` entry that means the network being trained.
@@ -242,29 +241,9 @@ class ExpertIterationConfig(EnvBlock):
         return self.env_block_kwargs() | {"reward": "match", "auto_forced": True}
 
 
-FIELDS = {f.name: f for f in dataclasses.fields(ExpertIterationConfig)}
-
-
 def load_config(path: str | Path, overrides: list[str] | None = None) -> ExpertIterationConfig:
     """Load ``path`` (YAML with a ``default:`` block) and apply ``key=value`` overrides."""
-    data = read_config_block(path, overrides, FIELDS)
-    unknown = sorted(set(data) - set(FIELDS))
-    if unknown:
-        raise ConfigError(f"{path}: unknown key(s) {unknown}; valid keys are {sorted(FIELDS)}")
-    for key, value in data.items():  # YAML 1.1 reads "3e-4" (no dot) as a string
-        if isinstance(FIELDS[key].default, float) and isinstance(value, str):
-            with contextlib.suppress(ValueError):
-                data[key] = float(value)
-    cfg = ExpertIterationConfig.__new__(ExpertIterationConfig)
-    for name, f in FIELDS.items():
-        if name in data:
-            setattr(cfg, name, data[name])
-        elif f.default_factory is not dataclasses.MISSING:
-            setattr(cfg, name, f.default_factory())
-        else:
-            setattr(cfg, name, f.default)
-    cfg.validate(str(path))
-    return cfg
+    return load_dataclass_config(ExpertIterationConfig, path, overrides)
 
 
 # ---------------------------------------------------------------------- labelled decisions

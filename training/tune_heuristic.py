@@ -28,7 +28,6 @@ and the hold-out result). Same seed, same result.
 from __future__ import annotations
 
 import argparse
-import contextlib
 import csv
 import dataclasses
 import json
@@ -48,7 +47,7 @@ from bergen_env.rules import Rules, make_rules
 from bergen_env.validation import is_bool, is_int, is_number
 
 from .cli import ArgumentParser, require_extra, run
-from .config import ConfigError, add_override_argument, read_config_block
+from .config import ConfigError, add_override_argument, load_dataclass_config
 
 PROG = "python -m training.tune_heuristic"
 #: The default heuristic's weights.
@@ -162,29 +161,9 @@ class TuneConfig:
         return np.array([float(self.opponent.get(n, DEFAULT[n])) for n in WEIGHT_NAMES])
 
 
-FIELDS = {f.name: f for f in dataclasses.fields(TuneConfig)}
-
-
 def load_config(path: str | Path, overrides: list[str] | None = None) -> TuneConfig:
     """Load ``path`` (YAML with a ``default:`` block) and apply ``key=value`` overrides."""
-    data = read_config_block(path, overrides, FIELDS)
-    unknown = sorted(set(data) - set(FIELDS))
-    if unknown:
-        raise ConfigError(f"{path}: unknown key(s) {unknown}; valid keys are {sorted(FIELDS)}")
-    for key, value in data.items():  # YAML 1.1 reads "5e-2" (no dot) as a string
-        if isinstance(FIELDS[key].default, float) and isinstance(value, str):
-            with contextlib.suppress(ValueError):
-                data[key] = float(value)
-    cfg = TuneConfig.__new__(TuneConfig)
-    for name, f in FIELDS.items():
-        if name in data:
-            setattr(cfg, name, data[name])
-        elif f.default_factory is not dataclasses.MISSING:
-            setattr(cfg, name, f.default_factory())
-        else:
-            setattr(cfg, name, f.default)
-    cfg.validate(str(path))
-    return cfg
+    return load_dataclass_config(TuneConfig, path, overrides)
 
 
 def agent_string(weights: np.ndarray) -> str:
