@@ -281,6 +281,20 @@ def _coerce(key: str, value: Any, source: str) -> Any:
     return value
 
 
+def unvalidated(cls: type[T], values: dict[str, Any]) -> T:
+    """The dataclass ``cls`` with ``values`` and every other field's default, built without
+    ``__init__`` (whose ``__post_init__`` check would run before the caller's, naming no file)."""
+    cfg = cls.__new__(cls)
+    for f in dataclasses.fields(cls):  # type: ignore[arg-type]
+        if f.name in values:
+            setattr(cfg, f.name, values[f.name])
+        elif f.default_factory is not dataclasses.MISSING:
+            setattr(cfg, f.name, f.default_factory())
+        else:
+            setattr(cfg, f.name, f.default)
+    return cfg
+
+
 def from_mapping(data: dict[str, Any], source: str) -> TrainConfig:
     """Build a config from a mapping of field names; unknown keys are an error."""
     unknown = sorted(set(data) - set(FIELDS))
@@ -288,14 +302,7 @@ def from_mapping(data: dict[str, Any], source: str) -> TrainConfig:
         raise ConfigError(f"{source}: unknown key(s) {unknown}; valid keys are {sorted(FIELDS)}")
     values = {k: _coerce(k, v, source) for k, v in data.items()}
     try:
-        cfg = TrainConfig.__new__(TrainConfig)
-        for name, f in FIELDS.items():
-            if name in values:
-                setattr(cfg, name, values[name])
-            elif f.default_factory is not dataclasses.MISSING:
-                setattr(cfg, name, f.default_factory())
-            else:
-                setattr(cfg, name, f.default)
+        cfg = unvalidated(TrainConfig, values)
         cfg.validate(source)
     except (TypeError, ValueError) as exc:
         if isinstance(exc, ConfigError):
@@ -367,14 +374,7 @@ def load_dataclass_config(cls: type[T], path: str | Path, overrides: list[str] |
         if isinstance(fields[key].default, float) and isinstance(value, str):
             with contextlib.suppress(ValueError):
                 data[key] = float(value)
-    cfg = cls.__new__(cls)
-    for name, f in fields.items():
-        if name in data:
-            setattr(cfg, name, data[name])
-        elif f.default_factory is not dataclasses.MISSING:
-            setattr(cfg, name, f.default_factory())
-        else:
-            setattr(cfg, name, f.default)
+    cfg = unvalidated(cls, data)
     cfg.validate(str(path))  # type: ignore[attr-defined]
     return cfg
 
