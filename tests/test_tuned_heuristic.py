@@ -86,6 +86,23 @@ def test_duplicate_wins_split_the_matches() -> None:
     assert set(np.round(same * 3).tolist()) <= {0.0, 1.0}  # 1 of 3 rotations won, or a tie
 
 
+def test_matches_stop_after_max_hands() -> None:
+    """A match still running after ``max_hands`` hands is stopped with no winner."""
+    rules = Rules.preset("standard")
+    weights = np.stack([np.stack([DEFAULT_WEIGHTS] * 2)] * 50)
+    streams = np.arange(50, dtype=np.uint64)
+    full, full_scores = play_heuristic_matches(rules, weights, streams)
+    one, one_scores = play_heuristic_matches(rules, weights, streams, max_hands=3)
+    assert np.all(full >= 0)  # standard matches always end with a winner
+    stopped = one == -1
+    assert 0 < stopped.sum() < 50  # some need more than three hands, some fewer
+    assert np.all(one_scores[stopped].max(axis=1) < rules.target)
+    assert np.array_equal(one[~stopped], full[~stopped])
+    assert np.array_equal(one_scores[~stopped], full_scores[~stopped])
+    with pytest.raises(ValueError, match="max_hands"):
+        play_heuristic_matches(rules, weights, streams, max_hands=0)
+
+
 def test_duplicate_wins_are_seeded() -> None:
     rules = Rules.preset("fives", num_players=4, partnerships=True)
     first = duplicate_wins(rules, BOLD, DEFAULT_WEIGHTS, 200, seed=9)

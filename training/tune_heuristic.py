@@ -1,6 +1,6 @@
 """Tune the ``heuristic`` agent's weights by the cross-entropy method on duplicate matches.
 
-    python -m training.tune_heuristic --config configs/tune_heuristic_2p.yaml [--set key=value]
+    python -m training.tune_heuristic --config configs/tune_heuristic.yaml [--set key=value]
 
 The heuristic (:class:`~bergen_env.agents.heuristic.HeuristicAgent`) ranks plays by a weighted
 sum of hand-written terms (``threat``, ``stuck``, ``shed``, ...). This searches those weights
@@ -42,7 +42,7 @@ from typing import Any
 import numpy as np
 import yaml
 
-from bergen_env.agents.heuristic import WEIGHT_NAMES, HeuristicAgent, used_weights
+from bergen_env.agents.heuristic import WEIGHT_NAMES, default_weights, used_weights
 from bergen_env.rules import Rules, make_rules
 from bergen_env.validation import is_bool, is_int, is_number
 
@@ -51,7 +51,7 @@ from .config import ConfigError, add_override_argument, load_dataclass_config
 
 PROG = "python -m training.tune_heuristic"
 #: The default heuristic's weights.
-DEFAULT = {name: getattr(HeuristicAgent(), f"w_{name}") for name in WEIGHT_NAMES}
+DEFAULT = default_weights()
 
 
 @dataclass

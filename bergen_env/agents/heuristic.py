@@ -311,3 +311,9 @@ class HeuristicAgent(Agent):
             worth = MATCH_VALUE if score + best >= rules.target else best
             worst = max(worst, chance * worth)
         return worst
+
+
+def default_weights() -> dict[str, float]:
+    """The default :class:`HeuristicAgent`'s weights, by name (:data:`WEIGHT_NAMES` order)."""
+    agent = HeuristicAgent()
+    return {name: getattr(agent, f"w_{name}") for name in WEIGHT_NAMES}

@@ -24,15 +24,18 @@ from bergen_env.vector import kernels as K
 from bergen_env.vector._numba import njit
 from bergen_env.vector.heuristic_policy import heuristic_action
 
+#: Hands after which a match still running is stopped without a winner (the arena's default).
+MAX_HANDS = 2000
+
 
 @njit
-def _play(r, streams, seat_weights, m, scores, hands, bits, hlen, voids, line, bone, rng, deals,
-          winners, final):  # fmt: skip
+def _play(r, streams, seat_weights, max_hands, m, scores, hands, bits, hlen, voids, line, bone,
+          rng, deals, winners, final):  # fmt: skip
     for i in range(m.shape[0]):
         rng[i] = streams[i]
         m[i, K.DEAL_POS] = 0
         K.new_match(r, i, m, scores, hands, bits, hlen, voids, line, bone, rng, deals)
-        while not m[i, K.TERMINAL]:
+        while not m[i, K.TERMINAL] and m[i, K.HAND_NO] < max_hands:
             w = seat_weights[i, m[i, K.CUR]]
             a = heuristic_action(r, i, m, scores, hands, bits, hlen, voids, line, w)
             K.apply_action(r, i, m, scores, hands, bits, hlen, voids, line, bone, rng, deals, a)
@@ -58,16 +61,19 @@ def play_heuristic_matches(
     seat_weights: np.ndarray,
     streams: np.ndarray,
     deals: Sequence[Sequence[dict[str, Sequence[int]]]] | None = None,
+    max_hands: int = MAX_HANDS,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Play one match per row to its end; returns ``(winners, scores)``.
 
     ``seat_weights[i, seat]``: the weights of ``seat`` in row ``i`` (``(rows, players, 7)``);
     ``streams[i]``: row ``i``'s 64-bit deal stream (see ``kernels.seed_streams``), which deals
     every hand after the given ``deals[i]`` (the scalar env's ``{"hands", "boneyard"}`` deals,
-    one per hand). ``winners[i]``: the winning side (-1: a tie); ``scores[i]``: the sides' final
-    scores.
+    one per hand). ``winners[i]``: the winning side (-1: a tie, or a match still running after
+    ``max_hands`` hands, which is stopped there as the arena stops it); ``scores[i]``: the sides'
+    final scores.
     """
     n = rules.num_players
+    max_hands = check_int("max_hands", max_hands, minimum=1)
     seat_weights = _weights("seat_weights", seat_weights)
     if seat_weights.ndim != 3 or seat_weights.shape[1] != n:
         raise ValueError(
@@ -98,7 +104,7 @@ def play_heuristic_matches(
     winners = np.zeros(rows, dtype=np.int64)
     scores = np.zeros((rows, K.MAX_SEATS), dtype=np.int64)
     _play(
-        K.rule_vector(rules, None, "match"), streams, full, m,
+        K.rule_vector(rules, None, "match"), streams, full, max_hands, m,
         np.zeros((rows, K.MAX_SEATS), dtype=np.int32),
         np.zeros((rows, K.MAX_SEATS, NUM_TILES), dtype=np.int8),
         np.zeros((rows, K.MAX_SEATS), dtype=np.int64),
