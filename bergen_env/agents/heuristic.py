@@ -101,6 +101,11 @@ class HeuristicAgent(Agent):
         self.w_partner = float(partner)
         self.w_keep = float(keep)
 
+    @property
+    def weights(self) -> dict[str, float]:
+        """The weights in use, by name (:data:`WEIGHT_NAMES` order)."""
+        return {name: getattr(self, f"w_{name}") for name in WEIGHT_NAMES}
+
     def act(self, observation: np.ndarray, action_mask: np.ndarray, view: PublicView) -> int:
         legal = view.legal_actions
         if not legal:
@@ -315,5 +320,4 @@ class HeuristicAgent(Agent):
 
 def default_weights() -> dict[str, float]:
     """The default :class:`HeuristicAgent`'s weights, by name (:data:`WEIGHT_NAMES` order)."""
-    agent = HeuristicAgent()
-    return {name: getattr(agent, f"w_{name}") for name in WEIGHT_NAMES}
+    return HeuristicAgent().weights

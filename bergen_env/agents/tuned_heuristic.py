@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from bergen_env.agents.heuristic import WEIGHT_NAMES, HeuristicAgent, default_weights
+from bergen_env.agents.heuristic import HeuristicAgent, default_weights
 from bergen_env.engine import PublicView
 from bergen_env.rules import PRESETS, Rules
 
@@ -93,8 +93,8 @@ TUNED_WEIGHTS: dict[tuple[str, int, bool], dict[str, float]] = {
 def _key(rules: Rules) -> tuple[str, int, bool] | None:
     """The :data:`TUNED_WEIGHTS` key of ``rules``: the preset they equal (name aside)."""
     mine = rules.to_dict() | {"name": ""}
+    seat = dict(num_players=rules.num_players, partnerships=rules.partnerships)
     for preset in PRESETS:
-        seat = dict(num_players=rules.num_players, partnerships=rules.partnerships)
         try:
             same = Rules.preset(preset, **seat).to_dict() | {"name": ""} == mine
         except ValueError:  # a seating the preset does not have
@@ -136,11 +136,6 @@ class TunedHeuristicAgent(HeuristicAgent):
         for name, value in tuned_weights(rules).items():
             setattr(self, f"w_{name}", float(value))
         self.weights_for = rules
-
-    @property
-    def weights(self) -> dict[str, float]:
-        """The weights in use, by name."""
-        return {name: getattr(self, f"w_{name}") for name in WEIGHT_NAMES}
 
     def act(self, observation: np.ndarray, action_mask: np.ndarray, view: PublicView) -> int:
         if self.weights_for is None:

@@ -2,7 +2,7 @@
 
 :func:`play_heuristic_matches` plays one match per row with the compiled
 :func:`~bergen_env.vector.heuristic_policy.heuristic_action` in every seat, each seat with its
-own weight vector (in :data:`~bergen_env.vector.heuristic_policy.WEIGHT_NAMES` order): the
+own weight vector (in :data:`~bergen_env.agents.heuristic.WEIGHT_NAMES` order): the
 matches ``HeuristicAgent``s with those weights play through the engine. :func:`duplicate_wins`
 is the evaluation of a weight vector against another under duplicate deals: every deal stream
 is played once with the candidate's weights in each side's seats, so both sides get the same

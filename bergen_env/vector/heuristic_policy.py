@@ -32,7 +32,7 @@ BLOCKED_MOST_DOUBLES = BLOCKED_RULES.index("most_doubles")
 
 def heuristic_weights(agent: HeuristicAgent) -> np.ndarray:
     """The weights of ``agent`` as :func:`heuristic_action` reads them."""
-    return np.array([getattr(agent, f"w_{name}") for name in WEIGHT_NAMES], dtype=np.float64)
+    return np.array(list(agent.weights.values()), dtype=np.float64)
 
 
 #: The default ``HeuristicAgent``'s weights.
