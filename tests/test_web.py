@@ -19,18 +19,13 @@ from test_hidden_information import hidden_swap  # noqa: E402
 from bergen_env.engine import BergenState  # noqa: E402
 from bergen_env.replay import MatchRecorder, write_jsonl  # noqa: E402
 from bergen_env.rules import PRESETS, RULE_OPTIONS, Rules  # noqa: E402
-from bergen_env.web import Limits, TableManager
+from bergen_env.web import DEFAULT_AGENTS, Limits, TableManager
 from bergen_env.web.app import create_app  # noqa: E402
 from bergen_env.web.i18n import LANGUAGES, catalog  # noqa: E402
 from bergen_env.web.replays import place, replay_frames  # noqa: E402
 
 SEATINGS = ((2, False), (3, False), (4, True))
-FAST_AGENTS = {
-    "random": "random",
-    "greedy": "greedy",
-    "heuristic": "heuristic",
-    "search": "search:samples=4",
-}
+FAST_AGENTS = DEFAULT_AGENTS | {"search": "search:samples=4"}  # the menu, a quicker search
 
 
 class Clock:
@@ -390,6 +385,8 @@ def test_catalog_is_complete_in_every_language() -> None:
         for key, text in texts.items():
             assert set(re.findall(r"\{(\w+)\}", text)) == fields[key], (lang, key)
             assert text.strip(), (lang, key)
+    for name in DEFAULT_AGENTS:  # every agent of the menu has its name in every language
+        assert f"agent_{name}" in cat["en"], name
     client, _ = make_client()
     for lang in LANGUAGES:
         r = client.get(f"/rules?lang={lang}")
@@ -403,6 +400,7 @@ def test_meta_lists_every_preset_and_option() -> None:
     assert list(meta["presets"]) == list(PRESETS)
     assert meta["options"] == list(RULE_OPTIONS)
     assert set(meta["agents"]) == set(FAST_AGENTS)
+    assert "tuned" in meta["agents"] and meta["presets_only"] == ["tuned"]
     for page in ("/", "/replay", "/static/table.js", "/static/i18n.json"):
         assert client.get(page).status_code == 200
 
@@ -486,3 +484,54 @@ def test_an_agent_that_refuses_the_rules_is_a_clear_400() -> None:
     r = client.get("/play?players=3&opponents=net")
     assert r.status_code == 400 and "trained for 2 players" in r.text and "seat 1" in r.text
     assert client.get("/play?players=2&opponents=net", follow_redirects=False).status_code == 303
+
+
+@pytest.mark.parametrize(("players", "partnerships"), SEATINGS)
+def test_a_match_against_tuned(players: int, partnerships: bool) -> None:
+    """``tuned`` from the menu plays whole matches with the weights of the preset and seating."""
+    from bergen_env.agents.tuned_heuristic import TUNED_WEIGHTS, TunedHeuristicAgent
+
+    client, manager = make_client()
+    with client:
+        r = client.get(
+            f"/play?preset=draw&players={players}&partnerships={partnerships}"
+            "&opponents=tuned&seed=4",
+            follow_redirects=False,
+        )
+        token = seat_token(r)
+        table = manager.by_token(token)[0]
+        for seat in table.seats[1:]:
+            assert isinstance(seat.agent, TunedHeuristicAgent) and seat.kind == "tuned"
+            weights = TUNED_WEIGHTS[("draw", players, partnerships)]
+            assert seat.agent.weights == weights
+        final = play_through(client, [token])
+        assert final["over"] and final["error"] is None
+        assert [s["kind"] for s in final["seats"][1:]] == ["tuned"] * (players - 1)
+
+
+def test_tuned_under_changed_options_is_a_clear_400() -> None:
+    """Rules with a changed option are no preset: ``tuned`` is refused before any table starts."""
+    client, manager = make_client()
+    with client:
+        r = client.get("/play?players=2&opponents=tuned&target=5")
+        assert r.status_code == 400
+        assert (
+            "seat 1: agent 'tuned' plays the presets' rules only" in r.text
+            and "change an option" in r.text
+        )
+        r = client.post(
+            "/api/tables",
+            json={
+                "num_players": 3,
+                "seats": ["person", "heuristic", "tuned"],
+                "options": {"target": 5},
+            },
+        )
+        assert r.status_code == 400
+        error = r.json()["error"]
+        assert error.startswith("seat 2: agent 'tuned' plays the presets' rules only"), error
+        assert "no tuned heuristic weights" in error
+        assert not manager.tables  # nothing was created
+        # the same options as the preset's are the preset: tuned plays them
+        r = client.get("/play?preset=fives&players=2&opponents=tuned", follow_redirects=False)
+        assert r.status_code == 303

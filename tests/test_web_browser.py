@@ -141,3 +141,22 @@ def test_new_table_form(browser):
         assert "/s/" in page.url
         assert page.locator("#scores").inner_text().count("/ 5") == 3
         page.close()
+
+
+def test_tuned_leaves_the_menu_under_changed_options(browser):
+    """``tuned`` plays unchanged presets only: the seat menu drops it once an option changes."""
+    with running_server(TableManager(pace=0.01)) as base:
+        page = browser.new_page()
+        page.goto(f"{base}/?lang=en")
+        page.wait_for_selector("select[name=seat1] option[value=tuned]", state="attached")
+        seat = page.locator("select[name=seat1]")
+        assert seat.locator("option[value=tuned]").inner_text() == "tuned heuristic"
+        seat.select_option("tuned")
+        page.locator("#create details summary").click()  # the rule options
+        page.fill("input[name=target]", "5")
+        assert seat.locator("option[value=tuned]").count() == 0
+        assert seat.input_value() == "greedy"  # the seat's default choice instead
+        default = page.locator("input[name=target]").get_attribute("data-default")
+        page.fill("input[name=target]", default)
+        assert seat.locator("option[value=tuned]").count() == 1
+        page.close()

@@ -43,7 +43,7 @@ from bergen_env.rules import Rules
 from bergen_env.validation import is_int
 
 from .cli import ArgumentParser, run
-from .config import ConfigError, EnvBlock, add_override_argument, read_config_block
+from .config import ConfigError, EnvBlock, add_override_argument, load_dataclass_config
 
 PROG = "bergen-train-rllib"
 POLICY_MODES = ("shared", "sides")
@@ -124,18 +124,9 @@ class RLlibConfig(EnvBlock):
         )
 
 
-FIELDS = {f.name for f in dataclasses.fields(RLlibConfig)}
-
-
 def load_config(path: str | Path, overrides: list[str] | None = None) -> RLlibConfig:
     """Load ``path`` (YAML with a ``default:`` block) and apply ``key=value`` overrides."""
-    data = read_config_block(path, overrides, FIELDS)
-    unknown = sorted(set(data) - FIELDS)
-    if unknown:
-        raise ConfigError(f"{path}: unknown key(s) {unknown}; valid keys are {sorted(FIELDS)}")
-    cfg = RLlibConfig(**data)
-    cfg.validate(str(path))
-    return cfg
+    return load_dataclass_config(RLlibConfig, path, overrides)
 
 
 # ---------------------------------------------------------------------- the algorithm

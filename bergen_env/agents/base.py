@@ -36,6 +36,9 @@ class Agent(ABC):
     #: Whether :meth:`act` reads the :class:`PublicView`. Learned policies that act from the
     #: observation and mask alone set this False; the arena then passes ``view=None``.
     needs_view: bool = True
+    #: Whether the agent plays only rules that equal a preset (``tuned``: its weights are tuned
+    #: per preset); its :meth:`reset` raises ValueError for rules with a changed option.
+    presets_only: bool = False
 
     def reset(self, rules: Rules, seat: int, rng: np.random.Generator) -> None:
         """Called at the start of every match with the rules, the seat and a seeded RNG."""

@@ -127,6 +127,8 @@ def tuned_weights(rules: Rules) -> dict[str, float]:
 class TunedHeuristicAgent(HeuristicAgent):
     """The heuristic with the :data:`TUNED_WEIGHTS` of the match's rules (set at ``reset``)."""
 
+    presets_only = True
+
     def __init__(self) -> None:
         super().__init__()
         self.weights_for: Rules | None = None

@@ -4,7 +4,8 @@ Pages: ``/`` (create a table, open a replay), ``/play?...`` (quick start: create
 redirects to seat 0), ``/s/{token}`` (a seat), ``/w/{table}`` (a spectator), ``/replay`` and
 ``/replay/{table}``, ``/rules?lang=xx``. API (JSON; errors are ``{"error": "..."}`` with a 4xx):
 
-- ``GET /api/meta``: presets, their options per seating, the agent menu, the languages.
+- ``GET /api/meta``: presets, their options per seating, the agent menu (and which of its
+  agents play unchanged presets only), the languages.
 - ``POST /api/tables``: create a table; answers every seat's link and the spectator link.
 - ``GET /api/s/{token}``, ``POST /api/s/{token}/move`` (``{"action": id}`` or
   ``{"action": "[3|5]>left"}``), ``WS /ws/s/{token}``: a seat's view, moves and updates.
@@ -36,7 +37,7 @@ from bergen_env.errors import BergenError, InvalidOptionError
 from bergen_env.rules import PRESETS, RULE_OPTIONS, Rules
 from bergen_env.web.i18n import LANGUAGES, rules_page
 from bergen_env.web.replays import parse_replay_text, replay_frames
-from bergen_env.web.tables import PERSON, Table, TableError, TableManager
+from bergen_env.web.tables import PERSON, Table, TableError, TableManager, presets_only
 
 STATIC = Path(__file__).parent / "static"
 
@@ -269,6 +270,10 @@ def create_app(manager: TableManager | None = None, *, sweep_seconds: float = 30
                 "options": list(RULE_OPTIONS),
                 "choices": choices,
                 "agents": sorted(tables.agents),
+                # agents the page leaves out of the menu once an option differs from the preset
+                "presets_only": sorted(
+                    n for n, spec in tables.agents.items() if presets_only(spec)
+                ),
                 "languages": LANGUAGES,
                 "limits": {
                     "max_tables": tables.limits.max_tables,

@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 
 from bergen_env.actions import DOUBLE_PLAY, DRAW, NUM_PLAY_ACTIONS, PASS, action_str, parse_action
-from bergen_env.agents.base import Agent, make_agent
+from bergen_env.agents.base import Agent, agent_factory, make_agent, parse_agent_spec
 from bergen_env.engine import BergenState, PublicView
 from bergen_env.errors import BergenError, IllegalActionError
 from bergen_env.observation import Encoder
@@ -43,8 +43,15 @@ DEFAULT_AGENTS: dict[str, str] = {
     "random": "random",
     "greedy": "greedy",
     "heuristic": "heuristic",
+    "tuned": "tuned",
     "search": "search:samples=200,budget_ms=400",
 }
+
+
+def presets_only(spec: str) -> bool:
+    """Whether the agent ``spec`` names plays only rules equal to a preset (``tuned``)."""
+    factory = agent_factory(parse_agent_spec(spec)[0])
+    return bool(getattr(factory, "presets_only", False))
 
 
 class TableError(Exception):
@@ -123,9 +130,14 @@ class Table:
                 agent = make_agent(agent_specs[kind])
                 agent.reset(rules, index, rng)
             except (ValueError, OSError) as exc:  # e.g. a policy trained for other rules
-                raise TableError(
-                    400, f"seat {index}: agent {kind!r} cannot play this game: {exc}"
-                ) from None
+                message = f"seat {index}: agent {kind!r} cannot play this game: {exc}"
+                if presets_only(agent_specs[kind]):
+                    message = (
+                        f"seat {index}: agent {kind!r} plays the presets' rules only and these "
+                        f"change an option; keep the preset's options or choose another agent "
+                        f"({exc})"
+                    )
+                raise TableError(400, message) from None
             self.seats.append(Seat(index, kind, agent=agent))
         self.state = BergenState(
             rules, seed=np.random.default_rng(np.random.SeedSequence(seed, spawn_key=(0,)))

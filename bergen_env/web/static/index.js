@@ -10,24 +10,38 @@ function seatingKey() {
   return `${n}${n === "4" && $("partnerships").checked ? "p" : ""}`;
 }
 
+// The rule options that differ from the preset's for this seating: {name: value}.
+function changedOptions() {
+  const options = {};
+  for (const input of $("options").querySelectorAll("input, select")) {
+    const value = input.type === "checkbox" ? input.checked : input.type === "number" ? Number(input.value) : input.value;
+    if (String(value) !== input.dataset.default) options[input.name] = value;
+  }
+  return options;
+}
+
+// The seat choices: a person or an agent of the menu; agents that play unchanged presets only
+// (meta.presets_only) are left out while an option differs from the preset.
 function renderSeats() {
   const box = $("seats");
   const old = [...box.querySelectorAll("select")].map((s) => s.value);
   box.replaceChildren();
   const n = Number($("players").value);
   $("partnerships").disabled = n !== 4;
+  const custom = Object.keys(changedOptions()).length > 0;
+  const kinds = ["person", ...meta.agents.filter((k) => !(custom && meta.presets_only.includes(k)))];
   for (let i = 0; i < n; i++) {
     const label = document.createElement("label");
     label.textContent = t("seat_label", { n: i + 1 }) + " ";
     const select = document.createElement("select");
     select.name = `seat${i}`;
-    for (const kind of ["person", ...meta.agents]) {
+    for (const kind of kinds) {
       const opt = document.createElement("option");
       opt.value = kind;
       opt.textContent = kind === "person" ? t("person") : kindName(kind);
       select.appendChild(opt);
     }
-    select.value = old[i] || (i === 0 ? "person" : "greedy");
+    select.value = kinds.includes(old[i]) ? old[i] : i === 0 ? "person" : "greedy";
     label.appendChild(select);
     box.appendChild(label);
   }
@@ -75,17 +89,13 @@ function render() {
     preset.appendChild(opt);
   }
   if (chosen) preset.value = chosen;
-  renderSeats();
   renderOptions();
+  renderSeats();
 }
 
 async function create(event) {
   event.preventDefault();
-  const options = {};
-  for (const input of $("options").querySelectorAll("input, select")) {
-    const value = input.type === "checkbox" ? input.checked : input.type === "number" ? Number(input.value) : input.value;
-    if (String(value) !== input.dataset.default) options[input.name] = value;
-  }
+  const options = changedOptions();
   const body = {
     preset: $("preset").value,
     num_players: Number($("players").value),
@@ -121,7 +131,8 @@ async function main() {
   await loadCatalog();
   meta = await (await fetch("/api/meta")).json();
   $("lang-slot").appendChild(languageSelect(render));
-  for (const id of ["preset", "players", "partnerships"]) $(id).addEventListener("change", () => { renderSeats(); renderOptions(); });
+  for (const id of ["preset", "players", "partnerships"]) $(id).addEventListener("change", () => { renderOptions(); renderSeats(); });
+  for (const type of ["input", "change"]) $("options").addEventListener(type, renderSeats);
   $("create").addEventListener("submit", create);
   render();
 }
