@@ -3,7 +3,9 @@
 Run ``python -m benchmarks.side_by_side --ref REF [--slices 15] [--seconds 0.3]``. The commit
 ``REF`` is exported (``git archive``) to a temporary folder. One worker interpreter per side
 builds every row, then the two workers time short slices in turn (row by row, alternating which
-side goes first), so load changes on a shared machine hit both sides alike. Both sides import
+side goes first), so load changes on a shared machine hit both sides alike. ``--only TEXT``
+builds and times only the rows whose name has TEXT (a row of the batched engine compiles its
+kernels when built: minutes for a fresh export). Both sides import
 the same libraries before timing (an env-free import of ``bergen_env`` would otherwise leave a
 smaller heap, which makes the garbage collector's passes cheaper on one side). Rates are steps
 per CPU second of the worker (``time.process_time``): time the worker spends waiting for a core
@@ -33,8 +35,9 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 
-#: The worker: builds every row for the tree in argv[1], prints the row names as JSON, then
-#: answers each request line ``<row index> <seconds>`` with that slice's steps per CPU second.
+#: The worker: prints the names of every row for the tree in argv[1] as JSON, builds and warms
+#: up the rows whose name has argv[3] (all rows if it is empty), prints ``ready``, then answers
+#: each request line ``<row index> <seconds>`` with that slice's steps per CPU second.
 MEASURE = r"""
 import gc, json, sys, time
 sys.path.insert(0, sys.argv[1])  # the tree under test first
@@ -73,18 +76,18 @@ def encoder_loop(kind):
     return loop
 
 std2 = Rules.preset("standard", num_players=2)
-rows = {
-    "engine _apply standard 2p": bench.engine_loop(std2, False),
-    "engine apply_action standard 2p": bench.engine_loop(std2, True),
-    "aec env() standard 2p": bench.aec_loop(lambda: bergen_env.env(num_players=2)),
-    "aec env() standard 4p partnerships": bench.aec_loop(
+builders = {  # row name -> a function building its loop
+    "engine _apply standard 2p": lambda: bench.engine_loop(std2, False),
+    "engine apply_action standard 2p": lambda: bench.engine_loop(std2, True),
+    "aec env() standard 2p": lambda: bench.aec_loop(lambda: bergen_env.env(num_players=2)),
+    "aec env() standard 4p partnerships": lambda: bench.aec_loop(
         lambda: bergen_env.env(num_players=4, partnerships=True)
     ),
-    "single_agent standard 2p vs random": bench.single_agent_loop(
+    "single_agent standard 2p vs random": lambda: bench.single_agent_loop(
         bench.make_single_agent(num_players=2)
     ),
-    "observe standard 4p partnerships": encoder_loop("observe"),
-    "state standard 4p partnerships": encoder_loop("state"),
+    "observe standard 4p partnerships": lambda: encoder_loop("observe"),
+    "state standard 4p partnerships": lambda: encoder_loop("state"),
 }
 try:
     import numba  # noqa: F401  (the batched rows need the [vector] extra on both sides)
@@ -109,16 +112,19 @@ if numba is not None:
             return n
         return loop
 
-    rows["vector random play standard 2p N=4096"] = vs.vector_loop(4096, False)
-    rows["vector observations standard 2p N=4096"] = vs.vector_loop(4096, True)
-    rows["vector learner standard 2p N=4096"] = vs.learner_loop(4096)
-    rows["search compiled standard 2p (choices)"] = search_loop()
-for loop in rows.values():  # warm up every row once
+    builders["vector random play standard 2p N=4096"] = lambda: vs.vector_loop(4096, False)
+    builders["vector observations standard 2p N=4096"] = lambda: vs.vector_loop(4096, True)
+    builders["vector learner standard 2p N=4096"] = lambda: vs.learner_loop(4096)
+    builders["search compiled standard 2p (choices)"] = search_loop
+print(json.dumps(list(builders)), flush=True)
+names = list(builders)
+rows = {i: builders[name]() for i, name in enumerate(names) if sys.argv[3] in name}
+for loop in rows.values():  # warm up every built row once
     loop(time.perf_counter() + 0.05)
-print(json.dumps(list(rows)), flush=True)
+print("ready", flush=True)
 for line in sys.stdin:  # one slice per request: "<row index> <seconds>" -> steps/s
     index, seconds = line.split()
-    loop = list(rows.values())[int(index)]
+    loop = rows[int(index)]
     gc.collect()
     cpu = time.process_time()
     steps = loop(time.perf_counter() + float(seconds))
@@ -137,17 +143,20 @@ def export(ref: str, folder: Path) -> None:
 
 
 class Worker:
-    """A fresh interpreter that has built every row for one tree and times slices on request."""
+    """A fresh interpreter that has built the rows whose name has ``only`` (every row if None)
+    for one tree and times slices on request; :attr:`rows` names every row of the tree."""
 
-    def __init__(self, tree: Path) -> None:
+    def __init__(self, tree: Path, only: str | None = None) -> None:
         self.process = subprocess.Popen(
-            [sys.executable, "-c", MEASURE, str(tree), str(ROOT)],
+            [sys.executable, "-c", MEASURE, str(tree), str(ROOT), only or ""],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             text=True,
             cwd=tree,
         )
         self.rows: list[str] = json.loads(self._read())
+        if self._read() != "ready\n":
+            raise RuntimeError("the benchmark worker did not report ready")
 
     def _read(self) -> str:
         line = self.process.stdout.readline()
@@ -195,8 +204,9 @@ def main(argv: list[str] | None = None) -> dict[str, dict[str, list[float]]]:
     args = parser.parse_args(argv)
     with tempfile.TemporaryDirectory() as tmp:
         export(args.ref, Path(tmp))
-        workers = {"ref": Worker(Path(tmp) / "tree"), "tree": Worker(ROOT)}
+        workers = {"ref": Worker(Path(tmp) / "tree", args.only)}
         try:
+            workers["tree"] = Worker(ROOT, args.only)
             rates = time_slices(workers, args.only, args.slices, args.seconds)
         finally:
             for worker in workers.values():

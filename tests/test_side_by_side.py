@@ -1,7 +1,9 @@
-"""benchmarks/side_by_side.py: two commits' rates from alternating slices (a tiny run)."""
+"""benchmarks/side_by_side.py: two commits' rates from alternating slices (a tiny run of one
+row), and every row of the working tree's worker."""
 
 from __future__ import annotations
 
+import importlib.util
 import shutil
 import subprocess
 from pathlib import Path
@@ -9,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from benchmarks import side_by_side
+from benchmarks.side_by_side import Worker
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -37,3 +40,23 @@ def test_unknown_row_is_an_error() -> None:
         pytest.skip("needs git")
     with pytest.raises(SystemExit, match="no row matches --only 'nothing'"):
         side_by_side.main(["--ref", "HEAD", "--slices", "1", "--only", "nothing"])
+
+
+def test_every_row_builds_and_runs() -> None:
+    """The worker of the working tree builds every row (the batched ones too, with numba) and
+    times a slice of each; a worker given ``only`` builds just the rows it names."""
+    numba = importlib.util.find_spec("numba") is not None
+    worker = Worker(side_by_side.ROOT)
+    try:
+        assert len(worker.rows) == (11 if numba else 7)
+        assert all(worker.rate(i, 0.01) > 0 for i in range(len(worker.rows)))
+    finally:
+        worker.close()
+    some = Worker(side_by_side.ROOT, only="observe")
+    try:
+        assert some.rows == worker.rows
+        assert some.rate(some.rows.index("observe standard 4p partnerships"), 0.01) > 0
+        with pytest.raises(RuntimeError, match="exited"):
+            some.rate(some.rows.index("state standard 4p partnerships"), 0.01)
+    finally:
+        some.close()
