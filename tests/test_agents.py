@@ -44,6 +44,7 @@ AGENT_SPECS = [
     "search:samples=3,rollout=heuristic,belief=1,candidates=2",
     "search:samples=6,rollout=heuristic,belief=1,batch=2",  # the strongest, made small
     "search:samples=6,rollout=heuristic,belief=1,batch=2,prune=true",
+    "search:samples=6,rollout=heuristic,belief=1,batch=2,prune=true,history=sampled",
     "search:samples=4,belief=learned",
     "search:samples=2,rollout=heuristic,belief=learned,power=2",
 ]
@@ -137,6 +138,9 @@ def test_search_parameters() -> None:
         ("search:partner_temperature=0.5", ["partner_temperature", "belief=1"]),
         ("search:belief=1,partner_temperature=0", ["partner_temperature"]),
         ("search:belief=learned,partner_temperature=1", ["partner_temperature", "learned"]),
+        ("search:history=sampled", ["history", "belief=1"]),
+        ("search:belief=learned,history=sampled", ["history", "learned"]),
+        ("search:belief=1,history=all", ["history", "'all'"]),
         ("search:candidates=0", ["'search:candidates=0'", "candidates"]),
         ("search:candidates=1.5", ["candidates"]),
         ("heuristic:threat=-1", ["'heuristic:threat=-1'", "threat"]),

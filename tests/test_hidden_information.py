@@ -30,6 +30,7 @@ AGENT_SPECS = {
     "search-rounds": "search:samples=12,batch=3,rollout=heuristic,belief=1",
     "search-pruned": "search:samples=12,batch=3,rollout=heuristic,belief=1,prune=true",
     "search-partner": "search:samples=12,rollout=heuristic,belief=1,partner_temperature=2",
+    "search-history": "search:samples=12,rollout=heuristic,belief=1,history=sampled",
 }
 #: Configurations checked besides one agent per kind (names of ``AGENT_SPECS``).
 EXTRA_KINDS = ["search-learned", "search-heuristic", "search-rounds"]
@@ -192,6 +193,13 @@ def test_partner_belief_ignores_hidden_tiles() -> None:
     """``partner_temperature`` needs partners: checked in the partnership seating alone."""
     rules = Rules.preset("double_set", num_players=4, partnerships=True)
     _check_decisions_ignore_hidden_tiles("search-partner", rules)
+
+
+def test_sampled_history_ignores_hidden_tiles() -> None:
+    """``history="sampled"`` walks the others' draws back from each sampled deal: checked where
+    seats draw the most (two sets)."""
+    rules = Rules.preset("double_set", num_players=3)
+    _check_decisions_ignore_hidden_tiles("search-history", rules)
 
 
 def _check_decisions_ignore_hidden_tiles(kind: str, rules: Rules) -> None:

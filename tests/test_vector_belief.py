@@ -43,10 +43,12 @@ def _heuristic_views(rules: Rules, seed: int, count: int) -> list[tuple]:
     return out
 
 
+@pytest.mark.parametrize("history", ["exact", "sampled"])
 @pytest.mark.parametrize("config", RULE_SETS, ids=_id)
-def test_compiled_weights_are_the_belief_models(config: tuple) -> None:
+def test_compiled_weights_are_the_belief_models(config: tuple, history: str) -> None:
     """Sampled deals and the true one, under every preset, seating and overridden rule set:
-    the compiled log-weights equal ``BeliefModel.log_weight`` exactly."""
+    the compiled log-weights equal ``BeliefModel.log_weight`` exactly (with ``sampled``, from
+    the same draws of the same rng, which both leave in the same state)."""
     preset, kwargs = config
     rules = Rules.preset(preset, **kwargs)
     views = _heuristic_views(rules, seed=len(_id(config)), count=8)
@@ -57,13 +59,20 @@ def test_compiled_weights_are_the_belief_models(config: tuple) -> None:
     rng = np.random.default_rng(7)
     for k, (view, hands, boneyard) in enumerate(views):
         partner = (None, 1.5, 0.1)[k % 3] if rules.partnerships else None
-        model = BeliefModel(view, (0.2, 0.5, 2.0)[k % 3], partner_temperature=partner)
+        model = BeliefModel(
+            view, (0.2, 0.5, 2.0)[k % 3], partner_temperature=partner, history=history
+        )
         sampler = HiddenTileSampler(view)
         pool = [(hands, boneyard)] + [sampler.sample(rng) for _ in range(12)]
         deals = np.array([_flat(h, b) for h, b in pool], dtype=np.int64)
-        compiled = CompiledBelief(model).log_weights(deals)
-        assert compiled.tolist() == [model.log_weight(h) for h, _ in pool]
+        python_rng, compiled_rng = np.random.default_rng(k), np.random.default_rng(k)
+        if history == "exact":
+            python_rng = compiled_rng = None
+        compiled = CompiledBelief(model).log_weights(deals, compiled_rng)
+        assert compiled.tolist() == [model.log_weight(h, python_rng) for h, _ in pool]
         assert np.isfinite(compiled[0])  # the true deal explains every play
+        if history == "sampled":
+            assert python_rng.random() == compiled_rng.random()
 
 
 def test_compiled_weights_use_the_models_heuristic() -> None:
@@ -117,6 +126,15 @@ def test_compiled_belief_search_gives_the_same_values(config: tuple, rollout: st
     spec = dict(samples=5, rollout=rollout, belief=1, candidates=3)
     if rules.partnerships:  # a partner's plays read more loosely
         spec["partner_temperature"] = 1.5
+    python = SearchAgent(**spec, playouts="python")
+    compiled = SearchAgent(**spec, playouts="compiled")
+    assert_same_values(python, compiled, positions(rules, 10, seed=len(_id(config))), 11)
+
+
+@pytest.mark.parametrize("config", BELIEF_CONFIGS, ids=_id)
+def test_compiled_sampled_history_search_gives_the_same_values(config: tuple) -> None:
+    rules = Rules.preset(config[0], **config[1])
+    spec = dict(samples=5, rollout="heuristic", belief=1, candidates=3, history="sampled")
     python = SearchAgent(**spec, playouts="python")
     compiled = SearchAgent(**spec, playouts="compiled")
     assert_same_values(python, compiled, positions(rules, 10, seed=len(_id(config))), 11)

@@ -19,6 +19,15 @@ the forced opening play is skipped too. Everything but the sampled hands comes f
 The scores are rebuilt backwards from the current ones (the view does not hold those the hand
 began with); where an end cap may have cut a header near the target, more than one earlier score
 fits, and the one with the header uncut is taken.
+
+With ``history="sampled"`` every play of the others after the lead is scored. Which of a seat's
+tiles it drew at which of its draws is then drawn per deal, by a walk back through the seat's
+moves from its sampled hand: the tile played after a run of draws is the run's last one; each
+other draw took one of the tiles the seat held right after it, chosen uniformly among those that
+leave a history where the seat never held a tile that fit the ends when it drew or passed, nor a
+double the lead shows nobody was dealt. The deal's weight is then multiplied by the number of
+choices at each draw, which makes it an unbiased estimate of the likelihood summed over every
+such history (each is equally likely before the plays are read). A deal no history fits weighs 0.
 """
 
 from __future__ import annotations
@@ -31,11 +40,17 @@ import numpy as np
 
 from bergen_env.actions import DOUBLE_PLAY, DRAW, PASS
 from bergen_env.agents.heuristic import HeuristicAgent
-from bergen_env.agents.sampling import public_voids
+from bergen_env.agents.sampling import beaten_lead_doubles, public_voids
 from bergen_env.agents.scoring import cap_header, raw_play
 from bergen_env.engine import PublicView
 from bergen_env.rules import Rules
 from bergen_env.tiles import CONTAINS, DOUBLE_ID, NUM_TILES
+
+#: What :class:`BeliefModel` scores: ``"exact"``, the plays made with a hand known exactly from
+#: the deal; ``"sampled"``, every play, with the order of the seat's draws sampled per deal.
+HISTORIES = ("exact", "sampled")
+#: The events of a :class:`SeatHistory`: a play, a draw of the tile played next, another draw.
+PLAY, KNOWN_DRAW, DRAW_SLOT = 0, 1, 2
 
 
 @dataclasses.dataclass
@@ -72,6 +87,82 @@ class _Decision:
     view: _SeatView  # hand_counts and unseen_counts are filled per deal
 
 
+@dataclasses.dataclass
+class SeatHistory:
+    """One other seat's moves of this hand, for the walk back of ``history="sampled"``.
+
+    ``events`` run backwards (latest first), each ``(kind, move index, tile, second tile or -1,
+    position in the model's decisions or -1)``: a :data:`PLAY` (both tiles of a double play), a
+    :data:`KNOWN_DRAW` (the draw of the tile played next) or a :data:`DRAW_SLOT` (a draw whose
+    tile the seat kept). ``voids`` holds ``(move index, tile mask)`` in move order: the tiles the
+    seat did not hold at each of its draws and passes (those fitting the ends), and from move 0
+    the doubles the lead shows nobody was dealt. ``futures`` holds ``(move index, deadline)`` of
+    the tiles of its plays not made right after a draw, latest first.
+    """
+
+    seat: int
+    events: list[tuple[int, int, int, int, int]]
+    voids: list[tuple[int, int]]
+    futures: list[tuple[int, int]]
+
+    def deadline(self, tile: int, before: int | None = None) -> int:
+        """The last move (before move ``before``, if given) at which the seat cannot have held
+        ``tile``, or -1: a tile it held then (or holds now) was drawn after that move."""
+        last = -1
+        for index, mask in self.voids:
+            if before is not None and index >= before:
+                break
+            if mask >> tile & 1:
+                last = index
+        return last
+
+
+def seat_histories(view: PublicView, decisions: Sequence[_Decision]) -> list[SeatHistory]:
+    """The :class:`SeatHistory` of every other seat, in seat order."""
+    rules = view.rules
+    moves = view.moves
+    position = {d.index: k for k, d in enumerate(decisions)}
+    ends: tuple[int, int] | None = None
+    flags = (False, False)
+    fitting = []  # per move, the tiles that fit the ends then
+    for _, a in moves:
+        fitting.append(0 if ends is None else CONTAINS[ends[0]] | CONTAINS[ends[1]])
+        if a not in (DRAW, PASS):
+            _, ends, flags = raw_play(a, ends, flags, rules.play_scoring)
+    lead = beaten_lead_doubles(rules, moves)
+    out = []
+    for p in range(rules.num_players):
+        if p == view.seat:
+            continue
+        events = []
+        voids = [(0, lead)] if lead else []
+        for i, (seat, a) in enumerate(moves):
+            if seat != p:
+                continue
+            if a == PASS:
+                voids.append((i, fitting[i]))
+            elif a == DRAW:
+                voids.append((i, fitting[i]))
+                nxt = moves[i + 1] if i + 1 < len(moves) else None
+                if nxt is not None and nxt[0] == p and nxt[1] not in (DRAW, PASS):
+                    events.append((KNOWN_DRAW, i, _tiles_of(nxt[1])[0], -1, -1))
+                else:
+                    events.append((DRAW_SLOT, i, -1, -1, -1))
+            else:
+                tiles = _tiles_of(a)
+                second = tiles[1] if len(tiles) > 1 else -1
+                events.append((PLAY, i, tiles[0], second, position.get(i, -1)))
+        events.reverse()
+        history = SeatHistory(p, events, voids, [])
+        drawn = {index + 1 for kind, index, *_ in events if kind == KNOWN_DRAW}
+        for kind, index, t0, t1, _ in events:
+            if kind == PLAY and index not in drawn:
+                for t in (t0,) if t1 < 0 else (t0, t1):
+                    history.futures.append((index, history.deadline(t, index)))
+        out.append(history)
+    return out
+
+
 def _scores_before(rules: Rules, after: list[int], side: int, raw: int) -> None:
     """Undo a header of ``raw`` points (before caps) by ``side`` in ``after``, in place."""
     if not raw:
@@ -93,7 +184,10 @@ class BeliefModel:
         temperature: float,
         model: HeuristicAgent | None = None,
         partner_temperature: float | None = None,
+        history: str = "exact",
     ) -> None:
+        if history not in HISTORIES:
+            raise ValueError(f"parameter 'history' must be one of {HISTORIES}, got {history!r}")
         if not temperature > 0:
             raise ValueError(f"parameter 'temperature' must be > 0, got {temperature!r}")
         if partner_temperature is not None and not partner_temperature > 0:
@@ -106,11 +200,17 @@ class BeliefModel:
             self.temperature if partner_temperature is None else float(partner_temperature)
         )
         self.model = model if model is not None else HeuristicAgent()
-        self.decisions = self._decisions(view, self.temperature, self.partner_temperature)
+        self.history = history
+        sampled = history == "sampled"
+        self.decisions = self._decisions(view, self.temperature, self.partner_temperature, sampled)
+        #: Per other seat, its moves for the walk back (``history="sampled"`` only).
+        self.histories = seat_histories(view, self.decisions) if sampled and self.decisions else []
         self._cache: dict[tuple[int, tuple[int, ...]], float] = {}
 
     @staticmethod
-    def _decisions(view: PublicView, temperature: float, partner: float) -> list[_Decision]:
+    def _decisions(
+        view: PublicView, temperature: float, partner: float, sampled: bool = False
+    ) -> list[_Decision]:
         rules = view.rules
         n = rules.num_players
         moves = view.moves
@@ -164,7 +264,7 @@ class BeliefModel:
                 if not drawn:
                     played_since[seat][t] += 1
                 sizes[seat] += 1
-            if seat == view.seat or not exact[seat] or drawn:
+            if seat == view.seat or not (sampled or exact[seat] and not drawn):
                 continue
             ends_i, flags_i, _ = states[i]
             voids = public_voids(rules, moves[:i])
@@ -196,20 +296,71 @@ class BeliefModel:
         out.reverse()
         return out
 
-    def log_weight(self, hands: Sequence[Sequence[int]]) -> float:
-        """Sum over the scored plays of log P(play | the seat's hand in ``hands``)."""
+    def log_weight(
+        self, hands: Sequence[Sequence[int]], rng: np.random.Generator | None = None
+    ) -> float:
+        """Sum over the scored plays of log P(play | the seat's hand in ``hands``). With
+        ``history="sampled"`` the hands then come from one walk back per seat, drawn from
+        ``rng`` (one ``rng.random()`` per draw with a choice), plus the log of the number of
+        choices; -inf when no history fits the deal."""
+        if self.histories:
+            if rng is None:
+                raise ValueError("history='sampled' weighs a deal with random draws: pass rng")
+            total = 0.0
+            for history in self.histories:
+                total += self._walk(history, hands[history.seat], rng)
+                if total == -math.inf:
+                    break
+            return total
         total = 0.0
-        sets = self.view.rules.sets
         for d in self.decisions:
             counts = list(d.played_since)
             for t in hands[d.seat]:
                 counts[t] += 1
-            key = (d.index, tuple(counts))
-            value = self._cache.get(key)
-            if value is None:
-                value = self._log_prob(d, counts, sets)
-                self._cache[key] = value
-            total += value
+            total += self._cached(d, counts)
+        return total
+
+    def _cached(self, d: _Decision, counts: list[int]) -> float:
+        key = (d.index, tuple(counts))
+        value = self._cache.get(key)
+        if value is None:
+            value = self._cache[key] = self._log_prob(d, counts, self.view.rules.sets)
+        return value
+
+    def _walk(self, h: SeatHistory, hand: Sequence[int], rng: np.random.Generator) -> float:
+        """The log-weight of one seat's history, walked back from ``hand`` (see the module)."""
+        tiles = list(hand)  # the seat's hand at each point of the walk, with each tile's deadline
+        deadlines = [h.deadline(t) for t in tiles]
+        total = 0.0
+        future = 0  # h.futures[future:] are still to come (released before the current move)
+        for kind, index, t0, t1, k in h.events:
+            if kind == PLAY:
+                tiles.append(t0)
+                deadlines.append(h.deadline(t0, index))
+                if t1 >= 0:
+                    tiles.append(t1)
+                    deadlines.append(h.deadline(t1, index))
+                if k >= 0:
+                    counts = [0] * NUM_TILES
+                    for t in tiles:
+                        counts[t] += 1
+                    total += self._cached(self.decisions[k], counts)
+            elif kind == KNOWN_DRAW:
+                last = len(tiles) - 1 - tiles[::-1].index(t0)
+                del tiles[last], deadlines[last]
+            else:
+                while future < len(h.futures) and h.futures[future][0] > index:
+                    future += 1
+                choices = _draw_choices(h, index, deadlines, future)
+                if not choices:
+                    return -math.inf
+                pick = choices[0]
+                if len(choices) > 1:
+                    pick = choices[int(rng.random() * len(choices))]
+                    total += math.log(len(choices))
+                del tiles[pick], deadlines[pick]
+        if any(d >= 0 for d in deadlines):  # a tile that must have been drawn was dealt
+            return -math.inf
         return total
 
     def _log_prob(self, d: _Decision, counts: list[int], sets: int) -> float:
@@ -238,6 +389,22 @@ class BeliefModel:
         for x in scaled:  # a plain running sum, as the compiled weights add (not ``sum``)
             total += math.exp(x - top)
         return scaled[plays.index(d.action)] - (top + math.log(total))
+
+
+def _draw_choices(h: SeatHistory, index: int, deadlines: list[int], future: int) -> list[int]:
+    """The positions in the hand (by ``deadlines``) of the tiles the draw at move ``index`` may
+    have taken, leaving every tile with a deadline a later-walked draw after it; [] if none."""
+    slots = [i for kind, i, *_ in h.events if kind == DRAW_SLOT and i <= index]
+    due = [d for d in deadlines if d >= 0] + [d for _, d in h.futures[future:] if d >= 0]
+    tight = -1  # every choice must have a deadline at or after the latest tight one
+    for bound in set(due):
+        need = sum(1 for d in due if d >= bound)  # tiles drawn after move ``bound``
+        have = sum(1 for i in slots if i > bound)  # draws after it, this one included
+        if need > have:
+            return []
+        if need == have and bound > tight:
+            tight = bound
+    return [j for j, d in enumerate(deadlines) if d < index and (tight < 0 or d >= tight)]
 
 
 def resample(log_weights: np.ndarray, rng: np.random.Generator, count: int) -> np.ndarray | None:

@@ -93,6 +93,20 @@ def _ends_bits(ends: tuple[int, int] | None) -> int:
     return 0 if ends is None else (1 << ends[0]) | (1 << ends[1])
 
 
+def beaten_lead_doubles(rules: Rules, moves: Sequence[tuple[int, int]]) -> int:
+    """The bitmask over tile ids of the doubles no seat was dealt this hand, as the hand's lead
+    shows: under ``lead=lowest`` the doubles below the opening one, under ``highest`` those
+    above it (RULES.md §4); 0 for the free leads of §9 and before the lead."""
+    if not moves or rules.lead not in ("lowest", "highest"):
+        return 0
+    number = TILES[moves[0][1] >> 1][0]  # the opening double [number|number]
+    beaten = range(number) if rules.lead == "lowest" else range(number + 1, NUM_NUMBERS)
+    doubles = 0
+    for k in beaten:
+        doubles |= 1 << DOUBLE_ID[k]
+    return doubles
+
+
 def excluded_tiles(view: PublicView) -> tuple[list[int], list[int]]:
     """Per seat, bitmasks over tile ids it is taken not to hold: ``(hard, soft)``.
 
@@ -124,16 +138,10 @@ def excluded_tiles(view: PublicView) -> tuple[list[int], list[int]]:
             if headers and i and not header and ends is not None:
                 soft[seat] |= 1 << TILE_ID[ends]
             ends, flags = after, flags_after
-    if moves and view.rules.lead in ("lowest", "highest"):  # the lead was a forced double
-        number = TILES[moves[0][1] >> 1][0]  # the opening double [number|number]
-        lowest = view.rules.lead == "lowest"
-        beaten = range(number) if lowest else range(number + 1, NUM_NUMBERS)
-        doubles = 0
-        for k in beaten:
-            doubles |= 1 << DOUBLE_ID[k]
-        for s in range(n):
-            if not drew[s]:
-                hard[s] |= doubles
+    doubles = beaten_lead_doubles(view.rules, moves)
+    for s in range(n):
+        if not drew[s]:
+            hard[s] |= doubles
     hard[view.seat] = soft[view.seat] = 0
     return hard, soft
 

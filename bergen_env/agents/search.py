@@ -31,6 +31,9 @@ hand (:class:`~bergen_env.agents.belief.BeliefModel`, a softmax with ``temperatu
 default 4) and ``samples`` of them resampled in proportion to their likelihood.
 ``partner_temperature`` (default None: ``temperature``) scores a partner's plays with a softmax
 of its own, for seatings with partnerships: a searching partner plays unlike the heuristic.
+``history="sampled"`` (default ``"exact"``) scores every play of the others, sampling per deal
+which of their kept tiles they drew when (see :mod:`~bergen_env.agents.belief`); ``"exact"``
+scores only the plays made with a hand the deal tells exactly.
 ``belief="learned"`` draws each deal from a learned belief over where the hidden tiles are
 (:mod:`~bergen_env.agents.learned_belief`: a network over the public history, balanced to the
 hand sizes, zero where public information rules a place out), from ``belief_file`` or else the
@@ -67,7 +70,7 @@ import numpy as np
 
 from bergen_env.actions import DOUBLE_PLAY, DRAW, PASS
 from bergen_env.agents.base import Agent
-from bergen_env.agents.belief import BeliefModel, resample
+from bergen_env.agents.belief import HISTORIES, BeliefModel, resample
 from bergen_env.agents.greedy import greedy_key
 from bergen_env.agents.heuristic import HeuristicAgent
 from bergen_env.agents.learned_belief import (
@@ -386,6 +389,7 @@ class SearchAgent(Agent):
         tolerance: float = 0.002,
         prune: bool = False,
         partner_temperature: float | None = None,
+        history: str = "exact",
     ) -> None:
         param = dict(label="parameter", error=ValueError)
         check_int("samples", samples, minimum=1, **param)
@@ -419,6 +423,10 @@ class SearchAgent(Agent):
             raise ValueError(
                 f"parameter 'partner_temperature' needs belief=1, got belief={belief!r}"
             )
+        if history not in HISTORIES:
+            raise ValueError(f"parameter 'history' must be one of {HISTORIES}, got {history!r}")
+        if history != "exact" and belief != 1:
+            raise ValueError(f"parameter 'history' needs belief=1, got belief={belief!r}")
         check_int("candidates", candidates, minimum=1, **param)
         check_int("batch", batch, minimum=1, allow_none=True, **param)
         check_number("certainty", certainty, above=0, **param)
@@ -445,6 +453,7 @@ class SearchAgent(Agent):
         self.partner_temperature = (
             None if partner_temperature is None else float(partner_temperature)
         )
+        self.history = history
         self.candidates = candidates
         self.budget_ms = budget_ms
         self.rollout = rollout
@@ -508,7 +517,12 @@ class SearchAgent(Agent):
         compiled = self._compiled_root(view) if self.compiled else None
         learned = self.learned_deals(view) if self.belief == "learned" else None
         model = (
-            BeliefModel(view, self.temperature, partner_temperature=self.partner_temperature)
+            BeliefModel(
+                view,
+                self.temperature,
+                partner_temperature=self.partner_temperature,
+                history=self.history,
+            )
             if self.belief == 1
             else None
         )
@@ -696,7 +710,7 @@ class SearchAgent(Agent):
         if not model.decisions:
             return [sampler.sample(rng) for _ in range(samples)]
         pool = [sampler.sample(rng) for _ in range(samples * self.candidates)]
-        logw = np.array([model.log_weight(hands) for hands, _ in pool])
+        logw = np.array([model.log_weight(hands, rng) for hands, _ in pool])
         picks = resample(logw, rng, samples)
         if picks is None:
             return pool[:samples]

@@ -18,12 +18,12 @@ import math
 import numpy as np
 
 from bergen_env.actions import DOUBLE_PLAY
-from bergen_env.agents.belief import BeliefModel, resample
+from bergen_env.agents.belief import DRAW_SLOT, KNOWN_DRAW, PLAY, BeliefModel, resample
 from bergen_env.agents.sampling import HiddenTileSampler
 from bergen_env.engine import TILE_POOLS
 from bergen_env.tiles import NUM_TILES
 from bergen_env.vector import kernels as K
-from bergen_env.vector._numba import njit
+from bergen_env.vector._numba import njit, njit_inline
 from bergen_env.vector.heuristic_policy import evaluate, heuristic_weights, seen_masks
 from bergen_env.vector.rollouts import (
     CompiledPlayouts,
@@ -77,10 +77,44 @@ class CompiledBelief:
         self.start = np.zeros(K.MAX_SEATS + 1, dtype=np.int64)
         self.start[1 : n + 1] = np.cumsum(view.hand_sizes)
         self.weights = heuristic_weights(model.model)
+        histories = model.histories
+        count = len(histories)
+        events = max([len(h.events) for h in histories], default=0)
+        voids = max([len(h.voids) for h in histories], default=0)
+        futures = max([len(h.futures) for h in histories], default=0)
+        #: ``history="sampled"``: the seat histories as padded rows (none with ``"exact"``).
+        self.walked = count > 0
+        self.hseat = np.array([h.seat for h in histories], dtype=np.int64)
+        self.events = np.zeros((count, max(events, 1), 5), dtype=np.int64)
+        self.nevents = np.array([len(h.events) for h in histories], dtype=np.int64)
+        self.void_index = np.zeros((count, max(voids, 1)), dtype=np.int64)
+        self.void_mask = np.zeros((count, max(voids, 1)), dtype=np.int64)
+        self.nvoids = np.array([len(h.voids) for h in histories], dtype=np.int64)
+        self.futures = np.zeros((count, max(futures, 1), 2), dtype=np.int64)
+        self.nfutures = np.array([len(h.futures) for h in histories], dtype=np.int64)
+        for k, h in enumerate(histories):
+            if h.events:
+                self.events[k, : len(h.events)] = h.events
+            for v, (index, mask) in enumerate(h.voids):
+                self.void_index[k, v] = index
+                self.void_mask[k, v] = mask
+            if h.futures:
+                self.futures[k, : len(h.futures)] = h.futures
 
-    def log_weights(self, deals: np.ndarray) -> np.ndarray:
-        """``BeliefModel.log_weight`` of each deal (rows of flat tiles) of ``deals``."""
+    def log_weights(self, deals: np.ndarray, rng: np.random.Generator | None = None) -> np.ndarray:
+        """``BeliefModel.log_weight`` of each deal (rows of flat tiles) of ``deals``, in order,
+        with the same draws from ``rng`` (needed with ``history="sampled"``)."""
         out = np.zeros(deals.shape[0], dtype=np.float64)
+        if self.walked:
+            if rng is None:
+                raise ValueError("history='sampled' weighs a deal with random draws: pass rng")
+            walk_log_weights(
+                rng, self.r, self.m, self.scores, self.hands, self.hlen, self.voids, self.line,
+                self.weights, self.action, self.temperature, self.start, self.hseat,
+                self.events, self.nevents, self.void_index, self.void_mask, self.nvoids,
+                self.futures, self.nfutures, deals, out,
+            )  # fmt: skip
+            return out
         log_weights(
             self.r, self.m, self.scores, self.hands, self.hlen, self.voids, self.line,
             self.weights, self.played, self.seat, self.action, self.start, self.temperature,
@@ -107,41 +141,176 @@ def log_weights(r, m, scores, hands, hlen, voids, line, weights, played, seat, a
                 hands[i, p, t] = played[i, t]
             for j in range(start[p], start[p + 1]):
                 hands[i, p, deals[k, j]] += 1
-            e0 = m[i, K.E0]
-            e1 = m[i, K.E1]
-            count = 0
-            for t in range(NUM_TILES):
-                if hands[i, p, t]:
-                    if (K.T_CONTAINS[e0] >> t) & 1:
-                        plays[count] = 2 * t
-                        count += 1
-                    if (K.T_CONTAINS[e1] >> t) & 1:
-                        plays[count] = 2 * t + 1
-                        count += 1
-            if r[K.R_SETS] == 2 and e0 == e1 and hands[i, p, K.T_DOUBLE_ID[e0]] >= 2:
-                plays[count] = DOUBLE_PLAY + e0
+            total += row_log_prob(r, m, scores, hands, hlen, voids, line, weights, action,
+                                  temperature, i, p, plays, scaled)  # fmt: skip
+        out[k] = total
+
+
+@njit_inline
+def row_log_prob(r, m, scores, hands, hlen, voids, line, weights, action, temperature, i, p,
+                 plays, scaled):  # fmt: skip
+    """log P(``action[i]`` | seat ``p``'s hand ``hands[i, p]``) of row ``i`` (the softmax of
+    ``BeliefModel._log_prob``); ``plays`` and ``scaled`` are scratch."""
+    e0 = m[i, K.E0]
+    e1 = m[i, K.E1]
+    count = 0
+    for t in range(NUM_TILES):
+        if hands[i, p, t]:
+            if (K.T_CONTAINS[e0] >> t) & 1:
+                plays[count] = 2 * t
                 count += 1
-            chosen = -1
-            for j in range(count):
-                if plays[j] == action[i]:
-                    chosen = j
-                    break
-            if chosen < 0:  # the deal contradicts the move (cannot happen for sampled deals)
-                total += -math.inf
-                continue
-            if count == 1:  # a forced play: log 1
-                continue
-            held, once, twice = seen_masks(r, i, hands, line, p)
-            top = -math.inf
-            for j in range(count):
-                scaled[j] = evaluate(r, i, m, scores, hands, hlen, voids, line, weights,
-                                     plays[j], held, once, twice) / temperature[i]  # fmt: skip
-                if scaled[j] > top:
-                    top = scaled[j]
-            norm = 0.0
-            for j in range(count):
-                norm += math.exp(scaled[j] - top)
-            total += scaled[chosen] - (top + math.log(norm))
+            if (K.T_CONTAINS[e1] >> t) & 1:
+                plays[count] = 2 * t + 1
+                count += 1
+    if r[K.R_SETS] == 2 and e0 == e1 and hands[i, p, K.T_DOUBLE_ID[e0]] >= 2:
+        plays[count] = DOUBLE_PLAY + e0
+        count += 1
+    chosen = -1
+    for j in range(count):
+        if plays[j] == action[i]:
+            chosen = j
+            break
+    if chosen < 0:  # the deal contradicts the move (cannot happen for sampled deals)
+        return -math.inf
+    if count == 1:  # a forced play: log 1
+        return 0.0
+    held, once, twice = seen_masks(r, i, hands, line, p)
+    top = -math.inf
+    for j in range(count):
+        scaled[j] = evaluate(r, i, m, scores, hands, hlen, voids, line, weights, plays[j], held,
+                             once, twice) / temperature[i]  # fmt: skip
+        if scaled[j] > top:
+            top = scaled[j]
+    norm = 0.0
+    for j in range(count):
+        norm += math.exp(scaled[j] - top)
+    return scaled[chosen] - (top + math.log(norm))
+
+
+@njit_inline
+def deadline(void_index, void_mask, count, tile, before):
+    """``SeatHistory.deadline`` over the first ``count`` voids (``before`` -1: none)."""
+    last = -1
+    for v in range(count):
+        if before >= 0 and void_index[v] >= before:
+            break
+        if (void_mask[v] >> tile) & 1:
+            last = void_index[v]
+    return last
+
+
+@njit
+def walk_log_weights(rng, r, m, scores, hands, hlen, voids, line, weights, action, temperature,
+                     start, hseat, events, nevents, void_index, void_mask, nvoids, futures,
+                     nfutures, deals, out):  # fmt: skip
+    """``out[k]``: ``BeliefModel.log_weight`` of deal ``k`` under ``history="sampled"``, with
+    the same draws from the numpy Generator ``rng``: one walk back per seat history (row ``h``
+    of ``hseat``, ``events``, ``void_index``, ``void_mask``, ``futures``), in order."""
+    size = 2 * NUM_TILES + 2 * events.shape[1]
+    tiles = np.empty(size, dtype=np.int64)
+    due = np.empty(size + futures.shape[1], dtype=np.int64)
+    dl = np.empty(size, dtype=np.int64)
+    choices = np.empty(size, dtype=np.int64)
+    plays = np.empty(2 * NUM_TILES + 1, dtype=np.int64)
+    scaled = np.empty(2 * NUM_TILES + 1, dtype=np.float64)
+    for k in range(deals.shape[0]):
+        total = 0.0
+        for h in range(hseat.shape[0]):
+            p = hseat[h]
+            vi = void_index[h]
+            vm = void_mask[h]
+            nv = nvoids[h]
+            n = 0
+            for j in range(start[p], start[p + 1]):
+                tiles[n] = deals[k, j]
+                dl[n] = deadline(vi, vm, nv, deals[k, j], -1)
+                n += 1
+            sub = 0.0
+            ok = True
+            f = 0
+            for e in range(nevents[h]):
+                kind = events[h, e, 0]
+                index = events[h, e, 1]
+                if kind == PLAY:
+                    for c in range(2, 4):
+                        t = events[h, e, c]
+                        if t >= 0:
+                            tiles[n] = t
+                            dl[n] = deadline(vi, vm, nv, t, index)
+                            n += 1
+                    i = events[h, e, 4]
+                    if i >= 0:
+                        for t in range(NUM_TILES):
+                            hands[i, p, t] = 0
+                        for j in range(n):
+                            hands[i, p, tiles[j]] += 1
+                        sub += row_log_prob(r, m, scores, hands, hlen, voids, line, weights,
+                                            action, temperature, i, p, plays, scaled)  # fmt: skip
+                elif kind == KNOWN_DRAW:
+                    j = n - 1
+                    while tiles[j] != events[h, e, 2]:
+                        j -= 1
+                    for q in range(j, n - 1):
+                        tiles[q] = tiles[q + 1]
+                        dl[q] = dl[q + 1]
+                    n -= 1
+                else:
+                    while f < nfutures[h] and futures[h, f, 0] > index:
+                        f += 1
+                    nd = 0
+                    for j in range(n):
+                        if dl[j] >= 0:
+                            due[nd] = dl[j]
+                            nd += 1
+                    for q in range(f, nfutures[h]):
+                        if futures[h, q, 1] >= 0:
+                            due[nd] = futures[h, q, 1]
+                            nd += 1
+                    tight = -1
+                    for a in range(nd):
+                        bound = due[a]
+                        need = 0
+                        for b in range(nd):
+                            if due[b] >= bound:
+                                need += 1
+                        have = 0
+                        for q in range(nevents[h]):
+                            if (events[h, q, 0] == DRAW_SLOT and events[h, q, 1] <= index
+                                    and events[h, q, 1] > bound):  # fmt: skip
+                                have += 1
+                        if need > have:
+                            ok = False
+                            break
+                        if need == have and bound > tight:
+                            tight = bound
+                    if not ok:
+                        break
+                    nc = 0
+                    for j in range(n):
+                        if dl[j] < index and (tight < 0 or dl[j] >= tight):
+                            choices[nc] = j
+                            nc += 1
+                    if nc == 0:
+                        ok = False
+                        break
+                    pick = choices[0]
+                    if nc > 1:
+                        pick = choices[int(rng.random() * nc)]
+                        sub += math.log(nc)
+                    for q in range(pick, n - 1):
+                        tiles[q] = tiles[q + 1]
+                        dl[q] = dl[q + 1]
+                    n -= 1
+            if ok:
+                for j in range(n):
+                    if dl[j] >= 0:
+                        ok = False
+            if not ok:
+                total = -math.inf
+                break
+            total += sub
+            if total == -math.inf:
+                break
         out[k] = total
 
 
@@ -191,7 +360,7 @@ def weighted_search(
     draw_deals(rng, *sampler_arrays(sampler), counters, deals)
     sampler.relaxed += int(counters[0])
     sampler.fallbacks += int(counters[1])
-    picks = None if belief is None else resample(belief.log_weights(deals), rng, samples)
+    picks = None if belief is None else resample(belief.log_weights(deals, rng), rng, samples)
     if picks is None:
         picks = np.arange(samples)
     totals = np.zeros(len(root.legal), dtype=np.float64)
