@@ -37,7 +37,8 @@ def warm_env() -> None:
 
 
 def warm_agents() -> None:
-    """Compiled search playouts (every rollout, both beliefs) and heuristic matches."""
+    """Compiled search playouts (every rollout, both beliefs, both histories) and heuristic
+    matches."""
     from bergen_env import Rules
     from bergen_env.agents import make_agent
     from bergen_env.vector.heuristic_matches import duplicate_wins
@@ -51,6 +52,7 @@ def warm_agents() -> None:
         "search:samples=2,rollout=greedy",
         "search:samples=2,rollout=heuristic",
         "search:samples=2,rollout=heuristic,belief=1,batch=1",
+        "search:samples=2,rollout=heuristic,belief=1,history=sampled",
         "search:samples=2,belief=learned",
     ]
     for k, view in enumerate(positions(rules, 3, seed=0)):
