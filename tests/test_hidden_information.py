@@ -28,9 +28,10 @@ AGENT_SPECS = {
     "search-learned": "search:samples=8,belief=learned",
     "search-heuristic": "search:samples=8,rollout=heuristic,belief=1",
     "search-rounds": "search:samples=12,batch=3,rollout=heuristic,belief=1",
-    "search-pruned": "search:samples=12,batch=3,rollout=heuristic,belief=1,prune=true",
     "search-partner": "search:samples=12,rollout=heuristic,belief=1,partner_temperature=2",
-    "search-history": "search:samples=12,rollout=heuristic,belief=1,history=sampled",
+    "search-history": (
+        "search:samples=12,batch=3,rollout=heuristic,belief=1,prune=true,history=sampled"
+    ),
 }
 #: Configurations checked besides one agent per kind (names of ``AGENT_SPECS``).
 EXTRA_KINDS = ["search-learned", "search-heuristic", "search-rounds"]
@@ -196,8 +197,8 @@ def test_partner_belief_ignores_hidden_tiles() -> None:
 
 
 def test_sampled_history_ignores_hidden_tiles() -> None:
-    """``history="sampled"`` walks the others' draws back from each sampled deal: checked where
-    seats draw the most (two sets)."""
+    """``history="sampled"`` walks the others' draws back from each sampled deal (here with
+    pruned rounds): checked where seats draw the most (two sets)."""
     rules = Rules.preset("double_set", num_players=3)
     _check_decisions_ignore_hidden_tiles("search-history", rules)
 
