@@ -199,6 +199,16 @@ def deadline(void_index, void_mask, count, tile, before):
     return last
 
 
+@njit_inline
+def drop(tiles, dl, j, n):
+    """Remove entry ``j`` of the first ``n`` of ``tiles`` and ``dl``, keeping the order (as
+    ``del`` on the Python walk's lists); the new count."""
+    for q in range(j, n - 1):
+        tiles[q] = tiles[q + 1]
+        dl[q] = dl[q + 1]
+    return n - 1
+
+
 @njit
 def walk_log_weights(rng, r, m, scores, hands, hlen, voids, line, weights, action, temperature,
                      start, hseat, events, nevents, void_index, void_mask, nvoids, futures,
@@ -250,10 +260,7 @@ def walk_log_weights(rng, r, m, scores, hands, hlen, voids, line, weights, actio
                     j = n - 1
                     while tiles[j] != events[h, e, 2]:
                         j -= 1
-                    for q in range(j, n - 1):
-                        tiles[q] = tiles[q + 1]
-                        dl[q] = dl[q + 1]
-                    n -= 1
+                    n = drop(tiles, dl, j, n)
                 else:
                     while f < nfutures[h] and futures[h, f, 0] > index:
                         f += 1
@@ -297,10 +304,7 @@ def walk_log_weights(rng, r, m, scores, hands, hlen, voids, line, weights, actio
                     if nc > 1:
                         pick = choices[int(rng.random() * nc)]
                         sub += math.log(nc)
-                    for q in range(pick, n - 1):
-                        tiles[q] = tiles[q + 1]
-                        dl[q] = dl[q + 1]
-                    n -= 1
+                    n = drop(tiles, dl, pick, n)
             if ok:
                 for j in range(n):
                     if dl[j] >= 0:
