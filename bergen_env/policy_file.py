@@ -12,6 +12,11 @@ install), not torch. The layout, described in full in ``docs/policy-format.md``:
   last layer's outputs are the action logits) and ``provenance`` (``source``, ``config``,
   ``timesteps``, ``evaluation``; free-form, not read when playing).
 
+Version 2 adds an *action scorer* (``network.scorer``: ``features`` (the name of the feature set
+of :mod:`bergen_env.action_features`) and ``layers``, tensors ``scorer.{i}.weight`` and
+``scorer.{i}.bias``): each legal action's logit gets the scorer's output on the last hidden
+layer's activations followed by that action's features. Files without a scorer stay version 1.
+
 >>> import numpy as np
 >>> net = PolicyNetwork(
 ...     [np.eye(2, dtype=np.float32)], [np.zeros(2, dtype=np.float32)], ["identity"]
@@ -30,22 +35,35 @@ from typing import Any
 
 import numpy as np
 
+from bergen_env.action_features import FEATURES_NAME, NUM_ACTION_FEATURES, action_features
 from bergen_env.errors import BergenError
 from bergen_env.observation import OBS_SIZE
 from bergen_env.rules import Rules
 
 FORMAT_NAME = "bergen-policy"
 FORMAT_VERSION = 1
+#: The version of policy files whose network has an action scorer.
+SCORER_VERSION = 2
 #: The safetensors metadata key that holds the JSON header.
 HEADER_KEY = "bergen_policy"
 #: The file suffix of the portable format.
 SUFFIX = ".safetensors"
 
-ACTIVATIONS = {
-    "identity": lambda x: x,
-    "relu": lambda x: np.maximum(x, 0.0, out=x),
-    "tanh": lambda x: np.tanh(x, out=x),
-}
+
+def _identity(x: np.ndarray) -> np.ndarray:
+    return x
+
+
+def _relu(x: np.ndarray) -> np.ndarray:
+    return np.maximum(x, 0.0, out=x)
+
+
+def _tanh(x: np.ndarray) -> np.ndarray:
+    return np.tanh(x, out=x)
+
+
+#: The activations a layer may name (module functions, so networks pickle).
+ACTIVATIONS = {"identity": _identity, "relu": _relu, "tanh": _tanh}
 
 
 class PolicyFileError(BergenError, ValueError):
@@ -57,13 +75,19 @@ class PolicyMismatchWarning(UserWarning):
 
 
 class PolicyNetwork:
-    """A multilayer perceptron in numpy: ``x -> act_i(W_i x + b_i)`` for each layer in order."""
+    """A multilayer perceptron in numpy: ``x -> act_i(W_i x + b_i)`` for each layer in order.
+
+    With a ``scorer`` (a network of one output reading the last hidden layer's activations and
+    :func:`~bergen_env.action_features.action_features`), each legal action's logit also gets
+    the scorer's value of that action; :meth:`logits` then needs the action mask.
+    """
 
     def __init__(
         self,
         weights: Sequence[np.ndarray],
         biases: Sequence[np.ndarray],
         activations: Sequence[str],
+        scorer: PolicyNetwork | None = None,
     ) -> None:
         if not (len(weights) == len(biases) == len(activations)) or not weights:
             raise ValueError(
@@ -92,20 +116,51 @@ class PolicyNetwork:
         self.activations = list(activations)
         self.input_size = int(weights[0].shape[1])
         self.output_size = int(weights[-1].shape[0])
+        #: The output size of each layer, in order.
+        self.layer_sizes = [int(w.shape[0]) for w in weights]
+        if scorer is not None:
+            hidden = int(weights[-1].shape[1])
+            if scorer.input_size != hidden + NUM_ACTION_FEATURES or scorer.output_size != 1:
+                raise ValueError(
+                    f"the action scorer must map {hidden} hidden activations and "
+                    f"{NUM_ACTION_FEATURES} action features to 1 output, got "
+                    f"{scorer.input_size} -> {scorer.output_size}"
+                )
+            if scorer.scorer is not None:
+                raise ValueError("an action scorer cannot have a scorer of its own")
+        self.scorer = scorer
 
-    def logits(self, observation: np.ndarray) -> np.ndarray:
-        """The output of the last layer for one observation ``(in,)`` or a batch ``(n, in)``."""
+    def logits(self, observation: np.ndarray, action_mask: np.ndarray | None = None) -> np.ndarray:
+        """The output of the last layer for one observation ``(in,)`` or a batch ``(n, in)``;
+        with a scorer, plus its value of each action legal in ``action_mask`` (required then;
+        the other actions keep the last layer's output)."""
         x = np.asarray(observation, dtype=np.float32)
+        hidden = x
         for w_t, b, act in self._layers:
+            hidden = x
             x = act(x @ w_t + b)
+        if self.scorer is None:
+            return x
+        if action_mask is None:
+            raise ValueError("this network scores each legal action: logits() needs the mask")
+        legal = np.asarray(action_mask).astype(bool)
+        if legal.shape != x.shape:
+            raise ValueError(f"action mask of shape {legal.shape} for logits of shape {x.shape}")
+        rows, actions = np.nonzero(np.atleast_2d(legal))
+        observations = np.atleast_2d(np.asarray(observation, dtype=np.float32))[rows]
+        inputs = np.concatenate(
+            [np.atleast_2d(hidden)[rows], action_features(observations, actions)], axis=1
+        )
+        out = np.atleast_2d(x)  # a view: the scores are added in place
+        out[rows, actions] += self.scorer.logits(inputs)[:, 0]
         return x
 
     def probabilities(self, observation: np.ndarray, action_mask: np.ndarray) -> np.ndarray:
         """The policy's action distribution with illegal actions at probability zero."""
-        logits = self.logits(observation).astype(np.float64)
         legal = np.asarray(action_mask).astype(bool)
         if not legal.any(axis=-1).all():
             raise ValueError("the action mask has no legal action")
+        logits = self.logits(observation, legal).astype(np.float64)
         masked = np.where(legal, logits, -np.inf)
         masked -= masked.max(axis=-1, keepdims=True)
         p = np.exp(masked)
@@ -117,9 +172,11 @@ def make_header(
     activations: Sequence[str],
     num_layers: int,
     provenance: dict[str, Any] | None = None,
+    scorer_activations: Sequence[str] | None = None,
 ) -> dict[str, Any]:
-    """The JSON header for a network of ``num_layers`` dense layers trained for ``rules``."""
-    return {
+    """The JSON header for a network of ``num_layers`` dense layers trained for ``rules`` (and
+    an action scorer with ``scorer_activations``, one per layer, if given)."""
+    header = {
         "format": FORMAT_NAME,
         "version": FORMAT_VERSION,
         "rules": rules.to_dict(),
@@ -135,6 +192,20 @@ def make_header(
         },
         "provenance": provenance or {},
     }
+    if scorer_activations is not None:
+        header["version"] = SCORER_VERSION
+        header["network"]["scorer"] = {
+            "features": FEATURES_NAME,
+            "layers": [
+                {"weight": f"scorer.{i}.weight", "bias": f"scorer.{i}.bias", "activation": a}
+                for i, a in enumerate(scorer_activations)
+            ],
+        }
+    return header
+
+
+#: An action scorer as plain arrays: (weights, biases, activations).
+ScorerArrays = tuple[Sequence[np.ndarray], Sequence[np.ndarray], Sequence[str]]
 
 
 def save_policy_file(
@@ -144,19 +215,25 @@ def save_policy_file(
     biases: Sequence[np.ndarray],
     activations: Sequence[str],
     provenance: dict[str, Any] | None = None,
+    scorer: ScorerArrays | None = None,
 ) -> Path:
-    """Write a portable policy file (``.safetensors`` is added to a path without it)."""
+    """Write a portable policy file (``.safetensors`` is added to a path without it), with an
+    action scorer's layers if ``scorer`` is given (a version-2 file)."""
     path = Path(path)
     if path.suffix != SUFFIX:
         path = path.with_name(path.name + SUFFIX)
-    network = PolicyNetwork(weights, biases, activations)  # checks the shapes and activations
+    scorer_network = None if scorer is None else PolicyNetwork(*scorer)
+    # checks the shapes and activations
+    network = PolicyNetwork(weights, biases, activations, scorer_network)
     if network.input_size != OBS_SIZE or network.output_size != rules.num_actions:
         raise ValueError(
             f"a policy for {rules.name!r} maps {OBS_SIZE} inputs to {rules.num_actions} "
             f"actions, got a network of {network.input_size} -> {network.output_size}"
         )
-    header = make_header(rules, activations, len(weights), provenance)
-    return write_network_file(path, HEADER_KEY, header, weights, biases)
+    header = make_header(
+        rules, activations, len(weights), provenance, None if scorer is None else scorer[2]
+    )
+    return write_network_file(path, HEADER_KEY, header, weights, biases, scorer)
 
 
 def write_network_file(
@@ -165,14 +242,19 @@ def write_network_file(
     header: dict[str, Any],
     weights: Sequence[np.ndarray],
     biases: Sequence[np.ndarray],
+    scorer: ScorerArrays | None = None,
 ) -> Path:
-    """Write dense layers as float32 tensors named by ``header["network"]["layers"]`` and the
-    JSON ``header`` under the metadata key ``header_key`` (any network file of this package)."""
+    """Write dense layers as float32 tensors named by ``header["network"]["layers"]`` (and the
+    scorer's by ``header["network"]["scorer"]["layers"]``) and the JSON ``header`` under the
+    metadata key ``header_key`` (any network file of this package)."""
     from safetensors.numpy import save_file
 
     path = Path(path)
     tensors: dict[str, np.ndarray] = {}
-    for layer, w, b in zip(header["network"]["layers"], weights, biases):
+    named = list(zip(header["network"]["layers"], weights, biases))
+    if scorer is not None:
+        named += list(zip(header["network"]["scorer"]["layers"], scorer[0], scorer[1]))
+    for layer, w, b in named:
         tensors[layer["weight"]] = np.ascontiguousarray(w, dtype=np.float32)
         tensors[layer["bias"]] = np.ascontiguousarray(b, dtype=np.float32)
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -209,7 +291,9 @@ def read_policy_file(path: str | Path) -> PolicyFile:
             f"`python -m training.export_policy {path}` (or load it with ppo:PATH and the "
             f"trust-pickle flag if you made it yourself)"
         )
-    header, network = read_network_file(path, HEADER_KEY, FORMAT_NAME, FORMAT_VERSION, where)
+    header, network = read_network_file(
+        path, HEADER_KEY, FORMAT_NAME, (FORMAT_VERSION, SCORER_VERSION), where
+    )
     for key in ("rules", "obs_size", "num_actions"):
         if key not in header:
             raise PolicyFileError(f"{where}: header lacks {key!r}")
@@ -231,11 +315,17 @@ def read_policy_file(path: str | Path) -> PolicyFile:
 
 
 def read_network_file(
-    path: str | Path, header_key: str, format_name: str, version: int, where: str
+    path: str | Path,
+    header_key: str,
+    format_name: str,
+    version: int | tuple[int, ...],
+    where: str,
 ) -> tuple[dict[str, Any], PolicyNetwork]:
-    """Load the JSON header (metadata ``header_key``, ``format`` == ``format_name``, ``version``)
-    and the dense network of a network file; every error is a :class:`PolicyFileError` that
-    starts with ``where`` (the file's description)."""
+    """Load the JSON header (metadata ``header_key``, ``format`` == ``format_name``, ``version``
+    one of those given) and the dense network of a network file (with its action scorer from
+    ``network.scorer``, which only version :data:`SCORER_VERSION` may hold); every error is a
+    :class:`PolicyFileError` that starts with ``where`` (the file's description)."""
+    versions = (version,) if isinstance(version, int) else tuple(version)
     from safetensors import SafetensorError, safe_open
 
     try:
@@ -252,23 +342,49 @@ def read_network_file(
         raise PolicyFileError(f"{where}: its header is not JSON ({exc})") from None
     if not isinstance(header, dict) or header.get("format") != format_name:
         raise PolicyFileError(f"{where}: header format is not {format_name!r}")
-    if header.get("version") != version:
+    if header.get("version") not in versions:
         raise PolicyFileError(
             f"{where}: format version {header.get('version')!r}; this package reads version "
-            f"{version}"
+            f"{' or '.join(map(str, versions))}"
         )
     if "network" not in header:
         raise PolicyFileError(f"{where}: header lacks 'network'")
     try:
-        layers = header["network"]["layers"]
-        weights = [tensors[layer["weight"]] for layer in layers]
-        biases = [tensors[layer["bias"]] for layer in layers]
-        network = PolicyNetwork(weights, biases, [layer["activation"] for layer in layers])
+        scorer = None
+        spec = header["network"].get("scorer")
+        if spec is not None:
+            if header["version"] != SCORER_VERSION:
+                raise PolicyFileError(
+                    f"{where}: an action scorer needs format version {SCORER_VERSION}, the "
+                    f"header says {header['version']!r}"
+                )
+            if spec.get("features") != FEATURES_NAME:
+                raise PolicyFileError(
+                    f"{where}: its action scorer reads features {spec.get('features')!r}; "
+                    f"this package computes {FEATURES_NAME!r}"
+                )
+            scorer = PolicyNetwork(*_dense(spec["layers"], tensors))
+        elif header["version"] == SCORER_VERSION:
+            raise PolicyFileError(
+                f"{where}: format version {SCORER_VERSION} without an action scorer"
+            )
+        weights, biases, activations = _dense(header["network"]["layers"], tensors)
+        network = PolicyNetwork(weights, biases, activations, scorer)
     except KeyError as exc:
         raise PolicyFileError(f"{where}: missing entry or tensor {exc}") from None
     except (TypeError, ValueError) as exc:
         raise PolicyFileError(f"{where}: {exc}") from None
     return header, network
+
+
+def _dense(
+    layers: list[dict[str, str]], tensors: dict[str, np.ndarray]
+) -> tuple[list[np.ndarray], list[np.ndarray], list[str]]:
+    """The (weights, biases, activations) that ``layers`` names; a missing key or tensor
+    raises KeyError."""
+    weights = [tensors[layer["weight"]] for layer in layers]
+    biases = [tensors[layer["bias"]] for layer in layers]
+    return weights, biases, [layer["activation"] for layer in layers]
 
 
 def check_trained_rules(source: str, trained: Rules, rules: Rules, allow_mismatch: bool) -> None:

@@ -20,6 +20,7 @@ from training.config import ConfigError  # noqa: E402
 from training.expert_iteration import (  # noqa: E402
     Decisions,
     ExpertIterationConfig,
+    ScoredNetwork,
     build_network,
     collect_decisions,
     collect_parallel,
@@ -27,6 +28,7 @@ from training.expert_iteration import (  # noqa: E402
     main,
     network_arrays,
     numpy_network,
+    policy_logits,
     soft_targets,
     split_matches,
 )
@@ -123,7 +125,7 @@ def test_network_starts_from_the_shipped_policy() -> None:
     obs = np.random.default_rng(0).random((5, shipped.input_size), dtype=np.float32)
     with torch.no_grad():
         mine = net(torch.as_tensor(obs)).numpy()
-    np.testing.assert_allclose(mine, shipped.logits(obs), atol=1e-5)
+    np.testing.assert_allclose(mine, shipped.logits(obs), rtol=1e-6, atol=1e-5)
 
 
 @pytest.mark.parametrize(
@@ -204,6 +206,66 @@ def test_fit_from_saved_decisions(tmp_path: Path, labelled: Decisions) -> None:
     assert int(row[1]) == len(labelled)  # the decisions fitted: the saved ones
     with pytest.raises(ConfigError, match="--data: file .*nope.npz"):
         main(["--config", str(config), "--run-dir", str(run), "--data", str(tmp_path / "nope.npz")])
+
+
+# ---------------------------------------------------------------------- the action scorer
+
+
+def test_scorer_starts_as_the_shipped_policy_and_matches_numpy(labelled: Decisions) -> None:
+    cfg = tiny(init_policy=str(SHIPPED_2P), scorer=[8, 8])
+    net = build_network(cfg, Rules.preset("standard").num_actions)
+    assert isinstance(net, ScoredNetwork)
+    shipped = read_policy_file(SHIPPED_2P).network
+    obs, masks = labelled.obs, labelled.masks
+    t_obs, t_masks = torch.as_tensor(obs), torch.as_tensor(masks)
+    with torch.no_grad():
+        start = policy_logits(net, t_obs, t_masks).numpy()
+    np.testing.assert_allclose(start, shipped.logits(obs), rtol=1e-6, atol=1e-5)
+    with torch.no_grad():
+        for p in net.scorer.parameters():
+            p.add_(0.1 * torch.randn_like(p))
+        moved = policy_logits(net, t_obs, t_masks).numpy()
+    mine = numpy_network(net).logits(obs, masks)
+    np.testing.assert_allclose(moved, mine, rtol=1e-5, atol=1e-4)
+    assert np.abs(np.where(masks, moved - start, 0)).max() > 0.01  # the scorer now counts
+    np.testing.assert_array_equal(moved[~masks], start[~masks])  # only on legal actions
+
+
+def test_scored_run_saves_and_resumes_its_scorer(tmp_path: Path, labelled: Decisions) -> None:
+    import yaml
+
+    labelled.save(tmp_path / "data.npz")
+    config = tmp_path / "fit.yaml"
+    fields = dataclasses.asdict(tiny(eval_matches=2, scorer=[8]))
+    config.write_text(yaml.safe_dump({"default": fields}))
+    run = tmp_path / "run"
+    path = main(
+        ["--config", str(config), "--run-dir", str(run), "--data", str(tmp_path / "data.npz")]
+    )
+    policy = read_policy_file(path)
+    assert policy.network.scorer is not None and policy.network.scorer.layer_sizes == [8, 1]
+    assert policy.provenance["command"] == (
+        f"python -m training.expert_iteration --config {config} --run-dir {run} "
+        f"--data {tmp_path / 'data.npz'}"
+    )
+    again = build_network(tiny(init_policy=str(path)), Rules.preset("standard").num_actions)
+    assert isinstance(again, ScoredNetwork)
+    np.testing.assert_allclose(
+        numpy_network(again).logits(labelled.obs, labelled.masks),
+        policy.network.logits(labelled.obs, labelled.masks),
+        rtol=1e-6,
+        atol=1e-6,
+    )
+    with pytest.raises(ConfigError, match=r"'scorer' must be empty or \[8\]"):
+        tiny(init_policy=str(path), scorer=[16])
+    data = collect_decisions(tiny(player=["network"]), policy.network, 12, seed=5)
+    assert len(data) >= 12  # the scored network plays the learner seat
+
+
+@pytest.mark.parametrize("value", [[0], "128", [8, -1]])
+def test_bad_scorer_is_named(value: object) -> None:
+    with pytest.raises(ConfigError, match="'scorer' must be a list of positive ints"):
+        tiny(scorer=value)
 
 
 # ---------------------------------------------------------------------- 3 players, partnerships

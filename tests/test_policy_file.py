@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 
 import bergen_env
+from bergen_env.action_features import NUM_ACTION_FEATURES, action_features
 from bergen_env.agents import PolicyAgent, make_agent
 from bergen_env.arena import run_tournament
 from bergen_env.observation import OBS_SIZE
@@ -430,6 +431,96 @@ def test_unknown_activation_and_unreadable_files(tmp_path: Path) -> None:
     save({"x": np.zeros(2, np.float32)}, str(bare))
     with pytest.raises(PolicyFileError, match="no 'bergen_policy' header"):
         read_policy_file(bare)
+
+
+# ---------------------------------------------------------------- files with an action scorer
+
+
+def _scored(tmp_path: Path, hidden: int = 6, width: int = 5) -> Path:
+    rng = np.random.default_rng(1)
+    w = [rng.normal(size=(hidden, OBS_SIZE)) * 0.3, rng.normal(size=(58, hidden))]
+    b = [rng.normal(size=hidden), rng.normal(size=58)]
+    sw = [rng.normal(size=(width, hidden + NUM_ACTION_FEATURES)), rng.normal(size=(1, width))]
+    sb = [rng.normal(size=width), rng.normal(size=1)]
+    return save_policy_file(
+        tmp_path / "scored",
+        Rules.preset(),
+        w,
+        b,
+        ["relu", "identity"],
+        scorer=(sw, sb, ["relu", "identity"]),
+    )
+
+
+def test_scored_file_adds_the_scorer_to_each_legal_action(tmp_path: Path) -> None:
+    path = _scored(tmp_path)
+    policy = read_policy_file(path)
+    assert policy.header["version"] == 2
+    assert policy.header["network"]["scorer"]["features"] == "afterstate-1"
+    from safetensors.numpy import load_file
+
+    t = {k: v.astype(np.float64) for k, v in load_file(str(path)).items()}
+    obs, masks = recorded_observations(Rules.preset(), seed=5, matches=1)
+    hidden = np.maximum(obs @ t["layers.0.weight"].T + t["layers.0.bias"], 0)
+    expected = hidden @ t["layers.1.weight"].T + t["layers.1.bias"]
+    rows, actions = np.nonzero(masks)
+    x = np.concatenate([hidden[rows], action_features(obs[rows], actions)], axis=1)
+    inner = np.maximum(x @ t["scorer.0.weight"].T + t["scorer.0.bias"], 0)
+    expected[rows, actions] += (inner @ t["scorer.1.weight"].T + t["scorer.1.bias"])[:, 0]
+    got = policy.network.logits(obs, masks)
+    np.testing.assert_allclose(got, expected, rtol=1e-4, atol=1e-4)
+    one = np.array([policy.network.logits(o, m) for o, m in zip(obs, masks)])
+    np.testing.assert_allclose(one, got, rtol=1e-5, atol=1e-5)
+    assert (
+        np.abs(np.where(masks, got - policy.network.logits(obs, np.ones_like(masks)), 0)).max()
+        < 1e-4
+    )
+    with pytest.raises(ValueError, match="needs the mask"):
+        policy.network.logits(obs[0])
+    with pytest.raises(ValueError, match="action mask of shape"):
+        policy.network.logits(obs[:2], masks[:1])
+    agent = make_agent(f"policy:{path}")
+    twin = pickle.loads(pickle.dumps(agent))
+    runs = [
+        run_tournament([a, "heuristic"], Rules.preset(), matches=4, seed=3).records
+        for a in (agent, twin)
+    ]
+    assert [r.winner for r in runs[0]] == [r.winner for r in runs[1]]
+
+
+def _rewrite(path: Path, change) -> None:
+    from safetensors import safe_open
+    from safetensors.numpy import load_file, save_file
+
+    with safe_open(str(path), framework="numpy") as f:
+        header = json.loads(f.metadata()[HEADER_KEY])
+    change(header)
+    save_file(load_file(str(path)), str(path), metadata={HEADER_KEY: json.dumps(header)})
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        (lambda h: h.update(version=1), "an action scorer needs format version 2"),
+        (lambda h: h["network"]["scorer"].update(features="other"), "reads features 'other'"),
+        (lambda h: h["network"].pop("scorer"), "format version 2 without an action scorer"),
+        (lambda h: h.update(version=3), "reads version 1 or 2"),
+    ],
+)
+def test_bad_scorer_headers_are_named(tmp_path: Path, change, message: str) -> None:
+    path = _scored(tmp_path)
+    _rewrite(path, change)
+    with pytest.raises(PolicyFileError, match=f"scored.safetensors.*{message}"):
+        read_policy_file(path)
+
+
+def test_scorer_of_the_wrong_shape_is_refused(tmp_path: Path) -> None:
+    rng = np.random.default_rng(0)
+    w = [rng.normal(size=(4, OBS_SIZE)), rng.normal(size=(58, 4))]
+    b = [np.zeros(4), np.zeros(58)]
+    scorer = ([rng.normal(size=(1, 4))], [np.zeros(1)], ["identity"])
+    with pytest.raises(ValueError, match=r"must map 4 hidden activations and \d+ action features"):
+        save_policy_file(tmp_path / "x", Rules.preset(), w, b, ["relu", "identity"], scorer=scorer)
 
 
 # ---------------------------------------------------------------- the base install

@@ -20,7 +20,9 @@ Each iteration:
 3. **Fit.** The network (the shipped policies' shape: dense layers, the observation in, one logit
    per action out) is fitted by cross-entropy to the soft targets on the masked logits, over the
    decisions of this iteration and of the earlier ones (``keep_data``). It starts from
-   ``init_policy`` (a portable policy file, e.g. the shipped one) or from random weights.
+   ``init_policy`` (a portable policy file, e.g. the shipped one) or from random weights. With
+   ``scorer``, an action scorer adds to each legal action's logit one shared network's value of
+   the last hidden layer and that action's features (:mod:`bergen_env.action_features`).
 4. **Check.** On held-out matches: the agreement with search's best action, and the *regret* of
    the network's, the heuristic's and the first network's choices (search's value of its best
    action minus that of the chosen one, in match units). A short duplicate evaluation against
@@ -51,6 +53,7 @@ import numpy as np
 import torch
 import yaml
 
+from bergen_env.action_features import NUM_ACTION_FEATURES, action_features
 from bergen_env.agents.base import Agent, make_agent
 from bergen_env.agents.policy import PolicyAgent
 from bergen_env.agents.search import WIN_VALUE, SearchAgent
@@ -111,6 +114,12 @@ class ExpertIterationConfig(EnvBlock):
     """Hidden layers of a network started from random weights."""
     activation: str = "relu"
     """``relu`` or ``tanh`` (a network started from random weights)."""
+    scorer: list[int] = field(default_factory=list)
+    """Hidden layers of an action scorer (empty: none): a network shared by every action that
+    adds to each legal action's logit its value of the last hidden layer's activations and the
+    action's features (:mod:`bergen_env.action_features`). Its last layer starts at zero, so
+    the network starts playing as ``init_policy`` does. An ``init_policy`` with a scorer brings
+    its own (``scorer`` must then be empty or the same)."""
     keep_data: bool = True
     """Fit each iteration on the decisions of every iteration so far (else on its own)."""
     epochs: int = 4
@@ -172,6 +181,8 @@ class ExpertIterationConfig(EnvBlock):
             or not all(is_int(x) and x > 0 for x in self.net_arch)
         ):
             raise bad("net_arch", "must be a non-empty list of positive ints")
+        if not isinstance(self.scorer, list) or not all(is_int(x) and x > 0 for x in self.scorer):
+            raise bad("scorer", "must be a list of positive ints (hidden layers; empty: none)")
         for key in ("player", "opponents"):
             value = getattr(self, key)
             if (
@@ -226,6 +237,11 @@ class ExpertIterationConfig(EnvBlock):
                 raise ConfigError(f"{source}: key 'init_policy': {exc}") from None
             if policy.rules.to_dict() | {"name": ""} != rules.to_dict() | {"name": ""}:
                 raise bad("init_policy", "was trained for other rules than the config's")
+            scorer = policy.network.scorer
+            if scorer is not None and self.scorer:
+                widths = scorer.layer_sizes[:-1]
+                if widths != self.scorer:
+                    raise bad("scorer", f"must be empty or {widths} (the init_policy's scorer)")
 
     def opponent_seats(self, rules: Rules) -> list[int]:
         """The seats (relative to the learner: 1 is the next) that ``opponents`` plays."""
@@ -313,7 +329,8 @@ def collect_decisions(
     def build(spec: str) -> Agent:
         if spec != NETWORK:
             return make_agent(spec)
-        header = make_header(rules, network.activations, len(network.activations))
+        scorer = None if network.scorer is None else network.scorer.activations
+        header = make_header(rules, network.activations, len(network.activations), None, scorer)
         return PolicyAgent.from_policy_file(PolicyFile(NETWORK, header, network))
 
     players = {spec: build(spec) for spec in dict.fromkeys(cfg.player)}
@@ -368,14 +385,22 @@ def collect_decisions(
     )
 
 
-#: A network as plain arrays (weights, biases, activations): what a job receives (picklable).
-NetworkArrays = tuple[list[np.ndarray], list[np.ndarray], list[str]]
+#: Dense layers as plain arrays: (weights, biases, activations).
+LayerArrays = tuple[list[np.ndarray], list[np.ndarray], list[str]]
+#: A network as plain arrays (its layers, and its action scorer's or None): what a job receives.
+NetworkArrays = tuple[LayerArrays, LayerArrays | None]
+
+
+def policy_network(arrays: NetworkArrays) -> PolicyNetwork:
+    """The numpy network of :func:`network_arrays`' arrays."""
+    layers, scorer = arrays
+    return PolicyNetwork(*layers, None if scorer is None else PolicyNetwork(*scorer))
 
 
 def _collect_job(args: tuple[ExpertIterationConfig, NetworkArrays | None, int, int]) -> Decisions:
     cfg, arrays, decisions, seed = args
     torch.set_num_threads(1)
-    network = None if arrays is None else PolicyNetwork(*arrays)
+    network = None if arrays is None else policy_network(arrays)
     return collect_decisions(cfg, network, decisions, seed)
 
 
@@ -416,24 +441,53 @@ def collect_parallel(
 # ---------------------------------------------------------------------- the network
 
 
-def build_network(cfg: ExpertIterationConfig, num_actions: int) -> torch.nn.Sequential:
-    """The policy network: ``init_policy``'s layers and weights, or random ones of ``net_arch``."""
-    torch.manual_seed(cfg.seed)
-    act = {"relu": torch.nn.ReLU, "tanh": torch.nn.Tanh}
-    if cfg.init_policy is None:
-        sizes = [OBS_SIZE, *cfg.net_arch, num_actions]
-        layers: list[torch.nn.Module] = []
-        for i in range(len(sizes) - 1):
-            layers.append(torch.nn.Linear(sizes[i], sizes[i + 1]))
-            if i < len(sizes) - 2:
-                layers.append(act[cfg.activation]())
-        return torch.nn.Sequential(*layers)
-    from safetensors.numpy import load_file
+class ScoredNetwork(torch.nn.Module):
+    """A policy network with an action scorer, as :class:`PolicyNetwork` plays it: ``trunk``
+    (every layer but the last), ``head`` (the last layer: one logit per action) and ``scorer``
+    (the trunk's output and an action's features -> a term added to that action's logit)."""
 
-    policy = read_policy_file(cfg.init_policy)  # checks the file before its tensors are read
-    tensors = load_file(cfg.init_policy)
-    layers = []
-    for spec in policy.header["network"]["layers"]:
+    def __init__(
+        self, trunk: torch.nn.Sequential, head: torch.nn.Linear, scorer: torch.nn.Sequential
+    ) -> None:
+        super().__init__()
+        self.trunk, self.head, self.scorer = trunk, head, scorer
+
+    def forward(self, obs: torch.Tensor, masks: torch.Tensor) -> torch.Tensor:
+        hidden = self.trunk(obs)
+        rows, actions = torch.nonzero(masks, as_tuple=True)
+        features = action_features(obs[rows].numpy(), actions.numpy())
+        extra = self.scorer(torch.cat([hidden[rows], torch.as_tensor(features)], dim=1))[:, 0]
+        return self.head(hidden).index_put((rows, actions), extra, accumulate=True)
+
+
+#: What :func:`build_network` returns: a plain network, or one with an action scorer.
+Network = torch.nn.Sequential | ScoredNetwork
+
+
+def policy_logits(net: Network, obs: torch.Tensor, masks: torch.Tensor) -> torch.Tensor:
+    """The logits of ``net`` for a batch (the masks feed an action scorer)."""
+    return net(obs, masks) if isinstance(net, ScoredNetwork) else net(obs)
+
+
+_ACTIVATIONS = {"relu": torch.nn.ReLU, "tanh": torch.nn.Tanh}
+
+
+def _dense_layers(sizes: list[int], activation: str) -> list[torch.nn.Module]:
+    """Linear layers of ``sizes`` with ``activation`` between them (none after the last)."""
+    layers: list[torch.nn.Module] = []
+    for i in range(len(sizes) - 1):
+        layers.append(torch.nn.Linear(sizes[i], sizes[i + 1]))
+        if i < len(sizes) - 2:
+            layers.append(_ACTIVATIONS[activation]())
+    return layers
+
+
+def _loaded_layers(
+    specs: list[dict[str, str]], tensors: dict[str, np.ndarray]
+) -> list[torch.nn.Module]:
+    """Torch layers of a policy file's layer entries and tensors."""
+    layers: list[torch.nn.Module] = []
+    for spec in specs:
         w = torch.as_tensor(tensors[spec["weight"]])
         b = torch.as_tensor(tensors[spec["bias"]])
         linear = torch.nn.Linear(w.shape[1], w.shape[0])
@@ -442,13 +496,47 @@ def build_network(cfg: ExpertIterationConfig, num_actions: int) -> torch.nn.Sequ
             linear.bias.copy_(b)
         layers.append(linear)
         if spec["activation"] != "identity":
-            layers.append(act[spec["activation"]]())
-    return torch.nn.Sequential(*layers)
+            layers.append(_ACTIVATIONS[spec["activation"]]())
+    return layers
 
 
-def network_arrays(
-    net: torch.nn.Sequential,
-) -> tuple[list[np.ndarray], list[np.ndarray], list[str]]:
+def build_network(cfg: ExpertIterationConfig, num_actions: int) -> Network:
+    """The policy network: ``init_policy``'s layers and weights (its scorer too), or random ones
+    of ``net_arch``; with ``scorer``, a new action scorer whose last layer is zero."""
+    torch.manual_seed(cfg.seed)
+    scorer_layers = None
+    if cfg.init_policy is None:
+        layers = _dense_layers([OBS_SIZE, *cfg.net_arch, num_actions], cfg.activation)
+    else:
+        from safetensors.numpy import load_file
+
+        policy = read_policy_file(cfg.init_policy)  # checks the file before its tensors are read
+        tensors = load_file(cfg.init_policy)
+        layers = _loaded_layers(policy.header["network"]["layers"], tensors)
+        if "scorer" in policy.header["network"]:
+            scorer_layers = _loaded_layers(policy.header["network"]["scorer"]["layers"], tensors)
+    if scorer_layers is None and not cfg.scorer:
+        return torch.nn.Sequential(*layers)
+    head = layers[-1]
+    if scorer_layers is None:
+        sizes = [head.in_features + NUM_ACTION_FEATURES, *cfg.scorer, 1]
+        scorer_layers = _dense_layers(sizes, "relu")
+        with torch.no_grad():
+            scorer_layers[-1].weight.zero_()
+            scorer_layers[-1].bias.zero_()
+    trunk = torch.nn.Sequential(*layers[:-1])
+    return ScoredNetwork(trunk, head, torch.nn.Sequential(*scorer_layers))
+
+
+def network_arrays(net: Network) -> NetworkArrays:
+    """``net`` as the portable format's arrays: its layers, and its scorer's (or None)."""
+    if isinstance(net, ScoredNetwork):
+        main = torch.nn.Sequential(*net.trunk, net.head)
+        return _layer_arrays(main), _layer_arrays(net.scorer)
+    return _layer_arrays(net), None
+
+
+def _layer_arrays(net: torch.nn.Sequential) -> LayerArrays:
     """The dense layers of ``net`` as (weights, biases, activations) of the portable format."""
     weights, biases, activations = [], [], []
     modules = list(net)
@@ -467,9 +555,9 @@ def network_arrays(
     return weights, biases, activations
 
 
-def numpy_network(net: torch.nn.Sequential) -> PolicyNetwork:
+def numpy_network(net: Network) -> PolicyNetwork:
     """``net`` as the numpy network that plays policy files."""
-    return PolicyNetwork(*network_arrays(net))
+    return policy_network(network_arrays(net))
 
 
 def split_matches(data: Decisions, fraction: float, seed: int) -> tuple[np.ndarray, np.ndarray]:
@@ -487,7 +575,7 @@ def masked_log_softmax(logits: torch.Tensor, masks: torch.Tensor) -> torch.Tenso
 
 
 def fit(
-    net: torch.nn.Sequential,
+    net: Network,
     data: Decisions,
     train_idx: np.ndarray,
     cfg: ExpertIterationConfig,
@@ -506,7 +594,7 @@ def fit(
         total, count = 0.0, 0
         for start in range(0, len(order), cfg.batch_size):
             idx = order[start : start + cfg.batch_size]
-            logp = masked_log_softmax(net(obs[idx]), masks[idx])
+            logp = masked_log_softmax(policy_logits(net, obs[idx], masks[idx]), masks[idx])
             # targets are 0 where logp is -inf: count those terms as 0
             loss = -(targets[idx] * logp.masked_fill(~masks[idx], 0.0)).sum(dim=1).mean()
             optimizer.zero_grad()
@@ -521,11 +609,11 @@ def fit(
 
 
 @torch.no_grad()
-def choices(net: torch.nn.Sequential, data: Decisions, idx: np.ndarray) -> np.ndarray:
+def choices(net: Network, data: Decisions, idx: np.ndarray) -> np.ndarray:
     """The network's most probable legal action in decisions ``idx``."""
-    logits = net(torch.as_tensor(data.obs[idx])).masked_fill(
-        ~torch.as_tensor(data.masks[idx]), float("-inf")
-    )
+    masks = torch.as_tensor(data.masks[idx])
+    logits = policy_logits(net, torch.as_tensor(data.obs[idx]), masks)
+    logits = logits.masked_fill(~masks, float("-inf"))
     return logits.argmax(dim=1).numpy()
 
 
@@ -536,7 +624,7 @@ def regret(data: Decisions, idx: np.ndarray, chosen: np.ndarray) -> float:
 
 
 def held_out_metrics(
-    net: torch.nn.Sequential, first: torch.nn.Sequential, data: Decisions, idx: np.ndarray
+    net: Network, first: Network, data: Decisions, idx: np.ndarray
 ) -> dict[str, float]:
     """Agreement with search's best action and the regrets of the network, the first network
     and the heuristic on decisions ``idx``."""
@@ -555,7 +643,7 @@ def held_out_metrics(
 
 
 def save_network(
-    net: torch.nn.Sequential, cfg: ExpertIterationConfig, path: Path, extra: dict[str, Any]
+    net: Network, cfg: ExpertIterationConfig, path: Path, extra: dict[str, Any]
 ) -> Path:
     """Write ``net`` as a portable policy file with the config as provenance."""
     provenance = {
@@ -563,7 +651,8 @@ def save_network(
         "config": {"default": dataclasses.asdict(cfg)},
         **extra,
     }
-    return save_policy_file(path, cfg.make_rules(), *network_arrays(net), provenance)
+    layers, scorer = network_arrays(net)
+    return save_policy_file(path, cfg.make_rules(), *layers, provenance, scorer)
 
 
 def evaluate(path: Path, cfg: ExpertIterationConfig, seed: int) -> dict[str, float]:
@@ -594,11 +683,13 @@ def train(
     run_dir: Path,
     progress: bool = True,
     data_files: list[Path] | None = None,
+    command: str | None = None,
 ) -> Path:
     """Run every iteration in ``run_dir``; returns the final policy file.
 
     With ``data_files`` (``data_<k>.npz`` of earlier runs) the first iteration fits on those
-    decisions instead of collecting new ones.
+    decisions instead of collecting new ones. ``command`` (the command line that ran this) is
+    recorded in each policy file's provenance.
     """
     torch.set_num_threads(cfg.torch_threads)
     rules = cfg.make_rules()
@@ -640,7 +731,8 @@ def train(
                 "train_loss": loss,
                 **held_out_metrics(net, first, all_data, test_idx),
             }
-            iter_path = save_network(net, cfg, run_dir / f"iter_{k}.safetensors", {"iteration": k})
+            made = {"iteration": k} | ({"command": command} if command else {})
+            iter_path = save_network(net, cfg, run_dir / f"iter_{k}.safetensors", made)
             t0 = time.perf_counter()
             row |= evaluate(iter_path, cfg, cfg.seed + EVAL_SEED_OFFSET) if cfg.eval_matches else {}
             row["eval_s"] = round(time.perf_counter() - t0, 1)
@@ -657,9 +749,7 @@ def train(
                 ),
                 flush=True,
             )
-            path = save_network(
-                net, cfg, run_dir / "policy.safetensors", {"iteration": k, "metrics": row}
-            )
+            path = save_network(net, cfg, run_dir / "policy.safetensors", made | {"metrics": row})
     return path
 
 
@@ -697,14 +787,20 @@ def main(argv: list[str] | None = None) -> Path:
         / f"{cfg.name}__{cfg.seed}__{time.strftime('%Y%m%d-%H%M%S')}"
     )
     run_dir.mkdir(parents=True, exist_ok=True)
+    args_line = shlex.join(argv if argv is not None else sys.argv[1:])
     (run_dir / "command.txt").write_text(
-        shlex.join([sys.executable, "-m", "training.expert_iteration", *(argv or sys.argv[1:])])
-        + "\n"
+        f"{sys.executable} -m training.expert_iteration {args_line}\n"
     )
     for f in args.data or []:
         if not f.is_file():
             raise ConfigError(f"--data: file {str(f)!r} does not exist")
-    path = train(cfg, run_dir, progress=not args.no_progress, data_files=args.data)
+    path = train(
+        cfg,
+        run_dir,
+        progress=not args.no_progress,
+        data_files=args.data,
+        command=f"{PROG} {args_line}",
+    )
     print(f"policy: {path}\nrun folder: {run_dir}")
     return path
 

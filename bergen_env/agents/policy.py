@@ -83,7 +83,7 @@ class PolicyAgent(Agent):
         )
         if len(legal) == 1:
             return int(legal[0])
-        logits = self.policy.network.logits(observation)
+        logits = self.policy.network.logits(observation, action_mask)
         return int(legal[np.argmax(logits[legal])])
 
 
