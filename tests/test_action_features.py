@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+from itertools import islice
+
 import numpy as np
 import pytest
 
-import bergen_env
 from bergen_env.action_features import (
     ACTION_FEATURE_LAYOUT,
     ACTION_FEATURE_SLICES,
@@ -13,10 +14,10 @@ from bergen_env.action_features import (
     action_features,
 )
 from bergen_env.actions import DOUBLE_PLAY, DRAW, PASS
-from bergen_env.agents import make_agent
 from bergen_env.observation import OBS_SIZE, OBS_SLICES
 from bergen_env.rules import PRESETS, Rules
 from bergen_env.tiles import IS_DOUBLE, NUM_NUMBERS, NUM_TILES, PIPS, TILE_ID, TILES
+from tests.aec_decisions import aec_decisions
 
 F = ACTION_FEATURE_SLICES
 
@@ -24,25 +25,9 @@ F = ACTION_FEATURE_SLICES
 def positions(rules: Rules, seed: int, matches: int = 1, limit: int = 400):
     """(state, seat, observation, legal actions) at the first ``limit`` decisions of a few random
     matches."""
-    agent = make_agent("random")
-    for m in range(matches):
-        env = bergen_env.env(rules=rules)
-        env.reset(seed=seed + m)
-        raw = env.unwrapped
-        rng = np.random.default_rng(seed + m)
-        for name in env.agent_iter():
-            obs, _, terminated, truncated, _ = env.last()
-            if terminated or truncated:
-                env.step(None)
-                continue
-            seat = int(name.rpartition("_")[2])
-            legal = np.flatnonzero(obs["action_mask"])
-            yield raw.game, seat, obs["observation"].astype(np.float32), legal
-            limit -= 1
-            if not limit:
-                return
-            agent.reset(rules, seat, rng)
-            env.step(agent.act(obs["observation"], obs["action_mask"], raw.public_view(name)))
+    decisions = aec_decisions(rules, seed, "random", matches)
+    for state, seat, obs, mask in islice(decisions, limit):
+        yield state, seat, obs, np.flatnonzero(mask)
 
 
 @pytest.mark.parametrize(

@@ -14,7 +14,6 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-import bergen_env
 from bergen_env.action_features import NUM_ACTION_FEATURES, action_features
 from bergen_env.agents import PolicyAgent, make_agent
 from bergen_env.arena import run_tournament
@@ -27,6 +26,7 @@ from bergen_env.policy_file import (
     save_policy_file,
 )
 from bergen_env.rules import Rules
+from tests.aec_decisions import aec_decisions
 
 ROOT = Path(__file__).resolve().parents[1]
 SHIPPED = ["standard_2p", "standard_3p", "partners_4p", "draw_2p", "fives_2p"]
@@ -53,24 +53,8 @@ def shipped(name: str, suffix: str = ".safetensors") -> Path:
 
 def recorded_observations(rules: Rules, seed: int, matches: int = 3) -> tuple[np.ndarray, ...]:
     """Every (observation, mask) of every seat in a few heuristic-vs-heuristic AEC matches."""
-    heuristic = make_agent("heuristic")
-    obs_rows, mask_rows = [], []
-    for m in range(matches):
-        env = bergen_env.env(rules=rules)
-        env.reset(seed=seed + m)
-        raw = env.unwrapped
-        rng = np.random.default_rng(seed + m)
-        for name in env.agent_iter():
-            obs, _, terminated, truncated, _ = env.last()
-            if terminated or truncated:
-                env.step(None)
-                continue
-            seat = int(name.rpartition("_")[2])
-            heuristic.reset(rules, seat, rng)
-            obs_rows.append(obs["observation"].astype(np.float32))
-            mask_rows.append(obs["action_mask"].copy())
-            env.step(heuristic.act(obs["observation"], obs["action_mask"], raw.public_view(name)))
-    return np.array(obs_rows), np.array(mask_rows)
+    rows = [(obs, mask) for _, _, obs, mask in aec_decisions(rules, seed, "heuristic", matches)]
+    return np.array([obs for obs, _ in rows]), np.array([mask for _, mask in rows])
 
 
 # ---------------------------------------------------------------- the shipped files
