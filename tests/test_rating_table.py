@@ -250,7 +250,7 @@ def test_the_stored_table_of_the_docs_reads_back() -> None:
     path = Path(__file__).resolve().parent.parent / "benchmarks/results/ratings_standard_2p.json"
     pairs = rt.load_results(path)
     agents = sorted({a for p in pairs for a in p.agents})
-    assert len(agents) == 8 and len(pairs) == 28 and "tuned" in agents
+    assert len(agents) == 9 and len(pairs) == 36 and "tuned" in agents
     assert {p.rules["num_players"] for p in pairs} == {2} and {p.seed for p in pairs} == {0}
     table = rt.rating_table(rt.RoundRobin(agents, pairs, []), bootstrap=100)
     assert table.agents[-1] == "random" and table.agents.index("search") < 3
