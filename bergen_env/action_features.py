@@ -39,6 +39,7 @@ import numpy as np
 from bergen_env.actions import DOUBLE_PLAY, DRAW, NUM_ACTIONS_TWO_SETS, PASS
 from bergen_env.observation import OBS_SIZE, OBS_SLICES
 from bergen_env.tiles import (
+    CONTAINS,
     DOUBLE_ID,
     IS_DOUBLE,
     NUM_NUMBERS,
@@ -75,10 +76,8 @@ _HIGH = np.array([b for _, b in TILES])
 _OTHER = np.array(OTHER_HALF).reshape(NUM_TILES, NUM_NUMBERS)
 #: ``_HEADER[x, y]``: the tile ``[x|y]`` that makes a header on ends ``x`` and ``y``.
 _HEADER = np.array([[TILE_ID[(x, y)] for y in range(NUM_NUMBERS)] for x in range(NUM_NUMBERS)])
-#: ``_HOLDS[n, t]``: 1 where tile ``t`` has a half ``n``.
-_HOLDS = np.zeros((NUM_NUMBERS, NUM_TILES), np.float32)
-for _t, (_a, _b) in enumerate(TILES):
-    _HOLDS[_a, _t] = _HOLDS[_b, _t] = 1.0
+#: ``_HOLDS[n, t]``: 1 where tile ``t`` has a half ``n`` (:data:`CONTAINS` as a matrix).
+_HOLDS = ((np.array(CONTAINS)[:, None] >> np.arange(NUM_TILES)) & 1).astype(np.float32)
 _PIPS = np.array(PIPS, np.float32)
 _DOUBLE = np.array(IS_DOUBLE, np.float32)
 _DOUBLE_IDS = np.array(DOUBLE_ID)

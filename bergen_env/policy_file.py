@@ -130,12 +130,16 @@ class PolicyNetwork:
                 raise ValueError("an action scorer cannot have a scorer of its own")
         self.scorer = scorer
 
+    def arrays(self) -> tuple[list[np.ndarray], list[np.ndarray], list[str]]:
+        """The layers as a file holds them: weights ``(out, in)``, biases, activation names."""
+        weights = [w_t.T for w_t, _, _ in self._layers]
+        return weights, [b for _, b, _ in self._layers], list(self.activations)
+
     def logits(self, observation: np.ndarray, action_mask: np.ndarray | None = None) -> np.ndarray:
         """The output of the last layer for one observation ``(in,)`` or a batch ``(n, in)``;
         with a scorer, plus its value of each action legal in ``action_mask`` (required then;
         the other actions keep the last layer's output)."""
-        x = np.asarray(observation, dtype=np.float32)
-        hidden = x
+        obs = x = np.asarray(observation, dtype=np.float32)
         for w_t, b, act in self._layers:
             hidden = x
             x = act(x @ w_t + b)
@@ -147,10 +151,8 @@ class PolicyNetwork:
         if legal.shape != x.shape:
             raise ValueError(f"action mask of shape {legal.shape} for logits of shape {x.shape}")
         rows, actions = np.nonzero(np.atleast_2d(legal))
-        observations = np.atleast_2d(np.asarray(observation, dtype=np.float32))[rows]
-        inputs = np.concatenate(
-            [np.atleast_2d(hidden)[rows], action_features(observations, actions)], axis=1
-        )
+        features = action_features(np.atleast_2d(obs)[rows], actions)
+        inputs = np.concatenate([np.atleast_2d(hidden)[rows], features], axis=1)
         out = np.atleast_2d(x)  # a view: the scores are added in place
         out[rows, actions] += self.scorer.logits(inputs)[:, 0]
         return x

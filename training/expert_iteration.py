@@ -482,21 +482,19 @@ def _dense_layers(sizes: list[int], activation: str) -> list[torch.nn.Module]:
     return layers
 
 
-def _loaded_layers(
-    specs: list[dict[str, str]], tensors: dict[str, np.ndarray]
+def _torch_layers(
+    weights: list[np.ndarray], biases: list[np.ndarray], activations: list[str]
 ) -> list[torch.nn.Module]:
-    """Torch layers of a policy file's layer entries and tensors."""
+    """Torch layers holding the arrays of :meth:`PolicyNetwork.arrays`."""
     layers: list[torch.nn.Module] = []
-    for spec in specs:
-        w = torch.as_tensor(tensors[spec["weight"]])
-        b = torch.as_tensor(tensors[spec["bias"]])
+    for w, b, activation in zip(weights, biases, activations):
         linear = torch.nn.Linear(w.shape[1], w.shape[0])
         with torch.no_grad():
-            linear.weight.copy_(w)
-            linear.bias.copy_(b)
+            linear.weight.copy_(torch.as_tensor(w))
+            linear.bias.copy_(torch.as_tensor(b))
         layers.append(linear)
-        if spec["activation"] != "identity":
-            layers.append(_ACTIVATIONS[spec["activation"]]())
+        if activation != "identity":
+            layers.append(_ACTIVATIONS[activation]())
     return layers
 
 
@@ -508,13 +506,10 @@ def build_network(cfg: ExpertIterationConfig, num_actions: int) -> Network:
     if cfg.init_policy is None:
         layers = _dense_layers([OBS_SIZE, *cfg.net_arch, num_actions], cfg.activation)
     else:
-        from safetensors.numpy import load_file
-
-        policy = read_policy_file(cfg.init_policy)  # checks the file before its tensors are read
-        tensors = load_file(cfg.init_policy)
-        layers = _loaded_layers(policy.header["network"]["layers"], tensors)
-        if "scorer" in policy.header["network"]:
-            scorer_layers = _loaded_layers(policy.header["network"]["scorer"]["layers"], tensors)
+        network = read_policy_file(cfg.init_policy).network
+        layers = _torch_layers(*network.arrays())
+        if network.scorer is not None:
+            scorer_layers = _torch_layers(*network.scorer.arrays())
     if scorer_layers is None and not cfg.scorer:
         return torch.nn.Sequential(*layers)
     head = layers[-1]
