@@ -14,6 +14,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from bergen_env import BergenState, Encoder
 from bergen_env.action_features import NUM_ACTION_FEATURES, action_features
 from bergen_env.agents import PolicyAgent, make_agent
 from bergen_env.arena import run_tournament
@@ -25,7 +26,7 @@ from bergen_env.policy_file import (
     read_policy_file,
     save_policy_file,
 )
-from bergen_env.rules import Rules
+from bergen_env.rules import PRESETS, Rules
 from tests.aec_decisions import aec_decisions
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -462,15 +463,17 @@ def test_unknown_activation_and_unreadable_files(tmp_path: Path) -> None:
 # ---------------------------------------------------------------- files with an action scorer
 
 
-def _scored(tmp_path: Path, hidden: int = 6, width: int = 5) -> Path:
+def _scored(tmp_path: Path, hidden: int = 6, width: int = 5, rules: Rules | None = None) -> Path:
+    rules = rules or Rules.preset()
+    n = rules.num_actions
     rng = np.random.default_rng(1)
-    w = [rng.normal(size=(hidden, OBS_SIZE)) * 0.3, rng.normal(size=(58, hidden))]
-    b = [rng.normal(size=hidden), rng.normal(size=58)]
+    w = [rng.normal(size=(hidden, OBS_SIZE)) * 0.3, rng.normal(size=(n, hidden))]
+    b = [rng.normal(size=hidden), rng.normal(size=n)]
     sw = [rng.normal(size=(width, hidden + NUM_ACTION_FEATURES)), rng.normal(size=(1, width))]
     sb = [rng.normal(size=width), rng.normal(size=1)]
     return save_policy_file(
         tmp_path / "scored",
-        Rules.preset(),
+        rules,
         w,
         b,
         ["relu", "identity"],
@@ -522,6 +525,42 @@ def _rewrite(path: Path, change) -> None:
         header = json.loads(f.metadata()[HEADER_KEY])
     change(header)
     save_file(load_file(str(path)), str(path), metadata={HEADER_KEY: json.dumps(header)})
+
+
+@pytest.mark.parametrize("preset", PRESETS)
+@pytest.mark.parametrize(
+    ("players", "partnerships"), [(2, False), (3, False), (4, False), (4, True)]
+)
+def test_scored_policy_is_legal_reproducible_and_picklable_under_every_preset(
+    tmp_path: Path, preset: str, players: int, partnerships: bool
+) -> None:
+    """A policy with an action scorer in every seat of a match (at most 20 hands): only legal
+    actions, the same match again, and a pickled copy (as sent to a worker) chooses what the
+    original does."""
+    rules = Rules.preset(preset, num_players=players, partnerships=partnerships)
+    spec = f"policy:{_scored(tmp_path, hidden=16, width=8, rules=rules)}"
+    encoder = Encoder(rules)
+
+    def match(seed: int) -> list[int]:
+        s = BergenState(rules, seed=seed)
+        agents = [make_agent(spec) for _ in range(players)]
+        for seat, agent in enumerate(agents):
+            agent.reset(rules, seat, np.random.default_rng(seat))
+        actions: list[int] = []
+        while not s.terminal and s.hand_number < 20:  # a weak policy may never reach the target
+            seat = s.current_player
+            obs, mask, view = encoder.observe(s, seat), s.legal_mask(), s.public_view(seat)
+            action = agents[seat].act(obs, mask, view)
+            assert s.is_legal(action), f"illegal {action} in {s!r}"
+            if len(actions) % 25 == 0:
+                assert pickle.loads(pickle.dumps(agents[seat])).act(obs, mask, view) == action
+            actions.append(action)
+            s.apply_action(action)
+        return actions
+
+    first = match(seed=players)
+    assert len(set(first)) > 3
+    assert first == match(seed=players)
 
 
 @pytest.mark.parametrize(
