@@ -368,16 +368,18 @@ def test_multiplayer_config_errors(seating: str, changes: dict, message: str) ->
         multi(seating, **changes)
 
 
-@pytest.mark.parametrize("seating", ["3p", "4p"])
-def test_tiny_multiplayer_run(seating: str, tmp_path: Path) -> None:
+@pytest.mark.parametrize(("seating", "scorer"), [("3p", []), ("4p", []), ("4p", [8])])
+def test_tiny_multiplayer_run(seating: str, scorer: list[int], tmp_path: Path) -> None:
     import yaml
 
-    cfg = multi(seating, iterations=2, decisions=12, job_decisions=6)
+    cfg = multi(seating, iterations=2, decisions=12, job_decisions=6, scorer=scorer)
     config = tmp_path / "tiny.yaml"
     config.write_text(yaml.safe_dump({"default": dataclasses.asdict(cfg)}))
     path = main(["--config", str(config), "--run-dir", str(tmp_path / "run"), "--no-progress"])
     rules = cfg.make_rules()
-    assert read_policy_file(path).rules == rules
+    policy = read_policy_file(path)
+    assert policy.rules == rules
+    assert (policy.network.scorer is not None) == bool(scorer)
     metrics = (tmp_path / "run" / "metrics.csv").read_text().splitlines()
     assert len(metrics) == 3 and "vs_heuristic" in metrics[0]
     assert len(Decisions.load(tmp_path / "run" / "data_1.npz")) >= 12
@@ -387,9 +389,12 @@ def test_tiny_multiplayer_run(seating: str, tmp_path: Path) -> None:
     assert result.agents[spec].matches >= 2
 
 
-@pytest.mark.parametrize("name", ["expert_iteration_3p", "expert_iteration_4p"])
+@pytest.mark.parametrize(
+    "name", ["expert_iteration_3p", "expert_iteration_4p", "expert_iteration_4p_scorer"]
+)
 def test_shipped_multiplayer_configs_load(name: str) -> None:
     cfg = load_config(ROOT / "configs" / f"{name}.yaml")
     rules = cfg.make_rules()
     assert read_policy_file(cfg.init_policy).rules == rules
-    assert rules.num_players == (3 if name.endswith("3p") else 4)
+    assert rules.num_players == (3 if "3p" in name else 4)
+    assert bool(cfg.scorer) == name.endswith("scorer")
