@@ -103,33 +103,44 @@ def test_policy_agent_is_deterministic() -> None:
     ]
 
 
-EXPERT_2P = ROOT / "policies" / "expert_2p.safetensors"
+#: The expert-iteration policies: their rules, config and starting policy, and a tournament seating.
+EXPERTS = {
+    "expert_2p": (Rules.preset("standard", num_players=2), "2p_scorer", "standard_2p"),
+    "expert_4p": (
+        Rules.preset("standard", num_players=4, partnerships=True),
+        "4p_scorer",
+        "partners_4p",
+    ),
+}
 
 
-def test_shipped_expert_policy_says_how_it_was_made() -> None:
-    assert EXPERT_2P.stat().st_size < 1_000_000
-    policy = read_policy_file(EXPERT_2P)
-    assert policy.rules == Rules.preset("standard", num_players=2)
+@pytest.mark.parametrize("name", EXPERTS)
+def test_shipped_expert_policy_says_how_it_was_made(name: str) -> None:
+    rules, config_name, start = EXPERTS[name]
+    path = shipped(name)
+    assert path.stat().st_size < 1_000_000
+    policy = read_policy_file(path)
+    assert policy.rules == rules
     assert policy.header["version"] == 2 and policy.header["network"]["scorer"]["features"]
     assert policy.network.layer_sizes == [256, 256, 58]
     assert policy.network.scorer is not None and policy.network.scorer.layer_sizes == [128, 128, 1]
     prov = policy.provenance
     assert prov["source"] == "training.expert_iteration"
     assert prov["command"].startswith(
-        "python -m training.expert_iteration --config configs/expert_iteration_2p_scorer.yaml"
+        f"python -m training.expert_iteration --config configs/expert_iteration_{config_name}.yaml"
     )
     config = prov["config"]["default"]
-    assert config["scorer"] == [128, 128] and config["init_policy"].endswith(
-        "standard_2p.safetensors"
-    )
+    assert config["scorer"] == [128, 128] and config["init_policy"].endswith(f"{start}.safetensors")
     assert prov["metrics"]["eval_s"] > 0 and 0.5 < prov["metrics"]["vs_heuristic"] < 1
 
 
-def test_shipped_expert_policy_plays_every_recorded_decision() -> None:
-    rules = Rules.preset("standard")
+@pytest.mark.parametrize("name", EXPERTS)
+def test_shipped_expert_policy_plays_every_recorded_decision(name: str) -> None:
+    rules = EXPERTS[name][0]
+    path = shipped(name)
     obs, masks = recorded_observations(rules, seed=2)
     masks = masks.astype(bool)
-    agent = make_agent(f"policy:{EXPERT_2P}")
+    agent = make_agent(f"policy:{path}")
     agent.reset(rules, 0, np.random.default_rng(0))
     chosen = np.array([agent.act(o, m, None) for o, m in zip(obs, masks)])
     assert masks[np.arange(len(obs)), chosen].all()
@@ -137,12 +148,13 @@ def test_shipped_expert_policy_plays_every_recorded_decision() -> None:
     np.testing.assert_allclose(probs.sum(axis=1), 1.0, rtol=1e-6)
     assert (probs[~masks] == 0).all()
     # the scorer moves choices: the same trunk and head without it choose otherwise somewhere
-    plain = read_policy_file(EXPERT_2P).network
+    plain = read_policy_file(path).network
     plain.scorer = None
     plain_choice = np.where(masks, plain.logits(obs), -np.inf).argmax(axis=1)
     assert (plain_choice != chosen).any()
-    result = run_tournament([f"policy:{EXPERT_2P}", "random"], rules, matches=4, seed=1)
-    assert result.agents[f"policy:{EXPERT_2P}"].matches >= 4
+    spec = f"policy:{path}"
+    result = run_tournament([spec, "random"], rules, matches=4, seed=1)
+    assert result.agents[spec].matches >= 4
 
 
 # ------------------------------------------------------------- numpy agrees with torch
