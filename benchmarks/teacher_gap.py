@@ -59,20 +59,20 @@ def measure(
     if decisions < 2:
         raise ValueError(f"--decisions must be at least 2, got {decisions}")
     judge = judge or teacher
-    for name, spec in (("teacher", teacher), ("judge", judge)):
-        if not hasattr(make_agent(spec), "action_values"):
-            raise ValueError(f"--{name} {spec!r} is not a search agent (it values no actions)")
-    env = BergenSingleAgentEnv(
-        num_players=players, rules=rules, opponents=[opponent], learner_seat="random"
-    )
-    win = WIN_VALUE * env.rules.score_scale
-    rng = np.random.default_rng(seed)
     agents = {
         "policy": make_agent(policy),
         "teacher": make_agent(teacher),
         "heuristic": make_agent("heuristic"),
         "judge": make_agent(judge),
     }
+    for name, spec in (("teacher", teacher), ("judge", judge)):
+        if not hasattr(agents[name], "action_values"):
+            raise ValueError(f"--{name} {spec!r} is not a search agent (it values no actions)")
+    env = BergenSingleAgentEnv(
+        num_players=players, rules=rules, opponents=[opponent], learner_seat="random"
+    )
+    win = WIN_VALUE * env.rules.score_scale
+    rng = np.random.default_rng(seed)
     regrets: list[list[float]] = []
     agree = 0
     matches = 0

@@ -15,16 +15,16 @@ import numpy as np
 import pytest
 
 from bergen_env import BergenState, Encoder, Rules, raw_env
-from bergen_env.action_features import NUM_ACTION_FEATURES
 from bergen_env.agents import make_agent, registered_agents
 from bergen_env.engine import _bits_of
-from bergen_env.observation import OBS_SIZE
-from bergen_env.policy_file import save_policy_file
 from bergen_env.rules import PRESETS
 from bergen_env.tiles import NUM_TILES, TILES
+from tests.scored_policy import scored_policy_file
 
 SEATINGS = ((2, False), (3, False), (4, False), (4, True))
 CONFIGS = [(preset, n, p) for preset in PRESETS for n, p in SEATINGS]
+#: One setting per seating kind, for the slower agent checks.
+SMALL_CONFIGS = [("standard", 2, False), ("traditional", 3, False), ("double_set", 4, True)]
 #: Small settings for the slow agents (a PIMC search with few samples).
 AGENT_SPECS = {
     "search": "search:samples=8",
@@ -178,10 +178,7 @@ def agent_spec(kind: str) -> str:
 
 
 @pytest.mark.parametrize("kind", [*registered_agents(), *EXTRA_KINDS])
-@pytest.mark.parametrize(
-    ("preset", "num_players", "partnerships"),
-    [("standard", 2, False), ("traditional", 3, False), ("double_set", 4, True)],
-)
+@pytest.mark.parametrize(("preset", "num_players", "partnerships"), SMALL_CONFIGS)
 def test_agent_decisions_ignore_hidden_tiles(
     kind: str, preset: str, num_players: int, partnerships: bool
 ) -> None:
@@ -231,28 +228,12 @@ def _check_decisions_ignore_hidden_tiles(kind: str, rules: Rules) -> None:
     assert decisions > MIN_DECISIONS.get(kind, 60)
 
 
-@pytest.mark.parametrize(
-    ("preset", "num_players", "partnerships"),
-    [("standard", 2, False), ("traditional", 3, False), ("double_set", 4, True)],
-)
+@pytest.mark.parametrize(("preset", "num_players", "partnerships"), SMALL_CONFIGS)
 def test_scored_policy_ignores_hidden_tiles(
     tmp_path: Path, preset: str, num_players: int, partnerships: bool
 ) -> None:
     """A policy network with an action scorer (random weights, so every feature moves its
     choice) decides from the observation alone."""
     rules = Rules.preset(preset, num_players=num_players, partnerships=partnerships)
-    rng = np.random.default_rng(5)
-    hidden, width = 16, 8
-    path = save_policy_file(
-        tmp_path / "scored",
-        rules,
-        [rng.normal(size=(hidden, OBS_SIZE)), rng.normal(size=(rules.num_actions, hidden))],
-        [rng.normal(size=hidden), rng.normal(size=rules.num_actions)],
-        ["relu", "identity"],
-        scorer=(
-            [rng.normal(size=(width, hidden + NUM_ACTION_FEATURES)), rng.normal(size=(1, width))],
-            [rng.normal(size=width), rng.normal(size=1)],
-            ["relu", "identity"],
-        ),
-    )
+    path = scored_policy_file(tmp_path, hidden=16, width=8, rules=rules)
     _check_decisions_ignore_hidden_tiles(f"policy:{path}", rules)

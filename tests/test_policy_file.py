@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 from bergen_env import BergenState, Encoder
-from bergen_env.action_features import NUM_ACTION_FEATURES, action_features
+from bergen_env.action_features import action_features
 from bergen_env.agents import PolicyAgent, make_agent
 from bergen_env.arena import run_tournament
 from bergen_env.observation import OBS_SIZE
@@ -28,6 +28,7 @@ from bergen_env.policy_file import (
 )
 from bergen_env.rules import PRESETS, Rules
 from tests.aec_decisions import aec_decisions
+from tests.scored_policy import scored_policy_file
 
 ROOT = Path(__file__).resolve().parents[1]
 SHIPPED = ["standard_2p", "standard_3p", "partners_4p", "draw_2p", "fives_2p"]
@@ -475,26 +476,8 @@ def test_unknown_activation_and_unreadable_files(tmp_path: Path) -> None:
 # ---------------------------------------------------------------- files with an action scorer
 
 
-def _scored(tmp_path: Path, hidden: int = 6, width: int = 5, rules: Rules | None = None) -> Path:
-    rules = rules or Rules.preset()
-    n = rules.num_actions
-    rng = np.random.default_rng(1)
-    w = [rng.normal(size=(hidden, OBS_SIZE)) * 0.3, rng.normal(size=(n, hidden))]
-    b = [rng.normal(size=hidden), rng.normal(size=n)]
-    sw = [rng.normal(size=(width, hidden + NUM_ACTION_FEATURES)), rng.normal(size=(1, width))]
-    sb = [rng.normal(size=width), rng.normal(size=1)]
-    return save_policy_file(
-        tmp_path / "scored",
-        rules,
-        w,
-        b,
-        ["relu", "identity"],
-        scorer=(sw, sb, ["relu", "identity"]),
-    )
-
-
 def test_scored_file_adds_the_scorer_to_each_legal_action(tmp_path: Path) -> None:
-    path = _scored(tmp_path)
+    path = scored_policy_file(tmp_path)
     policy = read_policy_file(path)
     assert policy.header["version"] == 2
     assert policy.header["network"]["scorer"]["features"] == "afterstate-1"
@@ -550,7 +533,7 @@ def test_scored_policy_is_legal_reproducible_and_picklable_under_every_preset(
     actions, the same match again, and a pickled copy (as sent to a worker) chooses what the
     original does."""
     rules = Rules.preset(preset, num_players=players, partnerships=partnerships)
-    spec = f"policy:{_scored(tmp_path, hidden=16, width=8, rules=rules)}"
+    spec = f"policy:{scored_policy_file(tmp_path, hidden=16, width=8, rules=rules)}"
     encoder = Encoder(rules)
 
     def match(seed: int) -> list[int]:
@@ -585,7 +568,7 @@ def test_scored_policy_is_legal_reproducible_and_picklable_under_every_preset(
     ],
 )
 def test_bad_scorer_headers_are_named(tmp_path: Path, change, message: str) -> None:
-    path = _scored(tmp_path)
+    path = scored_policy_file(tmp_path)
     _rewrite(path, change)
     with pytest.raises(PolicyFileError, match=f"scored.safetensors.*{message}"):
         read_policy_file(path)
