@@ -368,7 +368,7 @@ def test_multiplayer_config_errors(seating: str, changes: dict, message: str) ->
         multi(seating, **changes)
 
 
-@pytest.mark.parametrize(("seating", "scorer"), [("3p", []), ("4p", []), ("4p", [8])])
+@pytest.mark.parametrize(("seating", "scorer"), [("3p", []), ("3p", [8]), ("4p", []), ("4p", [8])])
 def test_tiny_multiplayer_run(seating: str, scorer: list[int], tmp_path: Path) -> None:
     import yaml
 
@@ -390,7 +390,13 @@ def test_tiny_multiplayer_run(seating: str, scorer: list[int], tmp_path: Path) -
 
 
 @pytest.mark.parametrize(
-    "name", ["expert_iteration_3p", "expert_iteration_4p", "expert_iteration_4p_scorer"]
+    "name",
+    [
+        "expert_iteration_3p",
+        "expert_iteration_3p_scorer",
+        "expert_iteration_4p",
+        "expert_iteration_4p_scorer",
+    ],
 )
 def test_shipped_multiplayer_configs_load(name: str) -> None:
     cfg = load_config(ROOT / "configs" / f"{name}.yaml")

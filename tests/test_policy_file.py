@@ -104,9 +104,10 @@ def test_policy_agent_is_deterministic() -> None:
     ]
 
 
-#: The expert-iteration policies: their rules, config and starting policy, and a tournament seating.
+#: The expert-iteration policies: their rules, config and starting policy.
 EXPERTS = {
     "expert_2p": (Rules.preset("standard", num_players=2), "2p_scorer", "standard_2p"),
+    "expert_3p": (Rules.preset("standard", num_players=3), "3p_scorer", "standard_3p"),
     "expert_4p": (
         Rules.preset("standard", num_players=4, partnerships=True),
         "4p_scorer",
@@ -132,7 +133,8 @@ def test_shipped_expert_policy_says_how_it_was_made(name: str) -> None:
     )
     config = prov["config"]["default"]
     assert config["scorer"] == [128, 128] and config["init_policy"].endswith(f"{start}.safetensors")
-    assert prov["metrics"]["eval_s"] > 0 and 0.5 < prov["metrics"]["vs_heuristic"] < 1
+    # the in-run evaluation beat the heuristic: more than an even share of the wins
+    assert prov["metrics"]["eval_s"] > 0 and 1 / rules.num_sides < prov["metrics"]["vs_heuristic"]
 
 
 @pytest.mark.parametrize("name", EXPERTS)
@@ -154,7 +156,8 @@ def test_shipped_expert_policy_plays_every_recorded_decision(name: str) -> None:
     plain_choice = np.where(masks, plain.logits(obs), -np.inf).argmax(axis=1)
     assert (plain_choice != chosen).any()
     spec = f"policy:{path}"
-    result = run_tournament([spec, "random"], rules, matches=4, seed=1)
+    seats = [spec] + ["random"] * (rules.num_sides - 1)
+    result = run_tournament(seats, rules, matches=4, seed=1)
     assert result.agents[spec].matches >= 4
 
 
