@@ -31,6 +31,7 @@ import numpy as np
 from bergen_env.agents import make_agent
 from bergen_env.agents.search import WIN_VALUE
 from bergen_env.single_agent import BergenSingleAgentEnv
+from bergen_env.stats import standard_error
 
 #: Expert iteration's 2-player teacher (``configs/expert_iteration_2p_scorer.yaml``).
 DEFAULT_TEACHER = (
@@ -40,8 +41,7 @@ AGENTS = ("policy", "teacher", "heuristic")
 
 
 def _mean_se(x: np.ndarray) -> dict[str, float]:
-    se = float(x.std(ddof=1) / np.sqrt(len(x))) if len(x) > 1 else float("nan")
-    return {"mean": float(x.mean()), "se": se}
+    return {"mean": float(x.mean()), "se": standard_error(x)}
 
 
 def measure(

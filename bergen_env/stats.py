@@ -40,6 +40,13 @@ def wilson_interval(successes: int, trials: int, z: float = Z95) -> tuple[float,
     return lo, hi
 
 
+def standard_error(values: Sequence[float]) -> float:
+    """The standard error of the mean of ``values`` (sample deviation, ``ddof=1``); NaN with
+    fewer than two values."""
+    x = np.asarray(values, dtype=np.float64)
+    return float(x.std(ddof=1)) / math.sqrt(x.size) if x.size > 1 else math.nan
+
+
 def mean_interval(values: Sequence[float], z: float = Z95) -> tuple[float, float, float]:
     """``(mean, lo, hi)``: the sample mean with a normal-approximation 95% interval.
 
@@ -52,5 +59,5 @@ def mean_interval(values: Sequence[float], z: float = Z95) -> tuple[float, float
     mean = float(x.mean())
     if x.size < 2:
         return mean, mean, mean
-    half = z * float(x.std(ddof=1)) / math.sqrt(x.size)
+    half = z * standard_error(x)
     return mean, mean - half, mean + half

@@ -22,7 +22,7 @@ from bergen_env.observation import OBS_SIZE
 from bergen_env.ratings import bradley_terry, elo_ratings
 from bergen_env.replay import read_jsonl, resimulate
 from bergen_env.rules import Rules
-from bergen_env.stats import mean_interval, wilson_interval
+from bergen_env.stats import mean_interval, standard_error, wilson_interval
 
 
 class FirstLegal(Agent):
@@ -87,6 +87,11 @@ def test_mean_interval() -> None:
     half = 1.959963984540054 * np.std([1, 2, 3, 4], ddof=1) / 2
     assert (mean, lo, hi) == pytest.approx((2.5, 2.5 - half, 2.5 + half))
     assert mean_interval([7.0]) == (7.0, 7.0, 7.0)
+
+
+def test_standard_error() -> None:
+    assert standard_error([1.0, 2.0, 3.0, 4.0]) == pytest.approx(np.std([1, 2, 3, 4], ddof=1) / 2)
+    assert np.isnan(standard_error([7.0]))
 
 
 # ---------------------------------------------------------------------- ratings
