@@ -24,11 +24,13 @@ from training.expert_iteration import (  # noqa: E402
     build_network,
     collect_decisions,
     collect_parallel,
+    imitation_loss,
     load_config,
     main,
     network_arrays,
     numpy_network,
     policy_logits,
+    scaled_regrets,
     soft_targets,
     split_matches,
 )
@@ -112,6 +114,33 @@ def test_targets_follow_the_values() -> None:
         soft_targets(values, np.zeros((1, 4), dtype=bool), 0.1)
 
 
+def test_regrets_are_gaps_to_the_best_legal_value_over_the_temperature() -> None:
+    values = np.array([[0.1, 0.9, 0.3, -0.2]], dtype=np.float32)
+    masks = np.array([[True, False, True, True]])
+    np.testing.assert_allclose(
+        scaled_regrets(values, masks, temperature=0.1)[0], [2.0, 0.0, 0.0, 5.0], rtol=1e-5
+    )
+
+
+def test_loss_is_cross_entropy_plus_weighted_expected_regret() -> None:
+    rng = np.random.default_rng(0)
+    values = rng.normal(size=(6, 5)).astype(np.float32)
+    masks = rng.random((6, 5)) < 0.7
+    masks[:, 0] = True
+    logits = rng.normal(size=(6, 5)).astype(np.float32)
+    targets = soft_targets(values, masks, 0.5)
+    regrets = scaled_regrets(values, masks, 0.5)
+    z = np.where(masks, logits, -np.inf)
+    pi = np.exp(z - z.max(axis=1, keepdims=True))
+    pi /= pi.sum(axis=1, keepdims=True)
+    cross_entropy = -np.mean(np.sum(targets * np.log(np.where(masks, pi, 1.0)), axis=1))
+    expected_regret = np.mean(np.sum(pi * regrets, axis=1))
+    args = [torch.as_tensor(x) for x in (logits, masks, targets, regrets)]
+    for weight in (0.0, 0.7):
+        loss = float(imitation_loss(*args, regret_weight=weight))
+        assert loss == pytest.approx(cross_entropy + weight * expected_regret, rel=1e-5)
+
+
 def test_held_out_split_keeps_matches_whole(labelled: Decisions) -> None:
     train, test = split_matches(labelled, 0.3, seed=0)
     assert len(train) + len(test) == len(labelled) and len(test)
@@ -134,6 +163,7 @@ def test_network_starts_from_the_shipped_policy() -> None:
         ("decisions", 0, "'decisions' must be a positive int"),
         ("workers", "two", "'workers' must be a positive int"),
         ("temperature", 0, "'temperature' must be a number > 0"),
+        ("regret_weight", -1, "'regret_weight' must be a number >= 0"),
         ("held_out", 1.0, "'held_out' must be a number in"),
         ("teacher", "heuristic", "'teacher' must be a search agent string"),
         ("teacher", "search:budget_ms=5", "'teacher' must not set budget_ms"),
@@ -195,12 +225,15 @@ def test_fit_from_saved_decisions(tmp_path: Path, labelled: Decisions) -> None:
 
     labelled.save(tmp_path / "data.npz")
     config = tmp_path / "fit.yaml"
-    config.write_text(yaml.safe_dump({"default": dataclasses.asdict(tiny(eval_matches=0))}))
+    cfg = tiny(eval_matches=0, regret_weight=1.0)
+    config.write_text(yaml.safe_dump({"default": dataclasses.asdict(cfg)}))
     run = tmp_path / "run"
     path = main(
         ["--config", str(config), "--run-dir", str(run), "--data", str(tmp_path / "data.npz")]
     )
-    assert read_policy_file(path).rules == Rules.preset("standard")
+    policy = read_policy_file(path)
+    assert policy.rules == Rules.preset("standard")
+    assert policy.provenance["config"]["default"]["regret_weight"] == 1.0
     assert not (run / "data_0.npz").exists()  # nothing collected
     row = (run / "metrics.csv").read_text().splitlines()[1].split(",")
     assert int(row[1]) == len(labelled)  # the decisions fitted: the saved ones

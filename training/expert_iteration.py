@@ -108,6 +108,10 @@ class ExpertIterationConfig(EnvBlock):
     """The ``search`` agent string whose action values label the decisions."""
     temperature: float = 0.03
     """Softmax temperature of the targets, in match units (``2 P(win) - 1``)."""
+    regret_weight: float = 0.0
+    """Weight of the expected regret in the loss: the cross-entropy plus ``regret_weight`` times
+    ``sum_a pi(a) (max_b v(b) - v(a)) / temperature`` (the network's expected loss of value
+    against search's best action; 0: the cross-entropy alone)."""
     init_policy: str | None = None
     """Portable policy file the network starts from (null: random weights of ``net_arch``)."""
     net_arch: list[int] = field(default_factory=lambda: [256, 256])
@@ -169,6 +173,8 @@ class ExpertIterationConfig(EnvBlock):
         for key in ("temperature", "learning_rate"):
             if not is_number(getattr(self, key)) or getattr(self, key) <= 0:
                 raise bad(key, "must be a number > 0")
+        if not is_number(self.regret_weight) or self.regret_weight < 0:
+            raise bad("regret_weight", "must be a number >= 0")
         if not is_number(self.held_out) or not 0 < self.held_out < 1:
             raise bad("held_out", "must be a number in (0, 1)")
         if not isinstance(self.keep_data, bool):
@@ -308,6 +314,15 @@ def soft_targets(values: np.ndarray, masks: np.ndarray, temperature: float) -> n
     z -= z.max(axis=1, keepdims=True)
     p = np.exp(z)
     return (p / p.sum(axis=1, keepdims=True)).astype(np.float32)
+
+
+def scaled_regrets(values: np.ndarray, masks: np.ndarray, temperature: float) -> np.ndarray:
+    """Each legal action's regret (the row's best value minus its value) over ``temperature``;
+    0 on illegal ones."""
+    masks = np.asarray(masks, dtype=bool)
+    legal = np.where(masks, np.asarray(values, dtype=np.float64), -np.inf)
+    gaps = legal.max(axis=1, keepdims=True) - legal
+    return np.where(masks, gaps / temperature, 0.0).astype(np.float32)
 
 
 def collect_decisions(
@@ -569,6 +584,24 @@ def masked_log_softmax(logits: torch.Tensor, masks: torch.Tensor) -> torch.Tenso
     return torch.log_softmax(logits.masked_fill(~masks, float("-inf")), dim=1)
 
 
+def imitation_loss(
+    logits: torch.Tensor,
+    masks: torch.Tensor,
+    targets: torch.Tensor,
+    regrets: torch.Tensor,
+    regret_weight: float = 0.0,
+) -> torch.Tensor:
+    """The mean over a batch of the cross-entropy of the masked policy to ``targets`` (see
+    :func:`soft_targets`), plus ``regret_weight`` times its expected ``regrets`` (see
+    :func:`scaled_regrets`)."""
+    # targets are 0 where logp is -inf: count those terms as 0
+    logp = masked_log_softmax(logits, masks).masked_fill(~masks, 0.0)
+    loss = -(targets * logp).sum(dim=1).mean()
+    if regret_weight:  # the policy is 0 on the illegal actions, whose regret is 0 too
+        loss = loss + regret_weight * (logp.exp() * masks * regrets).sum(dim=1).mean()
+    return loss
+
+
 def fit(
     net: Network,
     data: Decisions,
@@ -576,11 +609,13 @@ def fit(
     cfg: ExpertIterationConfig,
     seed: int,
 ) -> float:
-    """Fit ``net`` to the soft targets of ``data[train_idx]``; returns the last epoch's loss."""
+    """Fit ``net`` to the soft targets of ``data[train_idx]`` (plus ``regret_weight`` times the
+    expected regret); returns the last epoch's loss."""
     rng = np.random.default_rng(seed)
     obs = torch.as_tensor(data.obs)
     masks = torch.as_tensor(data.masks)
     targets = torch.as_tensor(soft_targets(data.values, data.masks, cfg.temperature))
+    regrets = torch.as_tensor(scaled_regrets(data.values, data.masks, cfg.temperature))
     optimizer = torch.optim.Adam(net.parameters(), lr=cfg.learning_rate)
     net.train()
     loss_mean = float("nan")
@@ -589,9 +624,8 @@ def fit(
         total, count = 0.0, 0
         for start in range(0, len(order), cfg.batch_size):
             idx = order[start : start + cfg.batch_size]
-            logp = masked_log_softmax(policy_logits(net, obs[idx], masks[idx]), masks[idx])
-            # targets are 0 where logp is -inf: count those terms as 0
-            loss = -(targets[idx] * logp.masked_fill(~masks[idx], 0.0)).sum(dim=1).mean()
+            logits = policy_logits(net, obs[idx], masks[idx])
+            loss = imitation_loss(logits, masks[idx], targets[idx], regrets[idx], cfg.regret_weight)
             optimizer.zero_grad()
             loss.backward()
             torch.nn.utils.clip_grad_norm_(net.parameters(), 1.0)
