@@ -7,17 +7,21 @@
 
 Every pair of agents plays a duplicate tournament (:func:`bergen_env.arena.run_tournament`: the
 same deals with the seats swapped) of ``--matches`` matches, or fewer for a slow agent
-(``--matches-for SPEC N``: every pair with SPEC plays at most N). Two players, or four in two
-partnerships (an agent and a copy of it against the other and its copy).
+(``--matches-for SPEC N``: every pair with SPEC plays at most N). Two players; four in two
+partnerships (an agent and a copy of it against the other and its copy); or three or four
+individual players, where a pair plays two lineups of half the matches each: one agent against
+copies of the other in every other seat, then the other way round.
 
 **Results are stored per pair** in the ``--results`` JSON file, keyed by the two agent strings
 (in sorted order), the rules, the seed, the match count and the SHA-256 of every file an agent
 string names (a policy file): a pair already in the file is not played again, so adding an agent
 plays only its new pairs and re-running reproduces the table. Each pair keeps its first agent's
-outcome per match, in (deal group, seating) order: ``2`` placed ahead, ``1`` level, ``0`` behind
-(:func:`bergen_env.arena.placed_ahead`).
+outcome per match, in (deal group, seating) order: its half-points over the match's
+*comparisons*, each of its seats against each of the other agent's seats (one comparison with
+two sides; two with three individual players, three with four), a comparison giving ``2`` when
+it placed ahead, ``1`` level and ``0`` behind (:func:`bergen_env.arena.placed_ahead`).
 
-**Ratings** are the Bradley-Terry fit of all pairs' outcomes (:mod:`bergen_env.ratings`, the
+**Ratings** are the Bradley-Terry fit of all pairs' comparisons (:mod:`bergen_env.ratings`, the
 arena's prior of one virtual game per pair) on the Elo scale, shifted so the ``--anchor`` agent
 has the given rating (default ``random=1000`` when ``random`` plays; otherwise a mean of 1500).
 The 95% intervals are percentiles of a seeded bootstrap: each replicate resamples every pair's
@@ -50,11 +54,13 @@ from bergen_env.rules import Rules
 from bergen_env.stats import wilson_interval
 
 FORMAT = "bergen_env rating results"
-VERSION = 1
+VERSION = 2
+#: Versions read: 1 stored only two-sided pairs (one comparison a match, one lineup).
+READABLE_VERSIONS = (1, 2)
 #: Seed stream of the bootstrap (the arena uses 0 for deals and 1 for agents).
 BOOTSTRAP_STREAM = 2
 DEFAULT_ANCHOR = ("random", 1000.0)
-OUTCOME_CHARS = "012"  # the first agent's half-points per match
+OUTCOME_CHARS = "0123456"  # the first agent's half-points per match (at most 2 a comparison)
 
 
 # ---------------------------------------------------------------------- stored pairs
@@ -70,18 +76,27 @@ class PairResult:
     seed: int
     matches: int  # played: whole deal groups
     rotations: int  # seatings per deal group
-    outcomes: str  # per match, the first agent's half-points: "2" ahead, "1" level, "0" behind
-    wins: tuple[int, int]  # matches won by each agent (a match without a winner counts for none)
+    outcomes: str  # per match, the first agent's half-points over its comparisons
+    # matches won by each agent in the lineup where it sits alone against copies of the other
+    # (with two sides: every match); a match without a winner counts for none
+    wins: tuple[int, int]
     seconds: float  # wall time of the pair
     commit: str | None  # the git commit the pair was played at
+    comparisons: int = 1  # per match: each seat of one agent against each seat of the other
+    lineups: int = 1  # 2: each agent sits alone against copies of the other in half the matches
 
     def key(self) -> str:
         return pair_key(self.agents, self.files, self.rules, self.seed, self.matches)
 
     @property
     def score(self) -> float:
-        """The first agent's share of the pair's points (a level match counts half)."""
-        return sum(int(c) for c in self.outcomes) / (2 * self.matches)
+        """The first agent's share of the pair's comparisons (a level one counts half)."""
+        return sum(int(c) for c in self.outcomes) / (2 * self.comparisons * self.matches)
+
+    @property
+    def alone(self) -> int:
+        """Matches each agent played alone against copies of the other (all with two sides)."""
+        return self.matches // self.lineups
 
     def group_points(self) -> np.ndarray:
         """The first agent's half-points per deal group (the bootstrap's resampling unit)."""
@@ -94,15 +109,19 @@ class PairResult:
         return d
 
     @classmethod
-    def from_json(cls, data: Any, where: str) -> PairResult:
-        """Check one stored entry; ``where`` names it in errors."""
+    def from_json(cls, data: Any, where: str, version: int = VERSION) -> PairResult:
+        """Check one stored entry (of a file of ``version``); ``where`` names it in errors."""
         if not isinstance(data, dict):
             raise ValueError(f"{where}: expected an object, got {type(data).__name__}")
         names = [f for f in cls.__dataclass_fields__]
+        if version == 1:  # two sides only: one comparison a match, one lineup
+            names = [f for f in names if f not in ("comparisons", "lineups")]
         missing = [f for f in names if f not in data]
         unknown = sorted(set(data) - set(names))
         if missing or unknown:
             raise ValueError(f"{where}: missing fields {missing}, unknown fields {unknown}")
+        if version == 1:
+            data = {**data, "comparisons": 1, "lineups": 1}
         agents = data["agents"]
         if not (
             isinstance(agents, list)
@@ -113,20 +132,26 @@ class PairResult:
         for field_name, kind in (("files", dict), ("rules", dict), ("outcomes", str)):
             if not isinstance(data[field_name], kind):
                 raise ValueError(f"{where}: {field_name!r} must be a {kind.__name__}")
-        for field_name in ("seed", "matches", "rotations"):
+        for field_name in ("seed", "matches", "rotations", "comparisons", "lineups"):
             value = data[field_name]
             if not isinstance(value, int) or isinstance(value, bool) or value < 0:
                 raise ValueError(f"{where}: {field_name!r} must be an integer >= 0, got {value!r}")
         outcomes = data["outcomes"]
         matches, rotations = data["matches"], data["rotations"]
-        if rotations < 1 or matches < 1 or matches % rotations:
+        comparisons, lineups = data["comparisons"], data["lineups"]
+        if not 1 <= comparisons <= (len(OUTCOME_CHARS) - 1) // 2 or lineups not in (1, 2):
+            raise ValueError(
+                f"{where}: 'comparisons' must be 1 to 3 and 'lineups' 1 or 2, got "
+                f"{comparisons} and {lineups}"
+            )
+        if rotations < 1 or matches < 1 or matches % (rotations * lineups):
             raise ValueError(
                 f"{where}: {matches} matches are not whole deal groups of {rotations} seatings"
+                + (f" in each of {lineups} lineups" if lineups > 1 else "")
             )
-        if len(outcomes) != matches or set(outcomes) - set(OUTCOME_CHARS):
-            raise ValueError(
-                f"{where}: 'outcomes' must be {matches} characters from {OUTCOME_CHARS!r}"
-            )
+        chars = OUTCOME_CHARS[: 2 * comparisons + 1]
+        if len(outcomes) != matches or set(outcomes) - set(chars):
+            raise ValueError(f"{where}: 'outcomes' must be {matches} characters from {chars!r}")
         wins = data["wins"]
         if not (
             isinstance(wins, list) and len(wins) == 2 and all(isinstance(w, int) for w in wins)
@@ -148,6 +173,8 @@ class PairResult:
             wins=(wins[0], wins[1]),
             seconds=float(seconds),
             commit=commit,
+            comparisons=comparisons,
+            lineups=lineups,
         )
 
 
@@ -181,15 +208,17 @@ def load_results(path: Path) -> list[PairResult]:
         raise ValueError(f"results file {str(path)!r}: not readable JSON ({exc})") from None
     if not isinstance(data, dict) or data.get("format") != FORMAT:
         raise ValueError(f"results file {str(path)!r}: not a rating results file ({FORMAT!r})")
-    if data.get("version") != VERSION:
+    version = data.get("version")
+    if version not in READABLE_VERSIONS:
         raise ValueError(
-            f"results file {str(path)!r}: version {data.get('version')!r}, expected {VERSION}"
+            f"results file {str(path)!r}: version {version!r}, expected one of "
+            f"{list(READABLE_VERSIONS)}"
         )
     entries = data.get("pairs")
     if not isinstance(entries, list):
         raise ValueError(f"results file {str(path)!r}: 'pairs' must be a list")
     out = [
-        PairResult.from_json(e, f"results file {str(path)!r}, pair {k}")
+        PairResult.from_json(e, f"results file {str(path)!r}, pair {k}", version)
         for k, e in enumerate(entries)
     ]
     keys = [p.key() for p in out]
@@ -220,8 +249,8 @@ def agent_files(spec: str) -> dict[str, str]:
 
 
 def check_setup(specs: Sequence[str], rules: Rules) -> None:
-    """Two distinct agent strings or more, each building and resetting under ``rules``, and
-    rules whose matches seat two sides of one agent each; errors name the problem."""
+    """Two distinct agent strings or more, each building and resetting under ``rules``; errors
+    name the problem."""
     if len(specs) < 2:
         raise ValueError(f"a rating table needs at least 2 agents, got {len(specs)}")
     seen = set()
@@ -229,11 +258,6 @@ def check_setup(specs: Sequence[str], rules: Rules) -> None:
         if spec in seen:
             raise ValueError(f"agent {spec!r} is listed twice")
         seen.add(spec)
-    if rules.num_players != 2 and not rules.partnerships:
-        raise ValueError(
-            f"a rating table pairs two agents per match: 2 players, or 4 in partnerships "
-            f"(got {rules.num_players} individual players)"
-        )
     for spec in specs:
         try:
             make_agent(spec).reset(rules, 0, np.random.default_rng(0))
@@ -242,13 +266,22 @@ def check_setup(specs: Sequence[str], rules: Rules) -> None:
             raise ValueError(message if spec in message else f"agent {spec!r}: {message}") from None
 
 
+def pair_lineups(a: str, b: str, rules: Rules) -> list[list[str]]:
+    """The agents of each tournament a pair plays: ``[a, b]`` with two sides; with three or four
+    individual players, ``a`` alone against copies of ``b``, then ``b`` alone against ``a``'s."""
+    if rules.num_players == 2 or rules.partnerships:
+        return [[a, b]]
+    others = rules.num_players - 1
+    return [[a] + [b] * others, [b] + [a] * others]
+
+
 def pair_matches(
-    a: str, b: str, matches: int, matches_for: Mapping[str, int], rotations: int
+    a: str, b: str, matches: int, matches_for: Mapping[str, int], rotations: int, lineups: int = 1
 ) -> int:
     """A pair's match count: ``matches``, capped by either agent's ``matches_for``, rounded up
-    to whole deal groups."""
+    to whole deal groups in each of its ``lineups``."""
     n = min([matches, *(matches_for[s] for s in (a, b) if s in matches_for)])
-    return math.ceil(n / rotations) * rotations
+    return math.ceil(n / (rotations * lineups)) * rotations * lineups
 
 
 def git_commit() -> str | None:
@@ -269,29 +302,43 @@ def git_commit() -> str | None:
 def play_pair(
     a: str, b: str, rules: Rules, matches: int, seed: int, workers: int, commit: str | None
 ) -> PairResult:
-    """One pair's duplicate tournament, reduced to what is stored (``commit``: the code's)."""
+    """One pair's duplicate tournaments (:func:`pair_lineups`, the same deals in each), reduced
+    to what is stored (``commit``: the code's)."""
     start = time.perf_counter()
-    result = run_tournament([a, b], rules, matches=matches, seed=seed, workers=workers)
-    seconds = time.perf_counter() - start
     side_of = rules.side_of
-    outcomes = []
+    lineups = pair_lineups(a, b, rules)
+    outcomes: list[str] = []
     wins = [0, 0]
-    for r in result.records:
-        side_a, side_b = side_of[r.lineup.index(0)], side_of[r.lineup.index(1)]
-        outcomes.append(OUTCOME_CHARS[int(2 * placed_ahead(r, side_a, side_b))])
-        wins[0] += r.winner == side_a
-        wins[1] += r.winner == side_b
+    comparisons = rotations = 0
+    for k, agents in enumerate(lineups):
+        result = run_tournament(
+            agents, rules, matches=matches // len(lineups), seed=seed, workers=workers
+        )
+        rotations = int(result.config["rotations"])
+        mine = {i for i, spec in enumerate(agents) if spec == a}  # agent indices of a's seats
+        for r in result.records:
+            sides_a = sorted({side_of[s] for s, i in enumerate(r.lineup) if i in mine})
+            sides_b = sorted({side_of[s] for s, i in enumerate(r.lineup) if i not in mine})
+            comparisons = len(sides_a) * len(sides_b)
+            half = sum(2 * placed_ahead(r, x, y) for x in sides_a for y in sides_b)
+            outcomes.append(OUTCOME_CHARS[int(half)])
+            if k == 0:  # a alone (or, with two sides, every match)
+                wins[0] += r.winner in sides_a
+            if k == len(lineups) - 1:
+                wins[1] += r.winner in sides_b
     return PairResult(
         agents=(a, b),
         files={**agent_files(a), **agent_files(b)},
         rules=rules.to_dict(),
         seed=seed,
-        matches=len(result.records),
-        rotations=int(result.config["rotations"]),
+        matches=len(outcomes),
+        rotations=rotations,
         outcomes="".join(outcomes),
         wins=(wins[0], wins[1]),
-        seconds=round(seconds, 2),
+        seconds=round(time.perf_counter() - start, 2),
         commit=commit,
+        comparisons=comparisons,
+        lineups=len(lineups),
     )
 
 
@@ -334,7 +381,9 @@ def round_robin(
         if not isinstance(n, int) or isinstance(n, bool) or n < 1:
             raise ValueError(f"matches for {spec!r} must be an integer >= 1, got {n!r}")
     check_setup(specs, rules)
-    rotations = len(seat_lineups(2, rules))
+    individual = rules.num_players > 2 and not rules.partnerships
+    rotations = len(seat_lineups(rules.num_players if individual else 2, rules))
+    lineups = 2 if individual else 1
     stored = load_results(results) if results is not None else []
     by_key = {p.key(): p for p in stored}
     commit = git_commit()  # once: the code this process runs, whatever is committed meanwhile
@@ -343,7 +392,7 @@ def round_robin(
     order = sorted(specs)
     for i, a in enumerate(order):
         for b in order[i + 1 :]:
-            n = pair_matches(a, b, matches, matches_for, rotations)
+            n = pair_matches(a, b, matches, matches_for, rotations, lineups)
             key = pair_key((a, b), {**files[a], **files[b]}, rules.to_dict(), seed, n)
             pair = by_key.get(key)
             if pair is None:
@@ -409,7 +458,8 @@ class RatingTable:
         return "\n".join(lines)
 
     def pairs_markdown(self) -> str:
-        """One row per pair: matches, the better-rated agent's match-win rate (95% Wilson), its
+        """One row per pair: matches, the better-rated agent's match-win rate (95% Wilson; with
+        more than two sides, in the matches it played alone against copies of the other), its
         score and the score the ratings predict, the wall time per match and the commit."""
         lines = [
             "| agent | opponent | matches | win rate | 95% CI | score | rated "
@@ -421,10 +471,10 @@ class RatingTable:
         for p in ordered:
             a, b = sorted(p.agents, key=rank.__getitem__)
             wins = p.wins[p.agents.index(a)]
-            lo, hi = wilson_interval(wins, p.matches)
+            lo, hi = wilson_interval(wins, p.alone)
             rated = expected_score(self.ratings[a], self.ratings[b])
             lines.append(
-                f"| `{a}` | `{b}` | {p.matches} | {wins / p.matches:.3f} | [{lo:.3f}, {hi:.3f}] "
+                f"| `{a}` | `{b}` | {p.matches} | {wins / p.alone:.3f} | [{lo:.3f}, {hi:.3f}] "
                 f"| {self.score[a][b]:.3f} | {rated:.3f} | {1000 * p.seconds / p.matches:.1f} "
                 f"| `{p.commit}` |"
             )
@@ -466,18 +516,19 @@ def rating_table(
     for p in run.pairs:
         i, j = index[p.agents[0]], index[p.agents[1]]
         points = p.group_points()
-        groups.append((i, j, points, p.rotations))
+        per_group = p.rotations * p.comparisons  # comparisons in one deal group
+        groups.append((i, j, points, per_group))
         wins[i, j] += points.sum() / 2
-        wins[j, i] += p.matches - points.sum() / 2
+        wins[j, i] += p.matches * p.comparisons - points.sum() / 2
     point = _elo(wins, anchor_index, anchor_rating)
     rng = np.random.default_rng(np.random.SeedSequence(seed, spawn_key=(BOOTSTRAP_STREAM,)))
     samples = np.empty((bootstrap, k))
     for b in range(bootstrap):
         w = np.zeros((k, k))
-        for i, j, points, rotations in groups:
+        for i, j, points, per_group in groups:
             total = points[rng.integers(0, len(points), len(points))].sum() / 2
             w[i, j] += total
-            w[j, i] += len(points) * rotations - total
+            w[j, i] += len(points) * per_group - total
         samples[b] = _elo(w, anchor_index, anchor_rating)
     lo, hi = np.percentile(samples, [2.5, 97.5], axis=0)
     order = sorted(names, key=lambda n: (-point[index[n]], n))
@@ -527,7 +578,12 @@ def main(argv: list[str] | None = None) -> int:
     )
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--rules", default="standard", help="a preset (default standard)")
-    p.add_argument("--players", type=int, default=2, help="2, or 4 with --partnerships")
+    p.add_argument(
+        "--players",
+        type=int,
+        default=2,
+        help="2 to 4 (default 2); 4 with --partnerships for two teams",
+    )
     p.add_argument("--partnerships", action=argparse.BooleanOptionalAction, default=None)
     p.add_argument("--workers", type=int, default=1)
     p.add_argument("--results", type=Path, help="the JSON file of stored pairs (read and extended)")

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from benchmarks import rating_table as rt
+from bergen_env.arena import placed_ahead, run_tournament
 from bergen_env.rules import Rules
 
 STANDARD = Rules.preset("standard")
@@ -148,6 +149,57 @@ def test_partnerships_pair_an_agent_and_its_copy(tmp_path: Path) -> None:
     assert run.pairs[0].rules["partnerships"] is True
 
 
+@pytest.mark.parametrize("players", [3, 4])
+def test_individual_players_play_each_agent_alone_against_copies_of_the_other(
+    players: int, tmp_path: Path
+) -> None:
+    rules = Rules.preset("standard", num_players=players)
+    rotations = 6 if players == 3 else 24
+    run = rt.round_robin(["random", "greedy"], rules, matches=8, results=tmp_path / "i.json")
+    (pair,) = run.pairs
+    assert pair.agents == ("greedy", "random") and pair.lineups == 2
+    assert pair.matches == 2 * rotations and pair.rotations == rotations  # whole groups of both
+    assert pair.comparisons == players - 1
+    # the first half is greedy alone against copies of random, on the same deals as the second
+    alone = run_tournament(["greedy"] + ["random"] * (players - 1), rules, matches=rotations)
+    others = run_tournament(["random"] + ["greedy"] * (players - 1), rules, matches=rotations)
+    expected = []
+    for result, mine in ((alone, {0}), (others, set(range(1, players)))):
+        for r in result.records:
+            a = [s for s, i in enumerate(r.lineup) if i in mine]
+            b = [s for s, i in enumerate(r.lineup) if i not in mine]
+            expected.append(str(int(sum(2 * placed_ahead(r, x, y) for x in a for y in b))))
+    assert pair.outcomes == "".join(expected)
+    assert pair.wins == (
+        sum(r.winner == r.lineup.index(0) for r in alone.records),
+        sum(r.winner == r.lineup.index(0) for r in others.records),
+    )
+    assert pair.score == sum(map(int, expected)) / (2 * (players - 1) * pair.matches)
+    assert rt.load_results(tmp_path / "i.json") == [pair]  # stored and read back whole
+    table = rt.rating_table(run, bootstrap=50)
+    assert table.score["greedy"]["random"] == pytest.approx(pair.score)
+    assert f"| `greedy` | `random` | {2 * rotations} | {pair.wins[0] / rotations:.3f} |" in (
+        table.pairs_markdown()
+    )
+
+
+def test_a_version_1_file_reads_as_two_sided_pairs(tmp_path: Path) -> None:
+    path = tmp_path / "r.json"
+    _run(path, ["random", "greedy"], matches=2)
+    data = json.loads(path.read_text())
+    assert data["version"] == rt.VERSION == 2
+    data["version"] = 1
+    for entry in data["pairs"]:
+        del entry["comparisons"], entry["lineups"]
+    path.write_text(json.dumps(data))
+    (pair,) = rt.load_results(path)
+    assert (pair.comparisons, pair.lineups) == (1, 1)
+    data["pairs"][0]["lineups"] = 1  # not a field of version 1
+    path.write_text(json.dumps(data))
+    with pytest.raises(ValueError, match=r"unknown fields \['lineups'\]"):
+        rt.load_results(path)
+
+
 @pytest.mark.parametrize(
     ("specs", "rules", "message"),
     [
@@ -156,7 +208,6 @@ def test_partnerships_pair_an_agent_and_its_copy(tmp_path: Path) -> None:
         (["random", "heuristic:bogus=1"], STANDARD, "bogus"),
         (["random", "random"], STANDARD, "listed twice"),
         (["random"], STANDARD, "at least 2 agents"),
-        (["random", "greedy"], Rules.preset("standard", num_players=3), "3 individual players"),
     ],
 )
 def test_bad_setups_name_the_problem(specs: list[str], rules: Rules, message: str) -> None:
@@ -198,6 +249,9 @@ def test_bad_results_files_name_the_file(tmp_path: Path, content: str, message: 
         ("outcomes", "2x", "'outcomes' must be 2 characters"),
         ("outcomes", "2", "'outcomes' must be 2 characters"),
         ("matches", 3, "not whole deal groups"),
+        ("comparisons", 0, "'comparisons' must be 1 to 3"),
+        ("lineups", 3, "'lineups' 1 or 2"),
+        ("lineups", 2, "not whole deal groups of 2 seatings in each of 2 lineups"),
         ("agents", ["random"], "two agent strings"),
         ("wins", None, "'wins' must be two integers"),
         ("seconds", "slow", "'seconds' must be a number"),
