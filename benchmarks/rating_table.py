@@ -381,9 +381,8 @@ def round_robin(
         if not isinstance(n, int) or isinstance(n, bool) or n < 1:
             raise ValueError(f"matches for {spec!r} must be an integer >= 1, got {n!r}")
     check_setup(specs, rules)
-    individual = rules.num_players > 2 and not rules.partnerships
-    rotations = len(seat_lineups(rules.num_players if individual else 2, rules))
-    lineups = 2 if individual else 1
+    shape = pair_lineups("a", "b", rules)  # every pair's tournaments have this shape
+    rotations, lineups = len(seat_lineups(len(shape[0]), rules)), len(shape)
     stored = load_results(results) if results is not None else []
     by_key = {p.key(): p for p in stored}
     commit = git_commit()  # once: the code this process runs, whatever is committed meanwhile

@@ -104,8 +104,8 @@ def test_policy_agent_is_deterministic() -> None:
     ]
 
 
-#: The expert-iteration policies: their rules, config and starting policy.
-#: name -> (rules, config, the policy file it started from or None, hidden layers, size limit)
+#: The expert-iteration policies: name -> (rules, config, the policy file it started from or
+#: None, hidden layers, file size limit).
 EXPERTS = {
     "expert_2p": (
         Rules.preset("standard", num_players=2),

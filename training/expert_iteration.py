@@ -305,24 +305,29 @@ class Decisions:
             return Decisions(**{f.name: data[f.name] for f in dataclasses.fields(Decisions)})
 
 
-def soft_targets(values: np.ndarray, masks: np.ndarray, temperature: float) -> np.ndarray:
-    """``softmax(values / temperature)`` over each row's legal actions; 0 on illegal ones."""
+def _scaled_gaps(
+    values: np.ndarray, masks: np.ndarray, temperature: float, name: str
+) -> np.ndarray:
+    """``(max_b v(b) - v(a)) / temperature`` over each row's legal actions, ``inf`` on illegal
+    ones (float64); ``name`` is the caller, named in the error for a row with no legal action."""
     masks = np.asarray(masks, dtype=bool)
     if not masks.any(axis=1).all():
-        raise ValueError("soft_targets: a decision has no legal action")
+        raise ValueError(f"{name}: a decision has no legal action")
     z = np.where(masks, np.asarray(values, dtype=np.float64) / temperature, -np.inf)
-    z -= z.max(axis=1, keepdims=True)
-    p = np.exp(z)
+    return z.max(axis=1, keepdims=True) - z
+
+
+def soft_targets(values: np.ndarray, masks: np.ndarray, temperature: float) -> np.ndarray:
+    """``softmax(values / temperature)`` over each row's legal actions; 0 on illegal ones."""
+    p = np.exp(-_scaled_gaps(values, masks, temperature, "soft_targets"))
     return (p / p.sum(axis=1, keepdims=True)).astype(np.float32)
 
 
 def scaled_regrets(values: np.ndarray, masks: np.ndarray, temperature: float) -> np.ndarray:
     """Each legal action's regret (the row's best value minus its value) over ``temperature``;
     0 on illegal ones."""
-    masks = np.asarray(masks, dtype=bool)
-    legal = np.where(masks, np.asarray(values, dtype=np.float64), -np.inf)
-    gaps = legal.max(axis=1, keepdims=True) - legal
-    return np.where(masks, gaps / temperature, 0.0).astype(np.float32)
+    gaps = _scaled_gaps(values, masks, temperature, "scaled_regrets")
+    return np.where(np.isfinite(gaps), gaps, 0.0).astype(np.float32)
 
 
 def collect_decisions(
@@ -588,7 +593,7 @@ def imitation_loss(
     logits: torch.Tensor,
     masks: torch.Tensor,
     targets: torch.Tensor,
-    regrets: torch.Tensor,
+    regrets: torch.Tensor | None,
     regret_weight: float = 0.0,
 ) -> torch.Tensor:
     """The mean over a batch of the cross-entropy of the masked policy to ``targets`` (see
@@ -598,6 +603,8 @@ def imitation_loss(
     logp = masked_log_softmax(logits, masks).masked_fill(~masks, 0.0)
     loss = -(targets * logp).sum(dim=1).mean()
     if regret_weight:  # the policy is 0 on the illegal actions, whose regret is 0 too
+        if regrets is None:
+            raise ValueError("imitation_loss: regret_weight > 0 needs the regrets")
         loss = loss + regret_weight * (logp.exp() * masks * regrets).sum(dim=1).mean()
     return loss
 
@@ -615,7 +622,11 @@ def fit(
     obs = torch.as_tensor(data.obs)
     masks = torch.as_tensor(data.masks)
     targets = torch.as_tensor(soft_targets(data.values, data.masks, cfg.temperature))
-    regrets = torch.as_tensor(scaled_regrets(data.values, data.masks, cfg.temperature))
+    regrets = (  # only when the loss uses them: an array as large as the values
+        torch.as_tensor(scaled_regrets(data.values, data.masks, cfg.temperature))
+        if cfg.regret_weight
+        else None
+    )
     optimizer = torch.optim.Adam(net.parameters(), lr=cfg.learning_rate)
     net.train()
     loss_mean = float("nan")
@@ -625,7 +636,10 @@ def fit(
         for start in range(0, len(order), cfg.batch_size):
             idx = order[start : start + cfg.batch_size]
             logits = policy_logits(net, obs[idx], masks[idx])
-            loss = imitation_loss(logits, masks[idx], targets[idx], regrets[idx], cfg.regret_weight)
+            batch_regrets = None if regrets is None else regrets[idx]
+            loss = imitation_loss(
+                logits, masks[idx], targets[idx], batch_regrets, cfg.regret_weight
+            )
             optimizer.zero_grad()
             loss.backward()
             torch.nn.utils.clip_grad_norm_(net.parameters(), 1.0)
