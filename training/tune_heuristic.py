@@ -44,7 +44,7 @@ import yaml
 
 from bergen_env.agents.heuristic import WEIGHT_NAMES, default_weights, used_weights
 from bergen_env.rules import Rules, make_rules
-from bergen_env.stats import standard_error
+from bergen_env.stats import Z95, standard_error
 from bergen_env.validation import is_bool, is_int, is_number
 
 from .cli import ArgumentParser, require_extra, run
@@ -175,7 +175,7 @@ def agent_string(weights: np.ndarray) -> str:
 def win_rate(wins: np.ndarray) -> dict[str, float]:
     """Mean of per-stream win shares with a 95% normal interval."""
     mean = float(wins.mean())
-    half = 1.96 * standard_error(wins) if len(wins) > 1 else math.inf
+    half = Z95 * standard_error(wins) if len(wins) > 1 else math.inf
     return {"win_rate": mean, "ci_low": mean - half, "ci_high": mean + half}
 
 
