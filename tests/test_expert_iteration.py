@@ -24,9 +24,11 @@ from training.expert_iteration import (  # noqa: E402
     build_network,
     collect_decisions,
     collect_parallel,
+    fit,
     imitation_loss,
     load_config,
     main,
+    make_optimizer,
     network_arrays,
     numpy_network,
     policy_logits,
@@ -164,6 +166,8 @@ def test_network_starts_from_the_shipped_policy() -> None:
         ("workers", "two", "'workers' must be a positive int"),
         ("temperature", 0, "'temperature' must be a number > 0"),
         ("regret_weight", -1, "'regret_weight' must be a number >= 0"),
+        ("weight_decay", -0.1, "'weight_decay' must be a number >= 0"),
+        ("lr_schedule", "linear", "'lr_schedule' must be 'constant' or 'cosine'"),
         ("held_out", 1.0, "'held_out' must be a number in"),
         ("teacher", "heuristic", "'teacher' must be a search agent string"),
         ("teacher", "search:budget_ms=5", "'teacher' must not set budget_ms"),
@@ -225,7 +229,7 @@ def test_fit_from_saved_decisions(tmp_path: Path, labelled: Decisions) -> None:
 
     labelled.save(tmp_path / "data.npz")
     config = tmp_path / "fit.yaml"
-    cfg = tiny(eval_matches=0, regret_weight=1.0)
+    cfg = tiny(eval_matches=0, regret_weight=1.0, lr_schedule="cosine", weight_decay=0.01)
     config.write_text(yaml.safe_dump({"default": dataclasses.asdict(cfg)}))
     run = tmp_path / "run"
     path = main(
@@ -239,6 +243,30 @@ def test_fit_from_saved_decisions(tmp_path: Path, labelled: Decisions) -> None:
     assert int(row[1]) == len(labelled)  # the decisions fitted: the saved ones
     with pytest.raises(ConfigError, match="--data: file .*nope.npz"):
         main(["--config", str(config), "--run-dir", str(run), "--data", str(tmp_path / "nope.npz")])
+
+
+def test_cosine_schedule_takes_the_step_size_to_zero() -> None:
+    net = torch.nn.Linear(3, 2)
+    optimizer, schedule = make_optimizer(net, tiny(lr_schedule="cosine"), steps=10)
+    assert schedule is not None
+    rates = []
+    for _ in range(10):
+        rates.append(optimizer.param_groups[0]["lr"])
+        optimizer.step()
+        schedule.step()
+    assert rates[0] == 3e-4 and all(a > b for a, b in zip(rates, rates[1:]))
+    assert optimizer.param_groups[0]["lr"] == pytest.approx(0.0, abs=1e-12)
+    assert make_optimizer(net, tiny(), steps=10)[1] is None  # constant: no scheduler
+
+
+def test_weight_decay_shrinks_the_fitted_weights(labelled: Decisions) -> None:
+    norms = []
+    for decay in (0.0, 10.0):
+        cfg = tiny(weight_decay=decay, learning_rate=1e-2, epochs=4)
+        net = build_network(cfg, Rules.preset("standard").num_actions)
+        fit(net, labelled, np.arange(len(labelled)), cfg, seed=0)
+        norms.append(sum(float(p.detach().norm()) for p in net.parameters()))
+    assert norms[1] < 0.9 * norms[0]
 
 
 # ---------------------------------------------------------------------- the action scorer

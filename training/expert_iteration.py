@@ -130,6 +130,11 @@ class ExpertIterationConfig(EnvBlock):
     """Passes over the decisions in each fit."""
     learning_rate: float = 3e-4
     """Adam step size."""
+    lr_schedule: str = "constant"
+    """``constant`` or ``cosine`` (the step size falls to 0 over each fit's minibatches along
+    half a cosine)."""
+    weight_decay: float = 0.0
+    """Decoupled weight decay of the optimizer (AdamW; 0: plain Adam)."""
     batch_size: int = 512
     """Minibatch size."""
     held_out: float = 0.05
@@ -173,8 +178,11 @@ class ExpertIterationConfig(EnvBlock):
         for key in ("temperature", "learning_rate"):
             if not is_number(getattr(self, key)) or getattr(self, key) <= 0:
                 raise bad(key, "must be a number > 0")
-        if not is_number(self.regret_weight) or self.regret_weight < 0:
-            raise bad("regret_weight", "must be a number >= 0")
+        for key in ("regret_weight", "weight_decay"):
+            if not is_number(getattr(self, key)) or getattr(self, key) < 0:
+                raise bad(key, "must be a number >= 0")
+        if self.lr_schedule not in ("constant", "cosine"):
+            raise bad("lr_schedule", "must be 'constant' or 'cosine'")
         if not is_number(self.held_out) or not 0 < self.held_out < 1:
             raise bad("held_out", "must be a number in (0, 1)")
         if not isinstance(self.keep_data, bool):
@@ -609,6 +617,19 @@ def imitation_loss(
     return loss
 
 
+def make_optimizer(
+    net: torch.nn.Module, cfg: ExpertIterationConfig, steps: int
+) -> tuple[torch.optim.Optimizer, torch.optim.lr_scheduler.LRScheduler | None]:
+    """AdamW at ``learning_rate`` with ``weight_decay`` (plain Adam at 0), and with ``lr_schedule``
+    ``cosine`` the scheduler that takes the step size to 0 over ``steps`` minibatches."""
+    optimizer = torch.optim.AdamW(
+        net.parameters(), lr=cfg.learning_rate, weight_decay=cfg.weight_decay
+    )
+    if cfg.lr_schedule == "constant":
+        return optimizer, None
+    return optimizer, torch.optim.lr_scheduler.CosineAnnealingLR(optimizer, T_max=steps)
+
+
 def fit(
     net: Network,
     data: Decisions,
@@ -627,7 +648,8 @@ def fit(
         if cfg.regret_weight
         else None
     )
-    optimizer = torch.optim.Adam(net.parameters(), lr=cfg.learning_rate)
+    steps = cfg.epochs * -(-len(train_idx) // cfg.batch_size)
+    optimizer, schedule = make_optimizer(net, cfg, steps)
     net.train()
     loss_mean = float("nan")
     for _ in range(cfg.epochs):
@@ -644,6 +666,8 @@ def fit(
             loss.backward()
             torch.nn.utils.clip_grad_norm_(net.parameters(), 1.0)
             optimizer.step()
+            if schedule is not None:
+                schedule.step()
             total += float(loss.detach()) * len(idx)
             count += len(idx)
         loss_mean = total / max(count, 1)
