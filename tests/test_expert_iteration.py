@@ -25,6 +25,7 @@ from training.expert_iteration import (  # noqa: E402
     collect_decisions,
     collect_parallel,
     fit,
+    hidden_and_logits,
     imitation_loss,
     load_config,
     main,
@@ -35,6 +36,7 @@ from training.expert_iteration import (  # noqa: E402
     scaled_regrets,
     soft_targets,
     split_matches,
+    target_values,
 )
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -124,6 +126,15 @@ def test_regrets_are_gaps_to_the_best_legal_value_over_the_temperature() -> None
     )
 
 
+def test_target_values_are_the_values_under_the_soft_targets() -> None:
+    values = np.array([[0.1, 0.9, 0.3, -0.2]], dtype=np.float32)
+    masks = np.array([[True, False, True, True]])
+    e = np.exp(np.array([0.1, 0.3, -0.2]) / 0.1)
+    expected = float(e @ [0.1, 0.3, -0.2] / e.sum())
+    assert target_values(values, masks, 0.1)[0] == pytest.approx(expected, rel=1e-5)
+    assert target_values(values, masks, 1e-4)[0] == pytest.approx(0.3, rel=1e-5)  # cold: the max
+
+
 def test_loss_is_cross_entropy_plus_weighted_expected_regret() -> None:
     rng = np.random.default_rng(0)
     values = rng.normal(size=(6, 5)).astype(np.float32)
@@ -167,6 +178,7 @@ def test_network_starts_from_the_shipped_policy() -> None:
         ("temperature", 0, "'temperature' must be a number > 0"),
         ("regret_weight", -1, "'regret_weight' must be a number >= 0"),
         ("weight_decay", -0.1, "'weight_decay' must be a number >= 0"),
+        ("value_weight", "1", "'value_weight' must be a number >= 0"),
         ("lr_schedule", "linear", "'lr_schedule' must be 'constant' or 'cosine'"),
         ("held_out", 1.0, "'held_out' must be a number in"),
         ("teacher", "heuristic", "'teacher' must be a search agent string"),
@@ -229,7 +241,9 @@ def test_fit_from_saved_decisions(tmp_path: Path, labelled: Decisions) -> None:
 
     labelled.save(tmp_path / "data.npz")
     config = tmp_path / "fit.yaml"
-    cfg = tiny(eval_matches=0, regret_weight=1.0, lr_schedule="cosine", weight_decay=0.01)
+    cfg = tiny(
+        eval_matches=0, regret_weight=1.0, lr_schedule="cosine", weight_decay=0.01, value_weight=1.0
+    )
     config.write_text(yaml.safe_dump({"default": dataclasses.asdict(cfg)}))
     run = tmp_path / "run"
     path = main(
@@ -269,6 +283,23 @@ def test_weight_decay_shrinks_the_fitted_weights(labelled: Decisions) -> None:
     assert norms[1] < 0.9 * norms[0]
 
 
+def test_value_head_trains_the_trunk_and_is_not_saved(labelled: Decisions) -> None:
+    fitted = []
+    for weight in (0.0, 1.0):
+        cfg = tiny(value_weight=weight)
+        net = build_network(cfg, Rules.preset("standard").num_actions)
+        fit(net, labelled, np.arange(len(labelled)), cfg, seed=0)
+        fitted.append(net)
+    plain, valued = (network_arrays(n) for n in fitted)
+    assert [w.shape for w in plain[0][0]] == [w.shape for w in valued[0][0]]  # no extra layer
+    assert not np.array_equal(plain[0][0][0], valued[0][0][0])  # the value loss moved the trunk
+    obs = torch.as_tensor(labelled.obs)
+    with torch.no_grad():
+        hidden, logits = hidden_and_logits(fitted[1], obs, torch.as_tensor(labelled.masks))
+        np.testing.assert_array_equal(logits.numpy(), fitted[1](obs).numpy())
+    assert hidden.shape == (len(labelled), 16)
+
+
 # ---------------------------------------------------------------------- the action scorer
 
 
@@ -288,6 +319,10 @@ def test_scorer_starts_as_the_shipped_policy_and_matches_numpy(labelled: Decisio
         moved = policy_logits(net, t_obs, t_masks).numpy()
     mine = numpy_network(net).logits(obs, masks)
     np.testing.assert_allclose(moved, mine, rtol=1e-5, atol=1e-4)
+    with torch.no_grad():
+        hidden, logits = hidden_and_logits(net, t_obs, t_masks)
+    np.testing.assert_array_equal(logits.numpy(), moved)
+    assert hidden.shape == (len(obs), 256)  # the shipped trunk's last hidden layer
     assert np.abs(np.where(masks, moved - start, 0)).max() > 0.01  # the scorer now counts
     np.testing.assert_array_equal(moved[~masks], start[~masks])  # only on legal actions
 

@@ -112,6 +112,10 @@ class ExpertIterationConfig(EnvBlock):
     """Weight of the expected regret in the loss: the cross-entropy plus ``regret_weight`` times
     ``sum_a pi(a) (max_b v(b) - v(a)) / temperature`` (the network's expected loss of value
     against search's best action; 0: the cross-entropy alone)."""
+    value_weight: float = 0.0
+    """Weight of an auxiliary value loss: a linear head on the last hidden layer, used in the fit
+    only (not saved), is fitted by squared error to the position's value under the targets,
+    ``sum_a softmax(v / temperature)(a) v(a)`` (0: no value head)."""
     init_policy: str | None = None
     """Portable policy file the network starts from (null: random weights of ``net_arch``)."""
     net_arch: list[int] = field(default_factory=lambda: [256, 256])
@@ -178,7 +182,7 @@ class ExpertIterationConfig(EnvBlock):
         for key in ("temperature", "learning_rate"):
             if not is_number(getattr(self, key)) or getattr(self, key) <= 0:
                 raise bad(key, "must be a number > 0")
-        for key in ("regret_weight", "weight_decay"):
+        for key in ("regret_weight", "value_weight", "weight_decay"):
             if not is_number(getattr(self, key)) or getattr(self, key) < 0:
                 raise bad(key, "must be a number >= 0")
         if self.lr_schedule not in ("constant", "cosine"):
@@ -331,6 +335,12 @@ def soft_targets(values: np.ndarray, masks: np.ndarray, temperature: float) -> n
     return (p / p.sum(axis=1, keepdims=True)).astype(np.float32)
 
 
+def target_values(values: np.ndarray, masks: np.ndarray, temperature: float) -> np.ndarray:
+    """Each row's value under its soft target: ``sum_a softmax(v / temperature)(a) v(a)``."""
+    targets = soft_targets(values, masks, temperature)
+    return (targets * np.where(masks, values, 0.0)).sum(axis=1).astype(np.float32)
+
+
 def scaled_regrets(values: np.ndarray, masks: np.ndarray, temperature: float) -> np.ndarray:
     """Each legal action's regret (the row's best value minus its value) over ``temperature``;
     0 on illegal ones."""
@@ -481,7 +491,10 @@ class ScoredNetwork(torch.nn.Module):
         self.trunk, self.head, self.scorer = trunk, head, scorer
 
     def forward(self, obs: torch.Tensor, masks: torch.Tensor) -> torch.Tensor:
-        hidden = self.trunk(obs)
+        return self.logits(self.trunk(obs), obs, masks)
+
+    def logits(self, hidden: torch.Tensor, obs: torch.Tensor, masks: torch.Tensor) -> torch.Tensor:
+        """The logits from the trunk's output ``hidden`` of ``obs``."""
         rows, actions = torch.nonzero(masks, as_tuple=True)
         features = action_features(obs[rows].numpy(), actions.numpy())
         extra = self.scorer(torch.cat([hidden[rows], torch.as_tensor(features)], dim=1))[:, 0]
@@ -495,6 +508,22 @@ Network = torch.nn.Sequential | ScoredNetwork
 def policy_logits(net: Network, obs: torch.Tensor, masks: torch.Tensor) -> torch.Tensor:
     """The logits of ``net`` for a batch (the masks feed an action scorer)."""
     return net(obs, masks) if isinstance(net, ScoredNetwork) else net(obs)
+
+
+def hidden_and_logits(
+    net: Network, obs: torch.Tensor, masks: torch.Tensor
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """The last hidden layer's activations and the logits of ``net`` for a batch."""
+    if isinstance(net, ScoredNetwork):
+        hidden = net.trunk(obs)
+        return hidden, net.logits(hidden, obs, masks)
+    hidden = net[:-1](obs)
+    return hidden, net[-1](hidden)
+
+
+def hidden_width(net: Network) -> int:
+    """The width of ``net``'s last hidden layer."""
+    return (net.head if isinstance(net, ScoredNetwork) else net[-1]).in_features
 
 
 _ACTIVATIONS = {"relu": torch.nn.ReLU, "tanh": torch.nn.Tanh}
@@ -620,8 +649,9 @@ def imitation_loss(
 def make_optimizer(
     net: torch.nn.Module, cfg: ExpertIterationConfig, steps: int
 ) -> tuple[torch.optim.Optimizer, torch.optim.lr_scheduler.LRScheduler | None]:
-    """AdamW at ``learning_rate`` with ``weight_decay`` (plain Adam at 0), and with ``lr_schedule``
-    ``cosine`` the scheduler that takes the step size to 0 over ``steps`` minibatches."""
+    """AdamW over ``net``'s parameters at ``learning_rate`` with ``weight_decay`` (plain Adam at
+    0), and with ``lr_schedule`` ``cosine`` the scheduler that takes the step size to 0 over
+    ``steps`` minibatches."""
     optimizer = torch.optim.AdamW(
         net.parameters(), lr=cfg.learning_rate, weight_decay=cfg.weight_decay
     )
@@ -638,7 +668,8 @@ def fit(
     seed: int,
 ) -> float:
     """Fit ``net`` to the soft targets of ``data[train_idx]`` (plus ``regret_weight`` times the
-    expected regret); returns the last epoch's loss."""
+    expected regret and ``value_weight`` times a value head's squared error); returns the last
+    epoch's loss."""
     rng = np.random.default_rng(seed)
     obs = torch.as_tensor(data.obs)
     masks = torch.as_tensor(data.masks)
@@ -648,8 +679,13 @@ def fit(
         if cfg.regret_weight
         else None
     )
+    value_head, state_values = None, None
+    if cfg.value_weight:
+        value_head = torch.nn.Linear(hidden_width(net), 1)
+        state_values = torch.as_tensor(target_values(data.values, data.masks, cfg.temperature))
     steps = cfg.epochs * -(-len(train_idx) // cfg.batch_size)
-    optimizer, schedule = make_optimizer(net, cfg, steps)
+    trained = torch.nn.ModuleList([net] if value_head is None else [net, value_head])
+    optimizer, schedule = make_optimizer(trained, cfg, steps)
     net.train()
     loss_mean = float("nan")
     for _ in range(cfg.epochs):
@@ -657,11 +693,15 @@ def fit(
         total, count = 0.0, 0
         for start in range(0, len(order), cfg.batch_size):
             idx = order[start : start + cfg.batch_size]
-            logits = policy_logits(net, obs[idx], masks[idx])
+            hidden, logits = hidden_and_logits(net, obs[idx], masks[idx])
             batch_regrets = None if regrets is None else regrets[idx]
             loss = imitation_loss(
                 logits, masks[idx], targets[idx], batch_regrets, cfg.regret_weight
             )
+            if value_head is not None:
+                predicted = value_head(hidden)[:, 0]
+                value_loss = torch.nn.functional.mse_loss(predicted, state_values[idx])
+                loss = loss + cfg.value_weight * value_loss
             optimizer.zero_grad()
             loss.backward()
             torch.nn.utils.clip_grad_norm_(net.parameters(), 1.0)
