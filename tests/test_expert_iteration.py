@@ -16,6 +16,7 @@ from bergen_env.agents.base import make_agent  # noqa: E402
 from bergen_env.arena import run_tournament  # noqa: E402
 from bergen_env.policy_file import read_policy_file  # noqa: E402
 from bergen_env.rules import Rules  # noqa: E402
+from bergen_env.symmetry import MIRROR_ACTIONS, mirror_observations, mirrorable  # noqa: E402
 from training.config import ConfigError  # noqa: E402
 from training.expert_iteration import (  # noqa: E402
     Decisions,
@@ -179,6 +180,7 @@ def test_network_starts_from_the_shipped_policy() -> None:
         ("regret_weight", -1, "'regret_weight' must be a number >= 0"),
         ("weight_decay", -0.1, "'weight_decay' must be a number >= 0"),
         ("value_weight", "1", "'value_weight' must be a number >= 0"),
+        ("mirror", 1, "'mirror' must be true or false"),
         ("lr_schedule", "linear", "'lr_schedule' must be 'constant' or 'cosine'"),
         ("held_out", 1.0, "'held_out' must be a number in"),
         ("teacher", "heuristic", "'teacher' must be a search agent string"),
@@ -298,6 +300,34 @@ def test_value_head_trains_the_trunk_and_is_not_saved(labelled: Decisions) -> No
         hidden, logits = hidden_and_logits(fitted[1], obs, torch.as_tensor(labelled.masks))
         np.testing.assert_array_equal(logits.numpy(), fitted[1](obs).numpy())
     assert hidden.shape == (len(labelled), 16)
+
+
+def test_mirror_images_swap_the_ends(labelled: Decisions) -> None:
+    idx = np.arange(len(labelled))
+    images = labelled.mirror_images(idx)
+    kept = mirrorable(labelled.obs)
+    assert len(images) == kept.sum() > 0
+    np.testing.assert_array_equal(images.obs, mirror_observations(labelled.obs[kept]))
+    np.testing.assert_array_equal(images.masks, labelled.masks[kept][:, MIRROR_ACTIONS[:58]])
+    np.testing.assert_array_equal(images.values, labelled.values[kept][:, MIRROR_ACTIONS[:58]])
+    np.testing.assert_array_equal(images.match, labelled.match[kept])
+    again = images.mirror_images(np.arange(len(images)))
+    np.testing.assert_array_equal(again.obs, labelled.obs[kept])
+    np.testing.assert_array_equal(again.heuristic, labelled.heuristic[kept])
+
+
+def test_a_mirrored_fit_learns_from_the_images(labelled: Decisions) -> None:
+    """A fit on decisions and their mirror images is a fit on the two sets together."""
+    idx = np.arange(len(labelled))
+    both = Decisions.concatenate([labelled, labelled.mirror_images(idx)])
+    nets = []
+    for cfg, data in ((tiny(mirror=True), labelled), (tiny(), both)):
+        net = build_network(cfg, Rules.preset("standard").num_actions)
+        train = idx if data is labelled else np.arange(len(both))
+        fit(net, data, train, cfg, seed=0)
+        nets.append(network_arrays(net)[0][0])
+    for a, b in zip(*nets):
+        np.testing.assert_array_equal(a, b)
 
 
 # ---------------------------------------------------------------------- the action scorer

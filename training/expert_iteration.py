@@ -67,6 +67,7 @@ from bergen_env.policy_file import (
 )
 from bergen_env.rules import Rules
 from bergen_env.single_agent import BergenSingleAgentEnv
+from bergen_env.symmetry import MIRROR_ACTIONS, mirror_actions, mirror_observations, mirrorable
 from bergen_env.validation import is_int, is_number
 
 from .cli import ArgumentParser, run
@@ -139,6 +140,9 @@ class ExpertIterationConfig(EnvBlock):
     half a cosine)."""
     weight_decay: float = 0.0
     """Decoupled weight decay of the optimizer (AdamW; 0: plain Adam)."""
+    mirror: bool = False
+    """Fit on each decision and on its mirror image, the two ends of the line swapped
+    (:mod:`bergen_env.symmetry`; a decision on an empty line has none)."""
     batch_size: int = 512
     """Minibatch size."""
     held_out: float = 0.05
@@ -189,8 +193,9 @@ class ExpertIterationConfig(EnvBlock):
             raise bad("lr_schedule", "must be 'constant' or 'cosine'")
         if not is_number(self.held_out) or not 0 < self.held_out < 1:
             raise bad("held_out", "must be a number in (0, 1)")
-        if not isinstance(self.keep_data, bool):
-            raise bad("keep_data", "must be true or false")
+        for key in ("keep_data", "mirror"):
+            if not isinstance(getattr(self, key), bool):
+                raise bad(key, "must be true or false")
         if self.activation not in ("relu", "tanh"):
             raise bad("activation", "must be 'relu' or 'tanh'")
         if (
@@ -306,6 +311,18 @@ class Decisions:
             values=np.concatenate([p.values for p in parts]),
             heuristic=np.concatenate([p.heuristic for p in parts]),
             match=np.concatenate([p.match + off for p, off in zip(parts, offsets)]),
+        )
+
+    def mirror_images(self, idx: np.ndarray) -> Decisions:
+        """The mirror images (:mod:`bergen_env.symmetry`) of decisions ``idx`` that have one
+        (the line holds a tile), each in its own match's index."""
+        idx = np.asarray(idx)[mirrorable(self.obs[idx])]
+        return Decisions(
+            obs=mirror_observations(self.obs[idx]),
+            masks=mirror_actions(self.masks[idx]),
+            values=mirror_actions(self.values[idx]),
+            heuristic=MIRROR_ACTIONS[self.heuristic[idx]],
+            match=self.match[idx],
         )
 
     def save(self, path: str | Path) -> None:
@@ -667,10 +684,14 @@ def fit(
     cfg: ExpertIterationConfig,
     seed: int,
 ) -> float:
-    """Fit ``net`` to the soft targets of ``data[train_idx]`` (plus ``regret_weight`` times the
-    expected regret and ``value_weight`` times a value head's squared error); returns the last
-    epoch's loss."""
+    """Fit ``net`` to the soft targets of ``data[train_idx]`` (and their mirror images with
+    ``mirror``), plus ``regret_weight`` times the expected regret and ``value_weight`` times a
+    value head's squared error; returns the last epoch's loss."""
     rng = np.random.default_rng(seed)
+    if cfg.mirror:
+        images = data.mirror_images(train_idx)
+        train_idx = np.concatenate([train_idx, len(data) + np.arange(len(images))])
+        data = Decisions.concatenate([data, images])
     obs = torch.as_tensor(data.obs)
     masks = torch.as_tensor(data.masks)
     targets = torch.as_tensor(soft_targets(data.values, data.masks, cfg.temperature))
