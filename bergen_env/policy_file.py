@@ -159,14 +159,24 @@ class PolicyNetwork:
 
     def probabilities(self, observation: np.ndarray, action_mask: np.ndarray) -> np.ndarray:
         """The policy's action distribution with illegal actions at probability zero."""
-        legal = np.asarray(action_mask).astype(bool)
-        if not legal.any(axis=-1).all():
-            raise ValueError("the action mask has no legal action")
-        logits = self.logits(observation, legal).astype(np.float64)
-        masked = np.where(legal, logits, -np.inf)
-        masked -= masked.max(axis=-1, keepdims=True)
-        p = np.exp(masked)
-        return p / p.sum(axis=-1, keepdims=True)
+        legal = legal_actions_mask(action_mask)
+        return masked_softmax(self.logits(observation, legal), legal)
+
+
+def legal_actions_mask(action_mask: np.ndarray) -> np.ndarray:
+    """``action_mask`` as booleans; raises if a row has no legal action."""
+    legal = np.asarray(action_mask).astype(bool)
+    if not legal.any(axis=-1).all():
+        raise ValueError("the action mask has no legal action")
+    return legal
+
+
+def masked_softmax(logits: np.ndarray, legal: np.ndarray) -> np.ndarray:
+    """The softmax of ``logits`` over the ``legal`` actions (float64; zero on the others)."""
+    masked = np.where(legal, logits.astype(np.float64), -np.inf)
+    masked -= masked.max(axis=-1, keepdims=True)
+    p = np.exp(masked)
+    return p / p.sum(axis=-1, keepdims=True)
 
 
 def make_header(

@@ -27,6 +27,7 @@ from bergen_env.policy_file import (
     save_policy_file,
 )
 from bergen_env.rules import PRESETS, Rules
+from bergen_env.symmetry import mirror_actions, mirror_observations, mirrorable
 from tests.aec_decisions import aec_decisions
 from tests.scored_policy import scored_policy_file
 
@@ -448,6 +449,42 @@ def test_written_file_round_trips(tmp_path: Path) -> None:
     assert policy.rules == Rules.preset()
 
 
+def test_mirrored_policy_plays_the_same_from_either_end() -> None:
+    """``mirror=true``: the logits of a position's mirror image are its logits mirrored; on an
+    empty line they are the network's own; a batch gives what single positions give."""
+    rules = Rules.preset("standard")
+    mirrored = make_agent(f"policy:path={shipped('expert_2p')},mirror=true")
+    plain = make_agent(f"policy:{shipped('expert_2p')}")
+    encoder, rng = Encoder(rules), np.random.default_rng(0)
+    positions, asymmetric = [], 0
+    for seed in range(3):
+        s = BergenState(rules, seed=seed)
+        while not s.terminal and s.hand_number < 3:
+            obs, mask = encoder.observe(s, s.current_player), s.legal_mask()
+            positions.append((obs, mask))
+            image, image_mask = mirror_observations(obs), mirror_actions(mask)
+            logits, own = mirrored.logits(obs, mask), plain.logits(obs, mask)
+            if mirrorable(obs):
+                back = mirror_actions(mirrored.logits(image, image_mask))
+                np.testing.assert_array_equal(back, logits)
+            else:
+                np.testing.assert_array_equal(logits, own)
+            legal = mask.astype(bool)
+            asymmetric += not np.allclose(
+                mirror_actions(plain.logits(image, image_mask))[legal], own[legal]
+            )
+            legal_actions = np.flatnonzero(mask)
+            s.apply_action(int(rng.choice(legal_actions)))
+    assert asymmetric > 10  # the network alone is not symmetric: the mean makes it so
+    obs, masks = (np.stack(x) for x in zip(*positions))
+    batch = mirrored.logits(obs, masks)
+    for row, (o, m) in zip(batch, positions):
+        np.testing.assert_allclose(row, mirrored.logits(o, m), rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(mirrored.probabilities(obs, masks).sum(axis=1), 1.0)
+    with pytest.raises(ValueError, match="mirror must be true or false"):
+        make_agent(f"policy:path={shipped('expert_2p')},mirror=1")
+
+
 @pytest.mark.parametrize(
     ("change", "message"),
     [
@@ -543,14 +580,16 @@ def _rewrite(path: Path, change) -> None:
 @pytest.mark.parametrize(
     ("players", "partnerships"), [(2, False), (3, False), (4, False), (4, True)]
 )
+@pytest.mark.parametrize("options", ["", ",mirror=true"])
 def test_scored_policy_is_legal_reproducible_and_picklable_under_every_preset(
-    tmp_path: Path, preset: str, players: int, partnerships: bool
+    tmp_path: Path, preset: str, players: int, partnerships: bool, options: str
 ) -> None:
     """A policy with an action scorer in every seat of a match (at most 20 hands): only legal
     actions, the same match again, and a pickled copy (as sent to a worker) chooses what the
-    original does."""
+    original does; also with the mirror image's logits averaged in."""
     rules = Rules.preset(preset, num_players=players, partnerships=partnerships)
-    spec = f"policy:{scored_policy_file(tmp_path, hidden=16, width=8, rules=rules)}"
+    path = scored_policy_file(tmp_path, hidden=16, width=8, rules=rules)
+    spec = f"policy:path={path}{options}"
     encoder = Encoder(rules)
 
     def match(seed: int) -> list[int]:

@@ -4,6 +4,8 @@ The file format is :mod:`bergen_env.policy_file` (arrays and a JSON header; noth
 code). The agent plays the network's most probable legal action, computed in numpy, so it needs
 neither torch nor Stable-Baselines3. It refuses rules, player counts or partnerships the policy
 was not trained for; ``policy:path=FILE,allow_mismatch=true`` plays them with a warning.
+``policy:path=FILE,mirror=true`` plays the mean of the network's logits for the position and for
+its mirror image (:mod:`bergen_env.symmetry`; mapped back), a symmetric policy from any network.
 """
 
 from __future__ import annotations
@@ -20,9 +22,12 @@ from bergen_env.policy_file import (
     PolicyFile,
     PolicyFileError,
     check_trained_rules,
+    legal_actions_mask,
+    masked_softmax,
     read_policy_file,
 )
 from bergen_env.rules import Rules
+from bergen_env.symmetry import mirror_actions, mirror_observations, mirrorable
 
 
 class PolicyAgent(Agent):
@@ -30,21 +35,27 @@ class PolicyAgent(Agent):
 
     needs_view = False  # acts from the observation and the mask only
 
-    def __init__(self, path: str | Path | None = None, allow_mismatch: bool = False) -> None:
+    def __init__(
+        self, path: str | Path | None = None, allow_mismatch: bool = False, mirror: bool = False
+    ) -> None:
         if path is None:
             raise PolicyFileError("a policy agent needs the path of a policy file (policy:PATH)")
-        if not isinstance(allow_mismatch, bool):
-            raise ValueError(f"allow_mismatch must be true or false, got {allow_mismatch!r}")
+        for key, value in (("allow_mismatch", allow_mismatch), ("mirror", mirror)):
+            if not isinstance(value, bool):
+                raise ValueError(f"{key} must be true or false, got {value!r}")
         self.policy = read_policy_file(path)
         self.path = str(path)
-        self.allow_mismatch = allow_mismatch
+        self.allow_mismatch, self.mirror = allow_mismatch, mirror
         self.name = f"policy:{self.path}"
 
     @classmethod
-    def from_policy_file(cls, policy: PolicyFile, allow_mismatch: bool = False) -> PolicyAgent:
+    def from_policy_file(
+        cls, policy: PolicyFile, allow_mismatch: bool = False, mirror: bool = False
+    ) -> PolicyAgent:
         """An agent for a file already loaded (shares its read-only arrays)."""
         agent = cls.__new__(cls)
-        agent.policy, agent.path, agent.allow_mismatch = policy, policy.path, allow_mismatch
+        agent.policy, agent.path = policy, policy.path
+        agent.allow_mismatch, agent.mirror = allow_mismatch, mirror
         agent.name = f"policy:{policy.path}"
         return agent
 
@@ -65,9 +76,23 @@ class PolicyAgent(Agent):
         )
         super().reset(rules, seat, rng)
 
+    def logits(self, observation: np.ndarray, action_mask: np.ndarray) -> np.ndarray:
+        """The network's logits for one observation or a batch; with ``mirror``, their mean with
+        the logits of each mirrored position that has an image, mapped back."""
+        network = self.policy.network
+        logits = network.logits(observation, action_mask)
+        if not self.mirror:
+            return logits
+        has_image = mirrorable(observation)
+        if not has_image.any():
+            return logits
+        image = network.logits(mirror_observations(observation), mirror_actions(action_mask))
+        return np.where(has_image[..., None], (logits + mirror_actions(image)) / 2, logits)
+
     def probabilities(self, observation: np.ndarray, action_mask: np.ndarray) -> np.ndarray:
         """The policy's distribution over actions (zero on illegal ones)."""
-        return self.policy.network.probabilities(observation, action_mask)
+        legal = legal_actions_mask(action_mask)
+        return masked_softmax(self.logits(observation, legal), legal)
 
     def act(self, observation: np.ndarray, action_mask: np.ndarray, view: PublicView | None) -> int:
         legal = checked_legal_actions(
@@ -83,7 +108,7 @@ class PolicyAgent(Agent):
         )
         if len(legal) == 1:
             return int(legal[0])
-        logits = self.policy.network.logits(observation, action_mask)
+        logits = self.logits(observation, action_mask)
         return int(legal[np.argmax(logits[legal])])
 
 
