@@ -725,7 +725,7 @@ def fit(
                 loss = loss + cfg.value_weight * value_loss
             optimizer.zero_grad()
             loss.backward()
-            torch.nn.utils.clip_grad_norm_(net.parameters(), 1.0)
+            torch.nn.utils.clip_grad_norm_(trained.parameters(), 1.0)
             optimizer.step()
             if schedule is not None:
                 schedule.step()
