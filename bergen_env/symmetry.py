@@ -1,8 +1,10 @@
-"""The left-right mirror: the one symmetry of the line that every rule set keeps.
+"""The left-right mirror: a symmetry of the line that every rule set keeps.
 
 Nothing in the rules tells the two ends of the line apart: swap them (the left end's number and
 double flag with the right end's, and every play on the left end with the same tile's play on
-the right end) and the position is worth the same to every seat. A policy fitted to labelled
+the right end) and the rules treat the mirrored position exactly as the original, so it is worth
+the same to every seat against players who mirror their moves too. (Agents that break ties
+towards the lower action id, the left end, are not quite symmetric.) A policy fitted to labelled
 positions can learn from each position's mirror image as well (data augmentation).
 
 The mirror of a position is a position of the same game only once the line holds a tile: the
