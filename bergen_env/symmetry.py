@@ -47,12 +47,17 @@ MIRROR_OBSERVATION = _observation_permutation()
 _LINE_EMPTY = OBS_SLICES["line_empty"].start
 
 
-def mirror_observations(obs: np.ndarray) -> np.ndarray:
-    """The observations (last axis ``OBS_SIZE``) of the mirrored positions (a new array)."""
+def _observations(obs: np.ndarray) -> np.ndarray:
+    """``obs`` as an array; raises unless its last axis is ``OBS_SIZE``."""
     obs = np.asarray(obs)
     if obs.shape[-1:] != (OBS_SIZE,):
         raise ValueError(f"observations must have last axis {OBS_SIZE}, got shape {obs.shape}")
-    return obs[..., MIRROR_OBSERVATION]
+    return obs
+
+
+def mirror_observations(obs: np.ndarray) -> np.ndarray:
+    """The observations (last axis ``OBS_SIZE``) of the mirrored positions (a new array)."""
+    return _observations(obs)[..., MIRROR_OBSERVATION]
 
 
 def mirror_actions(per_action: np.ndarray) -> np.ndarray:
@@ -70,7 +75,4 @@ def mirror_actions(per_action: np.ndarray) -> np.ndarray:
 
 def mirrorable(obs: np.ndarray) -> np.ndarray:
     """Whether each observation's position has a mirror image: the line holds a tile."""
-    obs = np.asarray(obs)
-    if obs.shape[-1:] != (OBS_SIZE,):
-        raise ValueError(f"observations must have last axis {OBS_SIZE}, got shape {obs.shape}")
-    return obs[..., _LINE_EMPTY] == 0
+    return _observations(obs)[..., _LINE_EMPTY] == 0

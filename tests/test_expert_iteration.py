@@ -132,8 +132,9 @@ def test_target_values_are_the_values_under_the_soft_targets() -> None:
     masks = np.array([[True, False, True, True]])
     e = np.exp(np.array([0.1, 0.3, -0.2]) / 0.1)
     expected = float(e @ [0.1, 0.3, -0.2] / e.sum())
-    assert target_values(values, masks, 0.1)[0] == pytest.approx(expected, rel=1e-5)
-    assert target_values(values, masks, 1e-4)[0] == pytest.approx(0.3, rel=1e-5)  # cold: the max
+    for temperature, value in ((0.1, expected), (1e-4, 0.3)):  # cold: the max
+        targets = soft_targets(values, masks, temperature)
+        assert target_values(targets, values, masks)[0] == pytest.approx(value, rel=1e-5)
 
 
 def test_loss_is_cross_entropy_plus_weighted_expected_regret() -> None:
@@ -351,7 +352,7 @@ def test_scorer_starts_as_the_shipped_policy_and_matches_numpy(labelled: Decisio
     np.testing.assert_allclose(moved, mine, rtol=1e-5, atol=1e-4)
     with torch.no_grad():
         hidden, logits = hidden_and_logits(net, t_obs, t_masks)
-    np.testing.assert_array_equal(logits.numpy(), moved)
+        np.testing.assert_array_equal(logits.numpy(), net(t_obs, t_masks).numpy())
     assert hidden.shape == (len(obs), 256)  # the shipped trunk's last hidden layer
     assert np.abs(np.where(masks, moved - start, 0)).max() > 0.01  # the scorer now counts
     np.testing.assert_array_equal(moved[~masks], start[~masks])  # only on legal actions

@@ -352,9 +352,8 @@ def soft_targets(values: np.ndarray, masks: np.ndarray, temperature: float) -> n
     return (p / p.sum(axis=1, keepdims=True)).astype(np.float32)
 
 
-def target_values(values: np.ndarray, masks: np.ndarray, temperature: float) -> np.ndarray:
-    """Each row's value under its soft target: ``sum_a softmax(v / temperature)(a) v(a)``."""
-    targets = soft_targets(values, masks, temperature)
+def target_values(targets: np.ndarray, values: np.ndarray, masks: np.ndarray) -> np.ndarray:
+    """Each row's value under its soft target (:func:`soft_targets`): ``sum_a target(a) v(a)``."""
     return (targets * np.where(masks, values, 0.0)).sum(axis=1).astype(np.float32)
 
 
@@ -524,7 +523,7 @@ Network = torch.nn.Sequential | ScoredNetwork
 
 def policy_logits(net: Network, obs: torch.Tensor, masks: torch.Tensor) -> torch.Tensor:
     """The logits of ``net`` for a batch (the masks feed an action scorer)."""
-    return net(obs, masks) if isinstance(net, ScoredNetwork) else net(obs)
+    return hidden_and_logits(net, obs, masks)[1]
 
 
 def hidden_and_logits(
@@ -694,7 +693,8 @@ def fit(
         data = Decisions.concatenate([data, images])
     obs = torch.as_tensor(data.obs)
     masks = torch.as_tensor(data.masks)
-    targets = torch.as_tensor(soft_targets(data.values, data.masks, cfg.temperature))
+    soft = soft_targets(data.values, data.masks, cfg.temperature)
+    targets = torch.as_tensor(soft)
     regrets = (  # only when the loss uses them: an array as large as the values
         torch.as_tensor(scaled_regrets(data.values, data.masks, cfg.temperature))
         if cfg.regret_weight
@@ -703,7 +703,7 @@ def fit(
     value_head, state_values = None, None
     if cfg.value_weight:
         value_head = torch.nn.Linear(hidden_width(net), 1)
-        state_values = torch.as_tensor(target_values(data.values, data.masks, cfg.temperature))
+        state_values = torch.as_tensor(target_values(soft, data.values, data.masks))
     steps = cfg.epochs * -(-len(train_idx) // cfg.batch_size)
     trained = torch.nn.ModuleList([net] if value_head is None else [net, value_head])
     optimizer, schedule = make_optimizer(trained, cfg, steps)

@@ -49,13 +49,11 @@ class PolicyAgent(Agent):
         self.name = f"policy:{self.path}"
 
     @classmethod
-    def from_policy_file(
-        cls, policy: PolicyFile, allow_mismatch: bool = False, mirror: bool = False
-    ) -> PolicyAgent:
+    def from_policy_file(cls, policy: PolicyFile, allow_mismatch: bool = False) -> PolicyAgent:
         """An agent for a file already loaded (shares its read-only arrays)."""
         agent = cls.__new__(cls)
         agent.policy, agent.path = policy, policy.path
-        agent.allow_mismatch, agent.mirror = allow_mismatch, mirror
+        agent.allow_mismatch, agent.mirror = allow_mismatch, False
         agent.name = f"policy:{policy.path}"
         return agent
 
