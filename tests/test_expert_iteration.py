@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import itertools
 from pathlib import Path
 
 import numpy as np
@@ -14,13 +15,21 @@ import torch  # noqa: E402
 
 from bergen_env.agents.base import make_agent  # noqa: E402
 from bergen_env.arena import run_tournament  # noqa: E402
+from bergen_env.observation import OBS_SIZE  # noqa: E402
 from bergen_env.policy_file import read_policy_file  # noqa: E402
 from bergen_env.rules import Rules  # noqa: E402
-from bergen_env.symmetry import MIRROR_ACTIONS, mirror_observations, mirrorable  # noqa: E402
+from bergen_env.symmetry import (  # noqa: E402
+    MIRROR_ACTIONS,
+    mirror_observations,
+    mirrorable,
+    relabel_action_map,
+    relabel_observation_map,
+)
 from training.config import ConfigError  # noqa: E402
 from training.expert_iteration import (  # noqa: E402
     Decisions,
     ExpertIterationConfig,
+    Relabelling,
     ScoredNetwork,
     build_network,
     collect_decisions,
@@ -182,6 +191,8 @@ def test_network_starts_from_the_shipped_policy() -> None:
         ("weight_decay", -0.1, "'weight_decay' must be a number >= 0"),
         ("value_weight", "1", "'value_weight' must be a number >= 0"),
         ("mirror", 1, "'mirror' must be true or false"),
+        ("relabel", 1.5, "'relabel' must be a number in \\[0, 1\\]"),
+        ("relabel", True, "'relabel' must be a number in \\[0, 1\\]"),
         ("lr_schedule", "linear", "'lr_schedule' must be 'constant' or 'cosine'"),
         ("held_out", 1.0, "'held_out' must be a number in"),
         ("teacher", "heuristic", "'teacher' must be a search agent string"),
@@ -329,6 +340,49 @@ def test_a_mirrored_fit_learns_from_the_images(labelled: Decisions) -> None:
         nets.append(network_arrays(net)[0][0])
     for a, b in zip(*nets):
         np.testing.assert_array_equal(a, b)
+
+
+def test_relabelling_renames_the_numbers_of_the_chosen_rows(labelled: Decisions) -> None:
+    relabelling = Relabelling(labelled.masks.shape[1])
+    assert relabelling.obs.shape == (5040, OBS_SIZE)
+    obs, masks = torch.as_tensor(labelled.obs), torch.as_tensor(labelled.masks)
+    values = torch.as_tensor(labelled.values)
+    same = relabelling.apply([obs, masks, values, None], 0.0, np.random.default_rng(0))
+    for a, b in zip(same[:3], (obs, masks, values)):
+        assert torch.equal(a, b)
+    assert same[3] is None
+    out = relabelling.apply([obs, masks, values, None], 0.5, np.random.default_rng(1))
+    rng = np.random.default_rng(1)  # the same draws: a permutation per row, then which rows
+    perms = list(itertools.permutations(range(7)))
+    picks = rng.integers(len(perms), size=len(obs)) * (rng.random(len(obs)) < 0.5)
+    assert 0 < np.count_nonzero(picks) < len(obs)
+    for row, pick in enumerate(picks):
+        obs_to, act_to = (f(perms[pick]) for f in (relabel_observation_map, relabel_action_map))
+        renamed_obs = np.zeros(OBS_SIZE, dtype=np.float32)
+        renamed_obs[obs_to] = labelled.obs[row]
+        np.testing.assert_array_equal(out[0][row].numpy(), renamed_obs)
+        for got, original in ((out[1], labelled.masks), (out[2], labelled.values)):
+            renamed = np.zeros_like(original[row])
+            renamed[act_to[:58]] = original[row]
+            np.testing.assert_array_equal(got[row].numpy(), renamed)
+
+
+def test_a_relabelled_fit_differs_and_is_reproducible(labelled: Decisions) -> None:
+    idx = np.arange(len(labelled))
+    weights = []
+    for relabel in (0.0, 0.5, 0.5):
+        cfg = tiny(relabel=relabel, init_policy=str(SHIPPED_2P), scorer=[8])
+        net = build_network(cfg, Rules.preset("standard").num_actions)
+        fit(net, labelled, idx, cfg, seed=0)
+        weights.append(np.concatenate([p.detach().numpy().ravel() for p in net.parameters()]))
+    assert not np.array_equal(weights[0], weights[1])
+    np.testing.assert_array_equal(weights[1], weights[2])
+
+
+def test_relabelling_is_refused_where_pips_score() -> None:
+    with pytest.raises(ConfigError, match="'relabel' must be 0 under rules that score pips"):
+        tiny(rules="fives", num_players=2, relabel=0.5)
+    tiny(rules="traditional", relabel=0.5)
 
 
 # ---------------------------------------------------------------------- the action scorer

@@ -41,6 +41,7 @@ from __future__ import annotations
 import argparse
 import csv
 import dataclasses
+import itertools
 import multiprocessing
 import shlex
 import sys
@@ -67,7 +68,14 @@ from bergen_env.policy_file import (
 )
 from bergen_env.rules import Rules
 from bergen_env.single_agent import BergenSingleAgentEnv
-from bergen_env.symmetry import MIRROR_ACTIONS, mirror_actions, mirror_observations, mirrorable
+from bergen_env.symmetry import (
+    MIRROR_ACTIONS,
+    mirror_actions,
+    mirror_observations,
+    mirrorable,
+    relabel_gathers,
+)
+from bergen_env.tiles import NUM_NUMBERS
 from bergen_env.validation import is_int, is_number
 
 from .cli import ArgumentParser, run
@@ -143,6 +151,11 @@ class ExpertIterationConfig(EnvBlock):
     mirror: bool = False
     """Fit on each decision and on its mirror image, the two ends of the line swapped
     (:mod:`bergen_env.symmetry`; a decision on an empty line has none)."""
+    relabel: float = 0.0
+    """Fraction of the fitted decisions shown, in each minibatch, with their numbers renamed by
+    a random permutation of 0..6 (:func:`bergen_env.symmetry.relabel_gathers`; 0: none). Only
+    for rules that score no pips, where renaming is a symmetry but for the lead double and the
+    blocked rule's tie-breaks."""
     batch_size: int = 512
     """Minibatch size."""
     held_out: float = 0.05
@@ -191,6 +204,8 @@ class ExpertIterationConfig(EnvBlock):
                 raise bad(key, "must be a number >= 0")
         if self.lr_schedule not in ("constant", "cosine"):
             raise bad("lr_schedule", "must be 'constant' or 'cosine'")
+        if not is_number(self.relabel) or not 0 <= self.relabel <= 1:
+            raise bad("relabel", "must be a number in [0, 1]")
         if not is_number(self.held_out) or not 0 < self.held_out < 1:
             raise bad("held_out", "must be a number in (0, 1)")
         for key in ("keep_data", "mirror"):
@@ -225,6 +240,12 @@ class ExpertIterationConfig(EnvBlock):
         if self.partner not in ("learner", "opponents"):
             raise bad("partner", "must be 'learner' or 'opponents'")
         rules = self.env_options(source).rules
+        if self.relabel and (rules.play_scoring != "headers" or rules.out_scoring != "fixed"):
+            raise bad(
+                "relabel",
+                "must be 0 under rules that score pips (play_scoring 'headers' and out_scoring "
+                "'fixed' only)",
+            )
         others = len(self.opponent_seats(rules))
         if len(self.opponents) not in (1, others):
             if others == 1:
@@ -676,6 +697,29 @@ def make_optimizer(
     return optimizer, torch.optim.lr_scheduler.CosineAnnealingLR(optimizer, T_max=steps)
 
 
+class Relabelling:
+    """Every renaming of the numbers 0..6 as gather indices, to show minibatches relabelled."""
+
+    def __init__(self, num_actions: int) -> None:
+        perms = np.array(list(itertools.permutations(range(NUM_NUMBERS))), dtype=np.int64)
+        g_obs, g_act = relabel_gathers(perms)
+        self.obs = torch.as_tensor(g_obs)
+        self.actions = torch.as_tensor(g_act[:, :num_actions])
+
+    def apply(
+        self, batch: list[torch.Tensor | None], fraction: float, rng: np.random.Generator
+    ) -> list[torch.Tensor | None]:
+        """``[obs, per-action arrays...]`` with a ``fraction`` of the rows relabelled, each by
+        a permutation drawn uniformly (row 0 of the table is the identity)."""
+        rows = len(batch[0])
+        pick = rng.integers(len(self.obs), size=rows) * (rng.random(rows) < fraction)
+        pick = torch.as_tensor(pick)
+        out: list[torch.Tensor | None] = [batch[0].gather(1, self.obs[pick])]
+        acts = self.actions[pick]
+        out += [None if x is None else x.gather(1, acts) for x in batch[1:]]
+        return out
+
+
 def fit(
     net: Network,
     data: Decisions,
@@ -684,8 +728,9 @@ def fit(
     seed: int,
 ) -> float:
     """Fit ``net`` to the soft targets of ``data[train_idx]`` (and their mirror images with
-    ``mirror``), plus ``regret_weight`` times the expected regret and ``value_weight`` times a
-    value head's squared error; returns the last epoch's loss."""
+    ``mirror``; a ``relabel`` fraction of each minibatch with its numbers renamed), plus
+    ``regret_weight`` times the expected regret and ``value_weight`` times a value head's
+    squared error; returns the last epoch's loss."""
     rng = np.random.default_rng(seed)
     if cfg.mirror:
         images = data.mirror_images(train_idx)
@@ -704,6 +749,7 @@ def fit(
     if cfg.value_weight:
         value_head = torch.nn.Linear(hidden_width(net), 1)
         state_values = torch.as_tensor(target_values(soft, data.values, data.masks))
+    relabelling = Relabelling(data.masks.shape[1]) if cfg.relabel else None
     steps = cfg.epochs * -(-len(train_idx) // cfg.batch_size)
     trained = torch.nn.ModuleList([net] if value_head is None else [net, value_head])
     optimizer, schedule = make_optimizer(trained, cfg, steps)
@@ -714,11 +760,12 @@ def fit(
         total, count = 0.0, 0
         for start in range(0, len(order), cfg.batch_size):
             idx = order[start : start + cfg.batch_size]
-            hidden, logits = hidden_and_logits(net, obs[idx], masks[idx])
-            batch_regrets = None if regrets is None else regrets[idx]
-            loss = imitation_loss(
-                logits, masks[idx], targets[idx], batch_regrets, cfg.regret_weight
-            )
+            batch = [obs[idx], masks[idx], targets[idx]]
+            batch.append(None if regrets is None else regrets[idx])
+            if relabelling is not None:
+                batch = relabelling.apply(batch, cfg.relabel, rng)
+            hidden, logits = hidden_and_logits(net, batch[0], batch[1])
+            loss = imitation_loss(logits, batch[1], batch[2], batch[3], cfg.regret_weight)
             if value_head is not None:
                 predicted = value_head(hidden)[:, 0]
                 value_loss = torch.nn.functional.mse_loss(predicted, state_values[idx])
