@@ -243,8 +243,8 @@ class ExpertIterationConfig(EnvBlock):
         if self.relabel and (rules.play_scoring != "headers" or rules.out_scoring != "fixed"):
             raise bad(
                 "relabel",
-                "must be 0 under rules that score pips (play_scoring 'headers' and out_scoring "
-                "'fixed' only)",
+                "must be 0 under rules that score pips (renaming the numbers needs "
+                "play_scoring 'headers' and out_scoring 'fixed')",
             )
         others = len(self.opponent_seats(rules))
         if len(self.opponents) not in (1, others):
