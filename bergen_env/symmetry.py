@@ -89,11 +89,8 @@ def _tile_map(perm: np.ndarray) -> np.ndarray:
     return np.array([TILE_ID[(int(perm[a]), int(perm[b]))] for a, b in TILES], dtype=np.int64)
 
 
-def relabel_action_map(perm: Sequence[int]) -> np.ndarray:
-    """``out[a]``: the action of the relabelled position that action ``a`` becomes when every
-    number ``n`` is renamed ``perm[n]`` (a play keeps its end; a draw and a pass stay)."""
-    perm = _check_permutation(perm)
-    tiles = _tile_map(perm)
+def _action_map(perm: np.ndarray, tiles: np.ndarray) -> np.ndarray:
+    """:func:`relabel_action_map` of a checked ``perm`` whose :func:`_tile_map` is ``tiles``."""
     out = np.arange(NUM_ACTIONS_TWO_SETS, dtype=np.int64)
     out[:NUM_PLAY_ACTIONS:2] = 2 * tiles
     out[1:NUM_PLAY_ACTIONS:2] = 2 * tiles + 1
@@ -101,12 +98,13 @@ def relabel_action_map(perm: Sequence[int]) -> np.ndarray:
     return out
 
 
-def relabel_observation_map(perm: Sequence[int]) -> np.ndarray:
-    """``out[i]``: the index that observation entry ``i`` moves to when every number ``n`` is
-    renamed ``perm[n]``."""
+def _relabel_maps(perm: Sequence[int]) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`relabel_observation_map` and :func:`relabel_action_map` of ``perm``, from one
+    tile map."""
     perm = _check_permutation(perm)
-    out = np.arange(OBS_SIZE, dtype=np.int64)
     tiles = _tile_map(perm)
+    actions = _action_map(perm, tiles)
+    out = np.arange(OBS_SIZE, dtype=np.int64)
     for name in ("hand", "line", "unseen"):
         out[OBS_SLICES[name]] = OBS_SLICES[name].start + tiles
     for name in ("left_end", "right_end"):
@@ -116,9 +114,21 @@ def relabel_observation_map(perm: Sequence[int]) -> np.ndarray:
         out[voids + k * NUM_NUMBERS : voids + (k + 1) * NUM_NUMBERS] = (
             voids + k * NUM_NUMBERS + perm
         )
-    points = OBS_SLICES["play_points"].start
-    out[OBS_SLICES["play_points"]] = points + relabel_action_map(perm)
-    return out
+    out[OBS_SLICES["play_points"]] = OBS_SLICES["play_points"].start + actions
+    return out, actions
+
+
+def relabel_action_map(perm: Sequence[int]) -> np.ndarray:
+    """``out[a]``: the action of the relabelled position that action ``a`` becomes when every
+    number ``n`` is renamed ``perm[n]`` (a play keeps its end; a draw and a pass stay)."""
+    perm = _check_permutation(perm)
+    return _action_map(perm, _tile_map(perm))
+
+
+def relabel_observation_map(perm: Sequence[int]) -> np.ndarray:
+    """``out[i]``: the index that observation entry ``i`` moves to when every number ``n`` is
+    renamed ``perm[n]``."""
+    return _relabel_maps(perm)[0]
 
 
 def _check_permutation(perm: Sequence[int]) -> np.ndarray:
@@ -132,6 +142,7 @@ def relabel_gathers(perms: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Gather indices of the relabellings ``perms`` (``(k, 7)``): ``obs[..., g_obs[i]]`` and
     ``per_action[..., g_act[i]]`` are the observation and per-action arrays of the position
     with every number ``n`` renamed ``perms[i][n]``."""
-    g_obs = np.stack([np.argsort(relabel_observation_map(p)) for p in perms])
-    g_act = np.stack([np.argsort(relabel_action_map(p)) for p in perms])
+    maps = [_relabel_maps(p) for p in perms]
+    g_obs = np.stack([np.argsort(obs_map) for obs_map, _ in maps])
+    g_act = np.stack([np.argsort(act_map) for _, act_map in maps])
     return g_obs, g_act
