@@ -17,7 +17,8 @@ under leftover penalties, make the chain cyclic). Scores below ``-target`` are c
 ``-target``. Any number of sides is covered up to ``MAX_STATES`` score combinations (two sides
 under every preset, Fives' 61 included; three or four individual players under the standard
 preset). The events of Fives are its counts during play, then the hand-end award. A single-hand
-match (Draw) has no table: the hand decides it.
+match (Draw) has no table: the hand decides it. :func:`table_from_events` builds a table from
+any recorded hands (``benchmarks/win_table_calibration.py`` records those of real matches).
 """
 
 from __future__ import annotations
@@ -120,21 +121,8 @@ def hand_events(state: BergenState) -> list[Event]:
 @lru_cache(maxsize=32)
 def win_table(rules: Rules) -> WinTable:
     """The match-win table of a rule set (see the module docstring)."""
-    if not rules.has_target or rules.single_hand:
-        raise ValueError(
-            f"win_table: a single-hand match or one without a target has no table "
-            f"(single_hand={rules.single_hand}, target={rules.target})"
-        )
+    _check_rules(rules)
     sides = rules.num_sides
-    target = rules.target
-    low = table_low(rules)
-    size = target - low
-    states = table_states(rules)
-    if states > MAX_STATES:
-        raise ValueError(
-            f"win_table: {sides} sides scoring {low}..{target - 1} make {states} score "
-            f"combinations, more than MAX_STATES={MAX_STATES}"
-        )
     # Sampled at the score 0-0 of a target no side can reach: no end caps, no match end.
     free = rules.replace(target=10_000)
     rng = np.random.default_rng(SEED)
@@ -143,6 +131,48 @@ def win_table(rules: Rules) -> WinTable:
         events = hand_events(BergenState(free, seed=rng))
         for shift in range(sides):
             samples.append([((side + shift) % sides, points, h) for side, points, h in events])
+    return table_from_events(rules, samples)
+
+
+def _check_rules(rules: Rules) -> None:
+    """A clear error for rules without a table (see :func:`has_table`)."""
+    if not rules.has_target or rules.single_hand:
+        raise ValueError(
+            f"win_table: a single-hand match or one without a target has no table "
+            f"(single_hand={rules.single_hand}, target={rules.target})"
+        )
+    states = table_states(rules)
+    if states > MAX_STATES:
+        raise ValueError(
+            f"win_table: {rules.num_sides} sides scoring {table_low(rules)}..{rules.target - 1} "
+            f"make {states} score combinations, more than MAX_STATES={MAX_STATES}"
+        )
+
+
+def table_from_events(rules: Rules, samples: Sequence[Sequence[Event]]) -> WinTable:
+    """The match-win table of side 0 when every hand is one of ``samples``, equally likely.
+
+    Each sample is one hand's scoring events in order (as :func:`hand_events` records them, the
+    sides numbered in turn order from the table's own side); the table is side 0's chance to
+    win from every score combination at the start of a hand. :func:`win_table` gives it each
+    hand once per rotation of the sides, so no side is favoured; hands recorded with a
+    stronger player as side 0 give that player's chances instead.
+    """
+    _check_rules(rules)
+    if not samples:
+        raise ValueError("table_from_events: no hands given")
+    sides = rules.num_sides
+    target = rules.target
+    low = table_low(rules)
+    size = target - low
+    states = table_states(rules)
+    for events in samples:
+        for side, points, _ in events:
+            if not 0 <= side < sides:
+                raise ValueError(
+                    f"table_from_events: event ({side}, {points}) names side {side}; "
+                    f"these rules have sides 0..{sides - 1}"
+                )
     start = np.indices((size,) * sides).reshape(sides, -1) + low
     # A header's value after end caps, by its raw points and the need (which matters up to 4).
     capped = {
