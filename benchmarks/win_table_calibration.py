@@ -37,7 +37,14 @@ import numpy as np
 
 from bergen_env.actions import DOUBLE_PLAY, DRAW
 from bergen_env.agents import make_agent
-from bergen_env.agents.match_value import Event, WinTable, has_table, table_from_events, win_table
+from bergen_env.agents.match_value import (
+    Event,
+    WinTable,
+    every_rotation,
+    has_table,
+    table_from_events,
+    win_table,
+)
 from bergen_env.engine import BergenState
 from bergen_env.observation import Encoder
 from bergen_env.rules import Rules
@@ -131,15 +138,11 @@ def _play_hand(
     return events, state if ended is None else ended
 
 
-def _rotated(rules: Rules, matches: Sequence[RecordedMatch], same: bool) -> list[list[Event]]:
-    sides = rules.num_sides
-    shifts = range(sides) if same else range(1)
-    return [
-        [((s + k) % sides, p, h) for s, p, h in hand.events]
-        for match in matches
-        for hand in match.hands
-        for k in shifts
-    ]
+def _samples(rules: Rules, matches: Sequence[RecordedMatch], same: bool) -> list[list[Event]]:
+    """The hands of ``matches`` for :func:`table_from_events`: every rotation of the sides when
+    agent and opponent are the same, else as recorded (the agent's side as side 0)."""
+    hands = [hand.events for match in matches for hand in match.hands]
+    return every_rotation(hands, rules.num_sides) if same else hands
 
 
 def score_table(table: WinTable, matches: Sequence[RecordedMatch]) -> dict[str, Any]:
@@ -197,7 +200,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     fit, held = matches[0::2], matches[1::2]
     tables = {
         "shipped": win_table(rules),
-        "in-match": table_from_events(rules, _rotated(rules, fit, same)),
+        "in-match": table_from_events(rules, _samples(rules, fit, same)),
     }
     report: dict[str, Any] = {
         "agent": args.agent,
@@ -224,7 +227,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         for b in r["bins"]:
             print(f"| {b['bin']} | {b['starts']} | {b['predicted']:.3f} | {b['observed']:.3f} |")
     if args.save_table:
-        table = table_from_events(rules, _rotated(rules, matches, same)).table
+        table = table_from_events(rules, _samples(rules, matches, same)).table
         np.save(args.save_table, table)
         print(f"\nin-match table of all {args.matches} matches: {args.save_table}")
     if args.json:

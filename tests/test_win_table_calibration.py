@@ -51,7 +51,7 @@ def _replay(rules: Rules, match: calibration.RecordedMatch) -> bool:
     for k, hand in enumerate(match.hands):
         scores = list(hand.start)
         winner, rest, header = None, 0, False
-        for i, (side, points, header) in enumerate(hand.events):  # noqa: B007
+        for i, (side, points, header) in enumerate(hand.events):
             need = rules.target - scores[side]
             scores[side] += cap_header(points, need, rules.end_caps) if header else points
             if scores[side] >= rules.target:

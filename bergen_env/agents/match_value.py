@@ -122,16 +122,21 @@ def hand_events(state: BergenState) -> list[Event]:
 def win_table(rules: Rules) -> WinTable:
     """The match-win table of a rule set (see the module docstring)."""
     _check_rules(rules)
-    sides = rules.num_sides
     # Sampled at the score 0-0 of a target no side can reach: no end caps, no match end.
     free = rules.replace(target=10_000)
     rng = np.random.default_rng(SEED)
-    samples: list[list[Event]] = []
-    for _ in range(HANDS):
-        events = hand_events(BergenState(free, seed=rng))
-        for shift in range(sides):
-            samples.append([((side + shift) % sides, points, h) for side, points, h in events])
-    return table_from_events(rules, samples)
+    hands = [hand_events(BergenState(free, seed=rng)) for _ in range(HANDS)]
+    return table_from_events(rules, every_rotation(hands, rules.num_sides))
+
+
+def every_rotation(hands: Sequence[Sequence[Event]], sides: int) -> list[list[Event]]:
+    """Each hand's events once per rotation of the ``sides`` (turn order kept), hand by hand:
+    hands recorded with every side alike, so a table of them favours none."""
+    return [
+        [((side + shift) % sides, points, h) for side, points, h in events]
+        for events in hands
+        for shift in range(sides)
+    ]
 
 
 def _check_rules(rules: Rules) -> None:
