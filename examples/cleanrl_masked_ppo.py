@@ -2,6 +2,7 @@
 
     python examples/cleanrl_masked_ppo.py --total-timesteps 200000
     python examples/cleanrl_masked_ppo.py --total-timesteps 512 --num-steps 64   # a smoke run
+    python examples/cleanrl_masked_ppo.py --save my_policy.safetensors   # keep the actor
 
 Each env is one learner seat against ``--opponent`` in a whole Bergen match (reward +1 for a won
 match, -1 for a lost one). The legal actions come from ``infos["action_mask"]``, an
@@ -10,12 +11,17 @@ number before sampling. Under Gymnasium's default autoreset ("next step") the st
 episode's end only resets that env: its action is ignored and its mask is all ones, so those
 transitions are left out of the loss below (``valid``).
 
+``--save PATH`` writes the actor as a portable policy file (numpy only to play; the file is
+checked against the torch actor before the script ends), so the duplicate-deal arena can judge it:
+``python -m training.evaluate --agents policy:PATH heuristic --matches 2000 --seed 0``.
+
 Needs the ``[train]`` extra (torch).
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import time
 from dataclasses import dataclass
 
@@ -26,6 +32,7 @@ from torch import nn
 from torch.distributions import Categorical
 
 import bergen_env  # noqa: F401  (registers bergen_env/Bergen-v0)
+from bergen_env.policy_file import read_policy_file, save_policy_file
 
 
 @dataclass
@@ -53,6 +60,8 @@ class Args:
     """matches of the final greedy evaluation against the opponent"""
     torch_threads: int = 1
     """torch CPU threads (small networks run fastest on one)"""
+    save: str = ""
+    """write the actor here as a portable policy file (.safetensors); empty: do not"""
 
 
 def parse_args() -> Args:
@@ -210,6 +219,24 @@ def main() -> None:
             done = terminated or truncated
         wins += r > 0
     print(f"greedy policy vs {args.opponent}: won {wins} of {args.eval_episodes} matches")
+
+    if args.save:
+        # the actor's Linear layers in order, each followed by the activation named here
+        linears = [m for m in agent.actor if isinstance(m, nn.Linear)]
+        path = save_policy_file(
+            args.save,
+            env.unwrapped.rules,
+            [m.weight.detach().numpy() for m in linears],
+            [m.bias.detach().numpy() for m in linears],
+            ["tanh", "tanh", "identity"],
+            {"source": "examples/cleanrl_masked_ppo.py", "args": dataclasses.asdict(args)},
+        )
+        with torch.no_grad():
+            expected = agent.actor(b_obs).numpy()
+        gap = float(np.abs(read_policy_file(path).network.logits(b_obs.numpy()) - expected).max())
+        if gap > 1e-4:
+            raise RuntimeError(f"the policy file {path} differs from the actor by {gap:.2e}")
+        print(f"saved the actor to {path} (numpy and torch logits agree within {gap:.1e})")
 
 
 if __name__ == "__main__":

@@ -7,12 +7,15 @@ policy's logits with ``infos["action_mask"]``. Needs the ``[vector]`` and ``[tra
     python examples/vector_ppo.py --num-envs 256 --total-timesteps 2000000 --opponent random
 
 Each iteration prints the steps per second and the mean reward of the matches that ended in it
-(the ``match`` reward: +1 won, -1 lost with two sides).
+(the ``match`` reward: +1 won, -1 lost with two sides). ``--save PATH`` writes the actor as a
+portable policy file (checked against the torch actor), for the duplicate-deal arena:
+``python -m training.evaluate --agents policy:PATH heuristic --matches 2000 --seed 0``.
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -22,6 +25,7 @@ import torch
 from torch import nn
 from torch.distributions import Categorical
 
+from bergen_env.policy_file import read_policy_file, save_policy_file
 from bergen_env.vector import BergenLearnerVectorEnv
 
 
@@ -44,6 +48,7 @@ class Args:
     vf_coef: float = 0.5
     max_grad_norm: float = 0.5
     torch_threads: int = 1
+    save: str = ""  # write the actor here as a portable policy file; empty: do not
 
 
 def parse_args(argv: Sequence[str] | None = None) -> Args:
@@ -195,6 +200,23 @@ def train(args: Args) -> dict[str, float]:
             f"value loss {stats['value_loss']:.4f}  entropy {stats['entropy']:.3f}",
             flush=True,
         )
+    if args.save:
+        # the actor's Linear layers in order, each followed by the activation named here
+        linears = [m for m in agent.actor if isinstance(m, nn.Linear)]
+        path = save_policy_file(
+            args.save,
+            env.rules,
+            [m.weight.detach().numpy() for m in linears],
+            [m.bias.detach().numpy() for m in linears],
+            ["tanh", "tanh", "identity"],
+            {"source": "examples/vector_ppo.py", "args": dataclasses.asdict(args)},
+        )
+        with torch.no_grad():
+            expected = agent.actor(b_obs).numpy()
+        gap = float(np.abs(read_policy_file(path).network.logits(b_obs.numpy()) - expected).max())
+        if gap > 1e-4:
+            raise RuntimeError(f"the policy file {path} differs from the actor by {gap:.2e}")
+        print(f"saved the actor to {path} (numpy and torch logits agree within {gap:.1e})")
     return stats
 
 

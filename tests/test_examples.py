@@ -46,14 +46,26 @@ def test_every_example_has_a_test() -> None:
     assert not untested
 
 
-def test_cleanrl_masked_ppo() -> None:
+def test_cleanrl_masked_ppo(tmp_path: Path) -> None:
     pytest.importorskip("torch")
     out = run_example(
         "cleanrl_masked_ppo.py", "--total-timesteps", "512", "--num-steps", "64",
-        "--eval-episodes", "4",
+        "--eval-episodes", "4", "--save", str(tmp_path / "actor"),
     )  # fmt: skip
     assert "iteration 2/2  steps 512" in out
     assert re.search(r"won [0-4] of 4 matches", out), out
+    # the saved actor is a policy file the arena plays, its provenance the script's arguments
+    path = tmp_path / "actor.safetensors"
+    assert f"saved the actor to {path}" in out
+    from bergen_env.arena import run_tournament
+    from bergen_env.policy_file import read_policy_file
+    from bergen_env.rules import Rules
+
+    provenance = read_policy_file(path).provenance
+    assert provenance["source"] == "examples/cleanrl_masked_ppo.py"
+    assert provenance["args"]["total_timesteps"] == 512
+    result = run_tournament([f"policy:{path}", "random"], Rules.preset("standard"), matches=4)
+    assert result.agents[f"policy:{path}"].matches == 4
 
 
 def test_sb3_maskable_ppo(tmp_path: Path) -> None:

@@ -34,6 +34,22 @@ def test_ppo_example_trains_a_few_iterations() -> None:
     assert math.isfinite(stats["value_loss"]) and stats["entropy"] > 0
 
 
+def test_ppo_example_saves_a_policy_file_the_arena_plays(tmp_path: Path, capsys) -> None:
+    from bergen_env.arena import run_tournament
+    from bergen_env.policy_file import read_policy_file
+
+    ppo = _load()
+    ppo.main(["--num-envs", "8", "--num-steps", "16", "--total-timesteps", "128",
+              "--num-players", "3", "--save", str(tmp_path / "actor")])  # fmt: skip
+    path = tmp_path / "actor.safetensors"
+    assert f"saved the actor to {path}" in capsys.readouterr().out
+    policy = read_policy_file(path)
+    assert policy.rules.num_players == 3  # the rules the actor was trained under
+    assert policy.provenance["source"] == "examples/vector_ppo.py"
+    result = run_tournament([f"policy:{path}", "random", "random"], policy.rules, matches=6)
+    assert result.agents[f"policy:{path}"].matches == 6
+
+
 def test_ppo_example_refuses_an_unknown_opponent() -> None:
     with pytest.raises(SystemExit):
         _load().main(["--opponent", "heuristic"])
