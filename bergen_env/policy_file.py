@@ -228,9 +228,17 @@ def save_policy_file(
     activations: Sequence[str],
     provenance: dict[str, Any] | None = None,
     scorer: ScorerArrays | None = None,
+    check: tuple[np.ndarray, np.ndarray] | None = None,
+    atol: float = 1e-4,
 ) -> Path:
     """Write a portable policy file (``.safetensors`` is added to a path without it), with an
-    action scorer's layers if ``scorer`` is given (a version-2 file)."""
+    action scorer's layers if ``scorer`` is given (a version-2 file).
+
+    ``check=(observations, logits)``: the logits the source network (torch, JAX, ...) gives
+    for a batch of observations; nothing is written unless the file's network gives the same
+    within ``atol`` (a scorer network is checked with every action legal). This catches a
+    wrong activation, a transposed weight or layers out of order.
+    """
     path = Path(path)
     if path.suffix != SUFFIX:
         path = path.with_name(path.name + SUFFIX)
@@ -242,10 +250,32 @@ def save_policy_file(
             f"a policy for {rules.name!r} maps {OBS_SIZE} inputs to {rules.num_actions} "
             f"actions, got a network of {network.input_size} -> {network.output_size}"
         )
+    if check is not None:
+        _check_logits(network, *check, atol=atol, where=str(path))
     header = make_header(
         rules, activations, len(weights), provenance, None if scorer is None else scorer[2]
     )
     return write_network_file(path, HEADER_KEY, header, weights, biases, scorer)
+
+
+def _check_logits(
+    network: PolicyNetwork, observations: np.ndarray, expected: np.ndarray, atol: float, where: str
+) -> None:
+    obs = np.atleast_2d(np.asarray(observations, dtype=np.float32))
+    expected = np.atleast_2d(np.asarray(expected, dtype=np.float64))
+    if obs.shape[1:] != (network.input_size,) or expected.shape != (len(obs), network.output_size):
+        raise ValueError(
+            f"check for {where}: observations {obs.shape} and logits {expected.shape} do not fit "
+            f"a network of {network.input_size} -> {network.output_size}"
+        )
+    mask = np.ones(expected.shape, dtype=bool) if network.scorer is not None else None
+    gap = float(np.abs(network.logits(obs, mask) - expected).max())
+    if not gap <= atol:
+        raise ValueError(
+            f"{where} not written: its network's logits differ from the given ones by up to "
+            f"{gap:.3g} (atol {atol:g}); check the activations, the weights' (out, in) shape "
+            f"and the order of the layers"
+        )
 
 
 def write_network_file(

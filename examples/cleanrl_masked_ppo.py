@@ -12,7 +12,7 @@ episode's end only resets that env: its action is ignored and its mask is all on
 transitions are left out of the loss below (``valid``).
 
 ``--save PATH`` writes the actor as a portable policy file (numpy only to play; the file is
-checked against the torch actor before the script ends), so the duplicate-deal arena can judge it:
+written only if its logits match the torch actor's), so the duplicate-deal arena can judge it:
 ``python -m training.evaluate --agents policy:PATH heuristic --matches 2000 --seed 0``.
 
 Needs the ``[train]`` extra (torch).
@@ -32,7 +32,7 @@ from torch import nn
 from torch.distributions import Categorical
 
 import bergen_env  # noqa: F401  (registers bergen_env/Bergen-v0)
-from bergen_env.policy_file import read_policy_file, save_policy_file
+from bergen_env.policy_file import save_policy_file
 
 
 @dataclass
@@ -221,8 +221,11 @@ def main() -> None:
     print(f"greedy policy vs {args.opponent}: won {wins} of {args.eval_episodes} matches")
 
     if args.save:
-        # the actor's Linear layers in order, each followed by the activation named here
+        # the actor's Linear layers in order, each followed by the activation named here;
+        # the file is written only if its numpy network gives the actor's logits on b_obs
         linears = [m for m in agent.actor if isinstance(m, nn.Linear)]
+        with torch.no_grad():
+            check = (b_obs.numpy(), agent.actor(b_obs).numpy())
         path = save_policy_file(
             args.save,
             env.unwrapped.rules,
@@ -230,13 +233,9 @@ def main() -> None:
             [m.bias.detach().numpy() for m in linears],
             ["tanh", "tanh", "identity"],
             {"source": "examples/cleanrl_masked_ppo.py", "args": dataclasses.asdict(args)},
+            check=check,
         )
-        with torch.no_grad():
-            expected = agent.actor(b_obs).numpy()
-        gap = float(np.abs(read_policy_file(path).network.logits(b_obs.numpy()) - expected).max())
-        if gap > 1e-4:
-            raise RuntimeError(f"the policy file {path} differs from the actor by {gap:.2e}")
-        print(f"saved the actor to {path} (numpy and torch logits agree within {gap:.1e})")
+        print(f"saved the actor to {path}")
 
 
 if __name__ == "__main__":

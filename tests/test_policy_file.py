@@ -27,6 +27,7 @@ from bergen_env.policy_file import (
     save_policy_file,
 )
 from bergen_env.rules import PRESETS, Rules
+from bergen_env.single_agent import BergenSingleAgentEnv
 from bergen_env.symmetry import mirror_actions, mirror_observations, mirrorable
 from tests.aec_decisions import aec_decisions
 from tests.scored_policy import scored_policy_file
@@ -637,6 +638,78 @@ def test_scorer_of_the_wrong_shape_is_refused(tmp_path: Path) -> None:
     scorer = ([rng.normal(size=(1, 4))], [np.zeros(1)], ["identity"])
     with pytest.raises(ValueError, match=r"must map 4 hidden activations and \d+ action features"):
         save_policy_file(tmp_path / "x", Rules.preset(), w, b, ["relu", "identity"], scorer=scorer)
+
+
+def _source_network(seed: int = 0) -> tuple[list[np.ndarray], list[np.ndarray], np.ndarray]:
+    """A tanh network's layers, as another framework would hand them over, and a batch of real
+    observations."""
+    rng = np.random.default_rng(seed)
+    w = [rng.normal(size=(8, OBS_SIZE)) * 0.2, rng.normal(size=(58, 8))]
+    b = [rng.normal(size=8), rng.normal(size=58)]
+    env = BergenSingleAgentEnv(opponents=["random"])
+    obs = [env.reset(seed=s)[0] for s in range(5)]
+    return w, b, np.stack(obs)
+
+
+def _source_logits(w: list[np.ndarray], b: list[np.ndarray], obs: np.ndarray) -> np.ndarray:
+    return np.tanh(obs @ w[0].T + b[0]) @ w[1].T + b[1]
+
+
+def test_check_writes_a_file_that_gives_the_source_logits(tmp_path: Path) -> None:
+    w, b, obs = _source_network()
+    expected = _source_logits(w, b, obs)
+    path = save_policy_file(
+        tmp_path / "ok", Rules.preset(), w, b, ["tanh", "identity"], check=(obs, expected)
+    )
+    np.testing.assert_allclose(read_policy_file(path).network.logits(obs), expected, atol=1e-4)
+
+
+@pytest.mark.parametrize(
+    "activations, transpose, message",
+    [
+        (["relu", "identity"], False, "differ from the given ones by up to"),
+        (["tanh", "tanh"], False, "differ from the given ones by up to"),
+        (["tanh", "identity"], True, "differ from the given ones by up to"),
+    ],
+)
+def test_check_refuses_a_network_that_is_not_the_source(
+    tmp_path: Path, activations: list[str], transpose: bool, message: str
+) -> None:
+    w, b, obs = _source_network()
+    expected = _source_logits(w, b, obs)
+    if transpose:  # the first layer's weight read with its rows in another order
+        w = [w[0][::-1].copy(), w[1]]
+    with pytest.raises(ValueError, match=f"bad.safetensors not written: .*{message}"):
+        save_policy_file(tmp_path / "bad", Rules.preset(), w, b, activations, check=(obs, expected))
+    assert not (tmp_path / "bad.safetensors").exists()
+
+
+def test_check_refuses_logits_of_the_wrong_shape_or_nan(tmp_path: Path) -> None:
+    w, b, obs = _source_network()
+    expected = _source_logits(w, b, obs)
+    rules = Rules.preset()
+    with pytest.raises(ValueError, match=r"observations \(5, \d+\) and logits \(4, 58\)"):
+        save_policy_file(
+            tmp_path / "x", rules, w, b, ["tanh", "identity"], check=(obs, expected[:4])
+        )
+    expected[2, 3] = np.nan
+    with pytest.raises(ValueError, match="not written"):
+        save_policy_file(tmp_path / "x", rules, w, b, ["tanh", "identity"], check=(obs, expected))
+    assert not (tmp_path / "x.safetensors").exists()
+
+
+def test_check_of_a_scorer_network_has_every_action_legal(tmp_path: Path) -> None:
+    network = read_policy_file(scored_policy_file(tmp_path)).network
+    weights, biases, activations = network.arrays()
+    scorer = network.scorer.arrays()
+    _, _, obs = _source_network()
+    expected = network.logits(obs, np.ones((len(obs), 58), dtype=bool))
+    rules = Rules.preset()
+    save_policy_file(tmp_path / "again", rules, weights, biases, activations, scorer=scorer,
+                     check=(obs, expected))  # fmt: skip
+    with pytest.raises(ValueError, match="not written"):
+        save_policy_file(tmp_path / "wrong", rules, weights, biases, activations, scorer=scorer,
+                         check=(obs, expected + 0.01))  # fmt: skip
 
 
 # ---------------------------------------------------------------- the base install
