@@ -665,21 +665,17 @@ def test_check_writes_a_file_that_gives_the_source_logits(tmp_path: Path) -> Non
 
 
 @pytest.mark.parametrize(
-    "activations, transpose, message",
-    [
-        (["relu", "identity"], False, "differ from the given ones by up to"),
-        (["tanh", "tanh"], False, "differ from the given ones by up to"),
-        (["tanh", "identity"], True, "differ from the given ones by up to"),
-    ],
+    "activations, transpose",
+    [(["relu", "identity"], False), (["tanh", "tanh"], False), (["tanh", "identity"], True)],
 )
 def test_check_refuses_a_network_that_is_not_the_source(
-    tmp_path: Path, activations: list[str], transpose: bool, message: str
+    tmp_path: Path, activations: list[str], transpose: bool
 ) -> None:
     w, b, obs = _source_network()
     expected = _source_logits(w, b, obs)
     if transpose:  # the first layer's weight read with its rows in another order
         w = [w[0][::-1].copy(), w[1]]
-    with pytest.raises(ValueError, match=f"bad.safetensors not written: .*{message}"):
+    with pytest.raises(ValueError, match="bad.safetensors not written: .*differ from the given"):
         save_policy_file(tmp_path / "bad", Rules.preset(), w, b, activations, check=(obs, expected))
     assert not (tmp_path / "bad.safetensors").exists()
 
