@@ -3,19 +3,22 @@
     import pyspiel
     import bergen_env.openspiel  # noqa: F401
 
-    game = pyspiel.load_game("bergen", {"rules": "traditional", "players": 3})
+    game = pyspiel.load_game("bergen(rules=fives,players=4,target=31)")
+    pyspiel.load_game(str(game))  # the same game
 
 Needs the ``openspiel`` extra (``pip install bergen_env[openspiel]``). The rules are the
 engine's (:class:`bergen_env.engine.BergenState` plays every move); this module adds what
 OpenSpiel needs on top:
 
 ==================  ==================================================================
-parameters          ``rules`` (a preset: standard, traditional, double_set),
-                    ``players`` (2-4), ``partnerships`` (bool), ``options`` (rule
-                    overrides, ``"target=10,reserve=0"``), ``max_pip`` (6; a smaller
-                    value deals only tiles whose halves are all <= it: small variants
-                    for equilibrium solvers), ``max_hands`` (100; a match still
-                    unfinished after it ends with zero returns)
+parameters          ``rules`` (a preset: standard, traditional, double_set, draw,
+                    fives), ``players`` (2-4), ``partnerships`` (bool; default: the
+                    preset's), every rule option of :data:`bergen_env.rules.RULE_OPTIONS`
+                    as its own parameter (``target=31``, ``reserve=1``, ``lead=highest``,
+                    ...; default: the preset's value), ``max_pip`` (6; a smaller value
+                    deals only tiles whose halves are all <= it: small variants for
+                    equilibrium solvers), ``max_hands`` (100; a match still unfinished
+                    after it ends with zero returns)
 players             the seats; in partnerships seats 0/2 and 1/3 are sides
 actions             the engine's action ids (:mod:`bergen_env.actions`): play tile on an
                     end, draw, pass (and the double plays of two sets)
@@ -27,10 +30,15 @@ returns             the engine's: +1 to the winning side, -1/(sides-1) to the ot
                     zeros for a match cut by ``max_hands``
 observation tensor  the project's observation (:class:`bergen_env.observation.Encoder`,
                     240 floats, from the player's seat); zeros while a hand is dealt
-information state   string: the match from the player's seat with perfect recall (its
-                    dealt tiles, its drawn tiles, every public move); tensor: the same
-                    240-float observation as above (it is not perfect recall)
+information state   perfect recall from the player's seat. String: the whole match (its
+                    dealt tiles, its drawn tiles, every public move). Tensor: the deal
+                    in play (its dealt and drawn tiles, every move in order) and the
+                    public position, scores included (see :class:`BergenObserver`)
 ==================  ==================================================================
+
+:class:`BergenObserver` gives every ``pyspiel.IIGObservationType`` (public information or
+not, private information of no player, the observing player or every player, with or without
+perfect recall).
 
 ``state.resample_from_infostate(player, sampler)`` deals the tiles ``player`` cannot see again,
 consistently with the public moves (:class:`bergen_env.agents.sampling.HiddenTileSampler`), so
@@ -41,6 +49,7 @@ OpenSpiel's ISMCTS bot can search it (with ``use_observation_string=True``; see
 from __future__ import annotations
 
 import dataclasses
+import difflib
 import functools
 import math
 from typing import Any
@@ -51,19 +60,37 @@ import pyspiel
 from bergen_env.actions import DOUBLE_PLAY, DRAW, PASS, action_str
 from bergen_env.engine import BergenState, PublicView, lead_of
 from bergen_env.errors import InvalidOptionError
-from bergen_env.observation import OBS_SIZE, Encoder
+from bergen_env.observation import OBS_LAYOUT, OBS_SIZE, STATE_SLICES, Encoder
 from bergen_env.rules import PRESETS, RULE_OPTIONS, Rules
 from bergen_env.tiles import DOUBLE_ID, NUM_TILES, TILES, tile_str
+from bergen_env.validation import check_int
 
 GAME_NAME = "bergen"
 _TILE_TEXT = tuple(tile_str(t) for t in range(NUM_TILES))
 _action_text = functools.lru_cache(maxsize=None)(action_str)
 DEFAULT_MAX_HANDS = 100
-_PARAMETERS = {
+#: The small variant for exact solvers and the playthrough: the six tiles up to [2|2], two
+#: players with hands of two, both boneyard tiles drawable, one hand to a target of 2.
+SMALL_GAME = "bergen(hand_size=2,max_hands=1,max_pip=2,reserve=0,target=2)"
+#: The preset's value: the default of a number option (every valid value is >= 0) and of a
+#: yes/no option, which is 1 (on) or 0 (off).
+PRESET_INT = -1
+#: The preset's value: the default of a named option (``lead``, ``blocked_rule``, ...).
+PRESET_STR = "preset"
+#: Yes/no options: OpenSpiel parameters are typed by their default and a default must stand for
+#: "the preset's value", so these are the integers 1, 0 or -1.
+FLAG_PARAMETERS = ("partnerships", "end_caps", "voluntary_draw", "single_hand")
+#: Every game parameter with its default (OpenSpiel's ``parameter_specification``). A rule option
+#: left at its default takes the chosen preset's value for the chosen seating.
+PARAMETERS: dict[str, Any] = {
     "rules": "standard",
     "players": 2,
-    "partnerships": False,
-    "options": "",
+    "partnerships": PRESET_INT,
+    **{
+        k: PRESET_STR if isinstance(v, str) else PRESET_INT
+        for k, v in Rules.preset("standard").to_dict().items()
+        if k in RULE_OPTIONS
+    },
     "max_pip": 6,
     "max_hands": DEFAULT_MAX_HANDS,
 }
@@ -82,42 +109,36 @@ _GAME_TYPE = pyspiel.GameType(
     provides_information_state_tensor=True,
     provides_observation_string=True,
     provides_observation_tensor=True,
-    parameter_specification=_PARAMETERS,
+    parameter_specification=PARAMETERS,
 )
 
 
-def parse_options(text: str) -> dict[str, Any]:
-    """``"target=10,end_caps=false"`` -> ``{"target": 10, "end_caps": False}``."""
-    out: dict[str, Any] = {}
-    for item in filter(None, (part.strip() for part in text.split(","))):
-        key, eq, value = item.partition("=")
-        if not eq or not key.strip():
-            raise InvalidOptionError(f"game parameter 'options': expected key=value, got {item!r}")
-        value = value.strip()
-        if value.lower() in ("true", "false"):
-            out[key.strip()] = value.lower() == "true"
-        else:
-            try:
-                out[key.strip()] = int(value)
-            except ValueError:
-                out[key.strip()] = value
-    return out
+def _unknown_parameters(names: list[str]) -> str:
+    """The error text for unknown game parameters: the closest valid name and all of them."""
+    valid = sorted(PARAMETERS)
+    parts = []
+    for name in names:
+        if name == "options":
+            parts.append(
+                "'options' (the packed option string) was replaced by one parameter per rule "
+                "option, e.g. target=10,reserve=0"
+            )
+            continue
+        close = difflib.get_close_matches(name, valid, n=1)
+        parts.append(f"{name!r}" + (f" (did you mean {close[0]!r}?)" if close else ""))
+    return f"unknown game parameter {'; '.join(parts)}; valid parameters are {valid}"
 
 
 def game_parameters(rules: Rules, **extra: Any) -> dict[str, Any]:
     """Game parameters that play ``rules`` exactly (every option spelt out), plus ``extra``."""
-    options = ",".join(
-        f"{k}={str(v).lower() if isinstance(v, bool) else v}"
-        for k, v in rules.to_dict().items()
-        if k in RULE_OPTIONS
-    )
-    return {
+    out: dict[str, Any] = {
         "rules": rules.name if rules.name in PRESETS else "standard",
         "players": rules.num_players,
-        "partnerships": rules.partnerships,
-        "options": options,
-        **extra,
     }
+    for k in ("partnerships", *RULE_OPTIONS):
+        value = getattr(rules, k)
+        out[k] = int(value) if k in FLAG_PARAMETERS else value
+    return {**out, **extra}
 
 
 def state_from_view(
@@ -155,14 +176,31 @@ def state_from_view(
 
 def rules_from_parameters(params: dict[str, Any]) -> Rules:
     """The rules that the game parameters name (errors name the bad parameter)."""
-    preset = params["rules"]
+    preset = params.get("rules", PARAMETERS["rules"])
     if preset not in PRESETS:
-        raise InvalidOptionError(f"game parameter 'rules' must be one of {PRESETS}, got {preset!r}")
+        close = difflib.get_close_matches(str(preset), PRESETS, n=1)
+        hint = f" (did you mean {close[0]!r}?)" if close else ""
+        raise InvalidOptionError(
+            f"game parameter 'rules' must be one of {PRESETS}, got {preset!r}{hint}"
+        )
+    given: dict[str, Any] = {}
+    for k in ("partnerships", *RULE_OPTIONS):
+        value = params.get(k, PARAMETERS[k])
+        if type(value) is type(PARAMETERS[k]) and value == PARAMETERS[k]:
+            continue  # the preset's value
+        if k in FLAG_PARAMETERS:
+            if value not in (0, 1):
+                raise InvalidOptionError(
+                    f"game parameter {k!r} must be 1 (on), 0 (off) or -1 (the preset's), "
+                    f"got {value!r}"
+                )
+            value = bool(value)
+        given[k] = value
     return Rules.preset(
         preset,
-        num_players=params["players"],
-        partnerships=params["partnerships"],
-        **parse_options(params["options"]),
+        num_players=params.get("players", PARAMETERS["players"]),
+        partnerships=given.pop("partnerships", None),
+        **given,
     )
 
 
@@ -180,6 +218,17 @@ class Variant:
     def encoder(self) -> Encoder:
         return _encoder(self.rules)
 
+    @property
+    def max_draws(self) -> int:
+        """The most draws one deal can hold: every tile not dealt."""
+        return sum(self.pool) - self.rules.num_players * self.rules.hand_size
+
+    @property
+    def max_moves(self) -> int:
+        """The most moves one deal can hold: plays and draws, and at most ``players - 1``
+        passes after each (a full round of passes would have been a blocked hand)."""
+        return self.rules.num_players * (sum(self.pool) + self.max_draws)
+
 
 @functools.lru_cache(maxsize=64)
 def _encoder(rules: Rules) -> Encoder:
@@ -189,14 +238,12 @@ def _encoder(rules: Rules) -> Encoder:
 @functools.lru_cache(maxsize=64)
 def _variant(items: tuple[tuple[str, Any], ...]) -> Variant:
     params = dict(items)
-    unknown = sorted(set(params) - set(_PARAMETERS))
+    unknown = sorted(set(params) - set(PARAMETERS))
     if unknown:
-        raise InvalidOptionError(
-            f"unknown game parameter(s) {unknown}; known: {sorted(_PARAMETERS)}"
-        )
-    params = {**_PARAMETERS, **params}
+        raise InvalidOptionError(_unknown_parameters(unknown))
     rules = rules_from_parameters(params)
-    max_pip, max_hands = int(params["max_pip"]), int(params["max_hands"])
+    max_pip = check_int("max_pip", params.get("max_pip", PARAMETERS["max_pip"]))
+    max_hands = check_int("max_hands", params.get("max_hands", PARAMETERS["max_hands"]))
     if not 0 <= max_pip <= 6:
         raise InvalidOptionError(f"game parameter 'max_pip' must be 0..6, got {max_pip}")
     if max_hands < 1:
@@ -223,7 +270,6 @@ class BergenGame(pyspiel.Game):
         variant = variant_of(params or {})
         rules = variant.rules
         n = rules.num_players
-        per_hand = sum(variant.pool) * (2 + n) + n  # plays + draws + passes between them
         info = pyspiel.GameInfo(
             num_distinct_actions=rules.num_actions,
             max_chance_outcomes=NUM_TILES,
@@ -231,9 +277,11 @@ class BergenGame(pyspiel.Game):
             min_utility=-1.0,
             max_utility=1.0,
             utility_sum=0.0,
-            max_game_length=variant.max_hands * per_hand,
+            max_game_length=variant.max_hands * variant.max_moves,
         )
-        super().__init__(_GAME_TYPE, info, {**_PARAMETERS, **(params or {})})
+        # every option resolved: str(game) names the exact rules and loads the same game
+        resolved = game_parameters(rules, max_pip=variant.max_pip, max_hands=variant.max_hands)
+        super().__init__(_GAME_TYPE, info, resolved)
 
     @property
     def variant(self) -> Variant:
@@ -246,7 +294,7 @@ class BergenGame(pyspiel.Game):
         self, iig_obs_type: pyspiel.IIGObservationType | None = None, params: Any = None
     ) -> BergenObserver:
         return BergenObserver(
-            iig_obs_type or pyspiel.IIGObservationType(perfect_recall=False), params
+            self.variant, iig_obs_type or pyspiel.IIGObservationType(perfect_recall=False), params
         )
 
 
@@ -262,8 +310,9 @@ class _Match:
         "drawing",
         "hand",
         "cut",
-        "hand_start",
+        "deal_start",
         "events",
+        "recall",
     )
 
     def __init__(self, variant: Variant) -> None:
@@ -275,8 +324,10 @@ class _Match:
         self.drawing = False  # a draw was chosen; chance picks its tile
         self.hand = 0  # the hand being dealt or played
         self.cut = False  # ended by max_hands
-        self.hand_start = 0  # index in events of the current hand's first dealt tile
+        self.deal_start = 0  # index in events of the current deal's first dealt tile
         self.events: list[tuple[str, int, int]] = []
+        #: (private seats, public) -> (deal_start, history text of events[:deal_start])
+        self.recall: dict[tuple[tuple[int, ...], bool], tuple[int, str]] = {}
 
     def __deepcopy__(self, memo: dict) -> _Match:
         c = _Match.__new__(_Match)
@@ -284,7 +335,8 @@ class _Match:
         c.engine = None if self.engine is None else self.engine.clone()
         c.deal, c.remaining, c.events = list(self.deal), list(self.remaining), list(self.events)
         c.dealing, c.drawing, c.hand, c.cut = self.dealing, self.drawing, self.hand, self.cut
-        c.hand_start = self.hand_start
+        c.deal_start = self.deal_start
+        c.recall = dict(self.recall)
         return c
 
 
@@ -414,7 +466,7 @@ class BergenGameState(pyspiel.State):
         c._m.engine = BergenState.from_view(view, hands, boneyard, np.random.default_rng(0))
         c._m.engine.hand_results = list(e.hand_results)
         # the other seats' private events of this hand now follow the sampled tiles
-        c._m.events = _resampled_events(self._m.events, self._m.hand_start, player, hands, e)
+        c._m.events = _resampled_events(self._m.events, self._m.deal_start, player, hands, e)
         return c
 
     def game_view(self, player: int) -> PublicView:
@@ -448,8 +500,8 @@ class BergenGameState(pyspiel.State):
         self._m.remaining = list(self._m.variant.pool)
         if leader is None:  # no double: dealt again (RULES.md §4)
             self._m.events.append(("redeal", -1, self._m.hand))
+            self._m.deal_start = len(self._m.events)
             return
-        self._m.hand_start = len(self._m.events) - len(hands) * size
         boneyard = [t for t, c in enumerate(self._m.remaining) for _ in range(c)]
         for tiles in hands:
             for t in tiles:
@@ -491,6 +543,7 @@ class BergenGameState(pyspiel.State):
         if not e.terminal and e.hand_number != self._m.hand:  # the hand ended: deal the next
             self._m.hand = e.hand_number
             self._m.dealing = True
+            self._m.deal_start = len(self._m.events)
             self._m.cut = e.hand_number >= self._m.variant.max_hands
 
     # ---------------------------------------------------------------- observations
@@ -501,40 +554,88 @@ class BergenGameState(pyspiel.State):
             return np.zeros(OBS_SIZE, dtype=np.float32)
         return self._m.variant.encoder.observe(self._m.engine, player)
 
-    def observation_text(self, player: int) -> str:
-        """What ``player`` sees now (not its memory): hand, line, counts, scores, voids."""
-        if self._m.engine is None or self._dealing():
-            return f"p{player} hand {self._m.hand} dealing"
-        v = self._m.engine.public_view(player)
-        line = " ".join(f"{a}{b}" for a, b in v.line)
+    def held_tiles(self, seat: int) -> list[int]:
+        """The tiles ``seat`` holds now (while dealing: those dealt to it so far)."""
+        m = self._m
+        if m.engine is not None and not m.dealing:
+            return m.engine.hand_tiles(seat)
+        return [v for kind, s, v in m.events[m.deal_start :] if kind == "deal" and s == seat]
+
+    def public_text(self) -> str:
+        """What every seat sees now: hand number, scores, turn, line, sizes, boneyard, voids."""
+        m, e = self._m, self._m.engine
+        scores = f" scores {list(e.scores)}" if e is not None else ""
+        if m.cut:
+            return f"hand {m.hand} cut{scores}"
+        if e is None or m.dealing:
+            return f"hand {m.hand} dealing {len(m.deal)} dealt{scores}"
+        line = " ".join(f"{a}{b}" for a, b in e.line)
         return (
-            f"p{player} hand {v.hand_number} scores {list(v.scores)} turn {v.current_player}"
-            f"{' draw' if self._m.drawing else ''} | mine {' '.join(tile_str(t) for t in v.hand)}"
-            f" | line {line} | sizes {list(v.hand_sizes)} bone {v.boneyard_size}/{v.drawable}"
-            f" | voids {list(v.voids)} lead {v.lead_tile}"
+            f"hand {e.hand_number}{scores} turn {e.current_player}"
+            f"{' draw' if m.drawing else ''} | line {line} | sizes {list(e.hand_len)}"
+            f" bone {e.boneyard_size}/{e.drawable} | voids {list(e.voids)} lead {e.lead_tile}"
         )
+
+    def history_text(self, private: tuple[int, ...], public: bool) -> str:
+        """The match with perfect recall: the public events if ``public`` (deals, moves, that a
+        seat drew) and the private ones of the seats in ``private`` (their dealt and drawn
+        tiles)."""
+        m = self._m
+        # the text of the finished deals only grows: kept per view, extended from where it ended
+        done, text = m.recall.get((private, public), (0, ""))
+        if done != m.deal_start:
+            more = _history_text(m.events[done : m.deal_start], private, public)
+            text = f"{text} {more}" if text and more else text or more
+            m.recall[(private, public)] = (m.deal_start, text)
+        now = _history_text(m.events[m.deal_start :], private, public)
+        return f"{text} {now}" if text and now else text or now
+
+    def observation_text(self, player: int) -> str:
+        """What ``player`` sees now (not its memory): the public position and its tiles."""
+        return BergenObserver.text(self, (player,), True, player)
 
     def information_text(self, player: int) -> str:
         """The match from ``player``'s seat with perfect recall."""
-        parts = [f"p{player}"]
-        own: list[int] = []
-        for kind, seat, value in self._m.events:
-            if kind == "deal":
-                if seat == player:
-                    own.append(value)
-                continue
-            if own:  # the player's dealt tiles, in one (sorted) entry
-                parts.append("hand " + " ".join(_TILE_TEXT[t] for t in sorted(own)))
-                own = []
-            if kind == "redeal":
+        return f"p{player} " + self.history_text((player,), True)
+
+
+def _history_text(
+    events: list[tuple[str, int, int]], private: tuple[int, ...], public: bool
+) -> str:
+    """``events`` as :meth:`BergenGameState.history_text` shows them."""
+    parts: list[str] = []
+    run: dict[int, list[int]] = {}  # tiles of the deal in progress, by private seat
+    dealt = False
+
+    def flush() -> None:
+        nonlocal dealt
+        if dealt and public:
+            parts.append("deal")
+        for seat in sorted(run):
+            parts.append(f"{seat}:hand " + " ".join(_TILE_TEXT[t] for t in sorted(run[seat])))
+        run.clear()
+        dealt = False
+
+    for kind, seat, value in events:
+        if kind == "deal":
+            dealt = True
+            if seat in private:
+                run.setdefault(seat, []).append(value)
+            continue
+        if dealt:
+            flush()
+        if kind == "redeal":
+            if public:
                 parts.append("redeal")
-            elif kind == "draw":
-                parts.append(f"{seat}:got {_TILE_TEXT[value]}" if seat == player else f"{seat}:got")
-            else:
-                parts.append(f"{seat}:{_action_text(value)}")
-        if own:
-            parts.append("hand " + " ".join(_TILE_TEXT[t] for t in sorted(own)))
-        return " ".join(parts)
+        elif kind == "draw":
+            if seat in private:
+                parts.append(f"{seat}:got {_TILE_TEXT[value]}")
+            elif public:
+                parts.append(f"{seat}:got")
+        elif public:
+            parts.append(f"{seat}:{_action_text(value)}")
+    flush()
+    return " ".join(parts)
 
 
 def _tiles_played(action: int) -> tuple[int, ...]:
@@ -569,30 +670,165 @@ def _resampled_events(
     return out
 
 
-class BergenObserver:
-    """OpenSpiel's observer interface: one flat tensor with named views, and strings."""
+#: The views of the global state (:data:`bergen_env.observation.STATE_LAYOUT`) that every seat
+#: sees: the public part of a position, in absolute seats and sides.
+PUBLIC_VIEWS = (
+    "line",
+    "left_end",
+    "right_end",
+    "end_doubles",
+    "line_empty",
+    "to_move",
+    "seats",
+    "hand_sizes",
+    "voids",
+    "boneyard",
+    "scores",
+    "need",
+)
+_KEPT_WHILE_DEALING = ("seats", "scores", "need")
 
-    def __init__(self, iig_obs_type: pyspiel.IIGObservationType, params: Any) -> None:
+
+class BergenObserver:
+    """OpenSpiel's observer interface for every ``pyspiel.IIGObservationType``.
+
+    One flat float32 ``tensor`` with named views in ``dict``, and ``string_from``. Seats and
+    sides are absolute, except in the default observation. The pieces:
+
+    ==========================  ============================================================
+    public, private of one      the project's observation (:class:`~bergen_env.observation.
+    player, no perfect recall   Encoder`, 240 floats from the player's seat; zeros while a
+    (OpenSpiel's default)       hand is dealt)
+    private of one player       ``player`` (one-hot seat), ``hand`` (its tile counts; while
+                                dealing, the tiles dealt to it so far)
+    private of all players      ``hands`` (players x 28 tile counts)
+    public                      the public views of the global state (:data:`PUBLIC_VIEWS`:
+                                line, ends, turn, hand sizes, voids, boneyard sizes, scores,
+                                need; while dealing only seats, scores and need) and
+                                ``phase`` ([hand being dealt, draw being dealt])
+    perfect recall, private     ``dealt`` (the deal's dealt tiles of each private seat),
+                                ``draws`` (its drawn tiles in order, one row per draw)
+    perfect recall, public      ``history``: every move of the deal in order, one row each
+                                (one-hot seat, then one-hot action id)
+    ==========================  ============================================================
+
+    Perfect recall: the strings recall the whole match. The tensors recall the deal in play;
+    earlier deals (and deals dealt again for want of a double) are summed up by the scores,
+    as a fixed-size tensor cannot hold a match of any length. So a tensor has perfect recall
+    exactly when the match is one deal that cannot be dealt again (``max_hands=1`` or
+    ``single_hand``, and hands that always hold a double, e.g. the small variant of
+    ``docs/openspiel.md``).
+    """
+
+    def __init__(
+        self, variant: Variant, iig_obs_type: pyspiel.IIGObservationType, params: Any
+    ) -> None:
         if params:
             raise ValueError(f"the bergen observer takes no parameters, got {params}")
-        if iig_obs_type.private_info != pyspiel.PrivateInfoType.SINGLE_PLAYER or not (
-            iig_obs_type.public_info
-        ):
-            raise ValueError(
-                "the bergen observer gives one player's view (public and own private "
-                f"information) only, got {iig_obs_type}"
-            )
-        self.perfect_recall = iig_obs_type.perfect_recall
-        self.tensor = np.zeros(OBS_SIZE, dtype=np.float32)
-        self.dict = Encoder.views(self.tensor)
+        self.variant = variant
+        self.public = bool(iig_obs_type.public_info)
+        self.perfect_recall = bool(iig_obs_type.perfect_recall)
+        private = iig_obs_type.private_info
+        self.single = private == pyspiel.PrivateInfoType.SINGLE_PLAYER
+        self.all = private == pyspiel.PrivateInfoType.ALL_PLAYERS
+        self.default = self.public and self.single and not self.perfect_recall
+        rules = variant.rules
+        n = rules.num_players
+        pieces: list[tuple[str, tuple[int, ...]]] = []
+        if self.default:
+            pieces = [(name, (size,)) for name, size in OBS_LAYOUT]
+        else:
+            if self.single:
+                pieces += [("player", (n,)), ("hand", (NUM_TILES,))]
+            if self.all:
+                pieces.append(("hands", (n, NUM_TILES)))
+            if self.public:
+                pieces += [
+                    (k, (STATE_SLICES[k].stop - STATE_SLICES[k].start,)) for k in PUBLIC_VIEWS
+                ]
+                pieces.append(("phase", (2,)))
+            if self.perfect_recall:
+                k = 1 if self.single else n if self.all else 0
+                if k:
+                    pieces.append(("dealt", (k, NUM_TILES)))
+                    if variant.max_draws:
+                        pieces.append(("draws", (k, variant.max_draws, NUM_TILES)))
+                if self.public:
+                    pieces.append(("history", (variant.max_moves, n + rules.num_actions)))
+        self.tensor = np.zeros(sum(math.prod(shape) for _, shape in pieces), np.float32)
+        self.dict: dict[str, np.ndarray] = {}
+        start = 0
+        for name, shape in pieces:
+            size = math.prod(shape)
+            self.dict[name] = self.tensor[start : start + size].reshape(shape)
+            start += size
 
     def set_from(self, state: BergenGameState, player: int) -> None:
-        self.tensor[:] = state.observation_array(player)
+        """Write what ``player`` observes of ``state`` into ``tensor``."""
+        self.tensor.fill(0)
+        m, e, d = state._m, state._m.engine, self.dict
+        live = e is not None and not m.dealing
+        if self.default:
+            if live:
+                self.tensor[:] = self.variant.encoder.observe(e, player)
+            return
+        n = self.variant.rules.num_players
+        if self.single:
+            d["player"][player] = 1
+            np.add.at(d["hand"], state.held_tiles(player), 1)
+        if self.all:
+            for seat in range(n):
+                np.add.at(d["hands"][seat], state.held_tiles(seat), 1)
+        if self.public:
+            if e is not None:
+                full = self.variant.encoder.state(e)
+                for name in PUBLIC_VIEWS if live else _KEPT_WHILE_DEALING:
+                    d[name][:] = full[STATE_SLICES[name]]
+            d["phase"][:] = (m.dealing, m.drawing)
+        if self.perfect_recall:
+            self._set_recall(m, (player,) if self.single else range(n) if self.all else ())
+
+    def _set_recall(self, m: _Match, seats: Any) -> None:
+        d, n = self.dict, self.variant.rules.num_players
+        row = {seat: i for i, seat in enumerate(seats)}
+        drawn = [0] * len(row)
+        history = d.get("history")
+        moves = 0
+        for kind, seat, value in m.events[m.deal_start :]:
+            if kind == "move":
+                if history is not None:
+                    if moves == len(history):
+                        raise RuntimeError(f"a deal longer than {moves} moves: {m.events}")
+                    history[moves, seat] = 1
+                    history[moves, n + value] = 1
+                moves += 1
+            elif seat in row:
+                i = row[seat]
+                if kind == "deal":
+                    d["dealt"][i, value] += 1
+                else:  # a draw
+                    d["draws"][i, drawn[i], value] = 1
+                    drawn[i] += 1
 
     def string_from(self, state: BergenGameState, player: int) -> str:
+        """What ``player`` observes of ``state``, as text."""
+        seats = (player,) if self.single else tuple(range(state.num_players())) if self.all else ()
         if self.perfect_recall:
-            return state.information_text(player)
-        return state.observation_text(player)
+            text = state.history_text(seats, self.public)
+            return f"p{player} {text}" if self.single else text
+        return self.text(state, seats, self.public, player if self.single else None)
+
+    @staticmethod
+    def text(
+        state: BergenGameState, seats: tuple[int, ...], public: bool, player: int | None
+    ) -> str:
+        """The position now: the public part if ``public``, and the tiles ``seats`` hold."""
+        parts = [state.public_text()] if public else []
+        for seat in seats:
+            tiles = " ".join(_TILE_TEXT[t] for t in state.held_tiles(seat))
+            parts.append(f"mine {tiles}" if seat == player else f"{seat}:holds {tiles}")
+        text = " | ".join(parts)
+        return text if player is None else f"p{player} {text}"
 
 
 pyspiel.register_game(_GAME_TYPE, BergenGame)

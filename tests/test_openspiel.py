@@ -23,9 +23,9 @@ from bergen_env.tiles import NUM_TILES, TILES  # noqa: E402
 PRESET_GAMES = [
     {"rules": "standard", "players": 2},
     {"rules": "traditional", "players": 3},
-    {"rules": "double_set", "players": 4, "partnerships": True},
+    {"rules": "double_set", "players": 4, "partnerships": 1},
 ]
-SMALL = {"players": 2, "max_pip": 2, "options": "hand_size=2,reserve=0,target=2", "max_hands": 1}
+SMALL = {"players": 2, "max_pip": 2, "hand_size": 2, "reserve": 0, "target": 2, "max_hands": 1}
 
 
 @pytest.mark.parametrize("params", PRESET_GAMES + [SMALL], ids=str)
@@ -40,7 +40,6 @@ def test_game_metadata() -> None:
     assert game.num_players() == 3
     assert game.num_distinct_actions() == Rules.preset("standard").num_actions
     assert game.observation_tensor_shape() == [OBS_SIZE]
-    assert game.information_state_tensor_shape() == [OBS_SIZE]
     assert game.get_type().chance_mode == pyspiel.GameType.ChanceMode.EXPLICIT_STOCHASTIC
     two_sets = pyspiel.load_game("bergen", {"rules": "double_set", "players": 2})
     assert two_sets.num_distinct_actions() == 65
@@ -51,10 +50,14 @@ def test_game_metadata() -> None:
     [
         ({"rules": "nope"}, "'rules' must be one of"),
         ({"players": 5}, "num_players"),
-        ({"options": "target"}, "expected key=value"),
-        ({"options": "tagret=3"}, "tagret"),
+        ({"rules": "fievs"}, "did you mean 'fives'"),
+        ({"options": "target=3"}, "Unknown parameter 'options'"),
+        ({"tagret": 3}, "Unknown parameter 'tagret'.*target"),
+        ({"target": True}, "Wrong type for parameter target"),
+        ({"end_caps": 2}, "'end_caps' must be 1 \\(on\\), 0 \\(off\\) or -1"),
+        ({"reserve": -2}, "option 'reserve' must be >= 0"),
         ({"max_pip": 7}, "max_pip"),
-        ({"max_pip": 1, "options": "hand_size=3"}, "max_pip=1 leaves 3"),
+        ({"max_pip": 1, "hand_size": 3}, "max_pip=1 leaves 3"),
     ],
 )
 def test_bad_parameters_are_named(params: dict, message: str) -> None:
@@ -162,7 +165,7 @@ def test_information_state_hides_other_hands_and_resampling_keeps_it() -> None:
     other = 1 - player
     own = state.engine.hand_tiles(player)
     text = state.information_state_string(player)
-    assert text.startswith(f"p{player} hand ")
+    assert text.startswith(f"p{player} deal {player}:hand ")
     assert state.information_state_string(other) != text
     changed = 0
     for seed in range(5):
