@@ -1,13 +1,13 @@
 """Solve a small Bergen variant with OpenSpiel's CFR and report its exploitability.
 
     python -m benchmarks.openspiel_solve [--iterations 200] [--report 1 10 50 100 200]
-        [--max-pip 2] [--options hand_size=2,reserve=0,target=2] [--max-hands 1] [--plus]
-        [--json PATH]
+        [--game GAME_STRING] [--plus] [--json PATH]
 
-The variant is the OpenSpiel game ``bergen`` with 2 players, only the tiles whose halves are all
-<= ``--max-pip`` (2: the six tiles of a double-two set), hands of two, no reserve (both boneyard
-tiles may be drawn), a target of 2 and one hand (a match the hand leaves undecided ends with zero
-returns). OpenSpiel's CFR (``pyspiel.CFRSolver``, or CFR+ with ``--plus``) runs on the full game
+The variant (``--game``, an OpenSpiel game string) is by default
+:data:`bergen_env.openspiel.SMALL_GAME`: 2 players, only the tiles whose halves are all <= 2
+(the six tiles of a double-two set), hands of two, no reserve (both boneyard tiles may be
+drawn), a target of 2 and one hand (a match the hand leaves undecided ends with zero returns).
+OpenSpiel's CFR (``pyspiel.CFRSolver``, or CFR+ with ``--plus``) runs on the full game
 tree; at each reported iteration the exact exploitability of its average policy is computed by
 ``pyspiel.exploitability`` (the mean over players of what a best response gains against it;
 0 at a Nash equilibrium), with NashConv and the average policy's expected return for seat 0.
@@ -22,7 +22,7 @@ from pathlib import Path
 
 import pyspiel
 
-import bergen_env.openspiel  # noqa: F401  (registers "bergen")
+from bergen_env.openspiel import SMALL_GAME  # (importing it registers "bergen")
 
 
 def tree_size(game: pyspiel.Game) -> tuple[int, int, int]:
@@ -46,21 +46,13 @@ def tree_size(game: pyspiel.Game) -> tuple[int, int, int]:
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m benchmarks.openspiel_solve", description=__doc__)
-    p.add_argument("--max-pip", type=int, default=2)
-    p.add_argument("--options", default="hand_size=2,reserve=0,target=2")
-    p.add_argument("--max-hands", type=int, default=1)
+    p.add_argument("--game", default=SMALL_GAME, help="an OpenSpiel game string")
     p.add_argument("--iterations", type=int, default=200)
     p.add_argument("--report", type=int, nargs="+", default=[1, 10, 50, 100, 200])
     p.add_argument("--plus", action="store_true", help="CFR+ instead of vanilla CFR")
     p.add_argument("--json", type=Path)
     args = p.parse_args(argv)
-    params = {
-        "players": 2,
-        "max_pip": args.max_pip,
-        "options": args.options,
-        "max_hands": args.max_hands,
-    }
-    game = pyspiel.load_game("bergen", params)
+    game = pyspiel.load_game(args.game)
     start = time.perf_counter()
     nodes, decisions, infosets = tree_size(game)
     print(f"game: {game}")
@@ -89,7 +81,6 @@ def main(argv: list[str] | None = None) -> int:
     if args.json:
         out = {
             "game": str(game),
-            "params": params,
             "solver": name,
             "nodes": nodes,
             "decision_nodes": decisions,

@@ -109,6 +109,7 @@ _GAME_TYPE = pyspiel.GameType(
     provides_information_state_tensor=True,
     provides_observation_string=True,
     provides_observation_tensor=True,
+    provides_factored_observation_string=True,
     parameter_specification=PARAMETERS,
 )
 
@@ -293,6 +294,8 @@ class BergenGame(pyspiel.Game):
     def make_py_observer(
         self, iig_obs_type: pyspiel.IIGObservationType | None = None, params: Any = None
     ) -> BergenObserver:
+        if isinstance(iig_obs_type, dict):  # OpenSpiel's make_observer(params) passes only these
+            iig_obs_type, params = None, iig_obs_type
         return BergenObserver(
             self.variant, iig_obs_type or pyspiel.IIGObservationType(perfect_recall=False), params
         )
@@ -569,11 +572,12 @@ class BergenGameState(pyspiel.State):
             return f"hand {m.hand} cut{scores}"
         if e is None or m.dealing:
             return f"hand {m.hand} dealing {len(m.deal)} dealt{scores}"
-        line = " ".join(f"{a}{b}" for a, b in e.line)
+        line = " ".join(f"{a}{b}" for a, b in e.line) or "-"
+        lead = "-" if e.lead_tile is None else _TILE_TEXT[e.lead_tile]
         return (
             f"hand {e.hand_number}{scores} turn {e.current_player}"
             f"{' draw' if m.drawing else ''} | line {line} | sizes {list(e.hand_len)}"
-            f" bone {e.boneyard_size}/{e.drawable} | voids {list(e.voids)} lead {e.lead_tile}"
+            f" bone {e.boneyard_size}/{e.drawable} | voids {list(e.voids)} lead {lead}"
         )
 
     def history_text(self, private: tuple[int, ...], public: bool) -> str:
@@ -596,7 +600,12 @@ class BergenGameState(pyspiel.State):
 
     def information_text(self, player: int) -> str:
         """The match from ``player``'s seat with perfect recall."""
-        return f"p{player} " + self.history_text((player,), True)
+        return _seat_text(player, self.history_text((player,), True))
+
+
+def _seat_text(player: int, text: str) -> str:
+    """``text`` as seen from ``player``'s seat."""
+    return f"p{player} {text}" if text else f"p{player}"
 
 
 def _history_text(
@@ -750,9 +759,9 @@ class BergenObserver:
             if self.perfect_recall:
                 k = 1 if self.single else n if self.all else 0
                 if k:
-                    pieces.append(("dealt", (k, NUM_TILES)))
+                    pieces.append(("dealt", (k, NUM_TILES)[self.single :]))
                     if variant.max_draws:
-                        pieces.append(("draws", (k, variant.max_draws, NUM_TILES)))
+                        pieces.append(("draws", (k, variant.max_draws, NUM_TILES)[self.single :]))
                 if self.public:
                     pieces.append(("history", (variant.max_moves, n + rules.num_actions)))
         self.tensor = np.zeros(sum(math.prod(shape) for _, shape in pieces), np.float32)
@@ -805,9 +814,9 @@ class BergenObserver:
             elif seat in row:
                 i = row[seat]
                 if kind == "deal":
-                    d["dealt"][i, value] += 1
+                    d["dealt"].reshape(-1, NUM_TILES)[i, value] += 1
                 else:  # a draw
-                    d["draws"][i, drawn[i], value] = 1
+                    d["draws"].reshape(len(row), -1, NUM_TILES)[i, drawn[i], value] = 1
                     drawn[i] += 1
 
     def string_from(self, state: BergenGameState, player: int) -> str:
@@ -815,7 +824,7 @@ class BergenObserver:
         seats = (player,) if self.single else tuple(range(state.num_players())) if self.all else ()
         if self.perfect_recall:
             text = state.history_text(seats, self.public)
-            return f"p{player} {text}" if self.single else text
+            return _seat_text(player, text) if self.single else text
         return self.text(state, seats, self.public, player if self.single else None)
 
     @staticmethod
@@ -825,10 +834,10 @@ class BergenObserver:
         """The position now: the public part if ``public``, and the tiles ``seats`` hold."""
         parts = [state.public_text()] if public else []
         for seat in seats:
-            tiles = " ".join(_TILE_TEXT[t] for t in state.held_tiles(seat))
+            tiles = " ".join(_TILE_TEXT[t] for t in state.held_tiles(seat)) or "-"
             parts.append(f"mine {tiles}" if seat == player else f"{seat}:holds {tiles}")
         text = " | ".join(parts)
-        return text if player is None else f"p{player} {text}"
+        return text if player is None else _seat_text(player, text)
 
 
 pyspiel.register_game(_GAME_TYPE, BergenGame)
