@@ -1,4 +1,5 @@
-"""The rule options of RULES.md §3 as one frozen, validated object, with the three presets.
+"""The rule options of RULES.md §3 as one frozen, validated object, with the five presets
+(standard, traditional, double_set, draw and fives; RULES.md §3 and §9).
 
 >>> r = Rules.preset("standard", num_players=4, partnerships=True)
 >>> (r.hand_size, r.target, r.num_sides)
