@@ -52,6 +52,7 @@ import dataclasses
 import difflib
 import functools
 import math
+from collections.abc import Iterable
 from typing import Any
 
 import numpy as np
@@ -797,7 +798,7 @@ class BergenObserver:
         if self.perfect_recall:
             self._set_recall(m, (player,) if self.single else range(n) if self.all else ())
 
-    def _set_recall(self, m: _Match, seats: Any) -> None:
+    def _set_recall(self, m: _Match, seats: Iterable[int]) -> None:
         d, n = self.dict, self.variant.rules.num_players
         row = {seat: i for i, seat in enumerate(seats)}
         drawn = [0] * len(row)

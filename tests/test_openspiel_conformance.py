@@ -231,21 +231,12 @@ def test_what_each_observation_type_hides(game_string: str) -> None:
 def test_private_observation_holds_no_public_information() -> None:
     """The private-only observation of a seat is a function of the tiles it holds."""
     game = pyspiel.load_game("bergen(players=3)")
-    single = make_observation(
-        game,
-        pyspiel.IIGObservationType(
-            public_info=False,
-            perfect_recall=False,
-            private_info=pyspiel.PrivateInfoType.SINGLE_PLAYER,
-        ),
-    )
-    everyone = make_observation(
-        game,
-        pyspiel.IIGObservationType(
-            public_info=False,
-            perfect_recall=False,
-            private_info=pyspiel.PrivateInfoType.ALL_PLAYERS,
-        ),
+    single, everyone = (
+        make_observation(
+            game,
+            pyspiel.IIGObservationType(public_info=False, perfect_recall=False, private_info=kind),
+        )
+        for kind in (pyspiel.PrivateInfoType.SINGLE_PLAYER, pyspiel.PrivateInfoType.ALL_PLAYERS)
     )
     seen: dict[tuple, tuple] = {}
     for state in random_states(game, seed=3):
