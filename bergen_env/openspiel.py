@@ -12,13 +12,15 @@ OpenSpiel needs on top:
 
 ==================  ==================================================================
 parameters          ``rules`` (a preset: standard, traditional, double_set, draw,
-                    fives), ``players`` (2-4), ``partnerships`` (bool; default: the
-                    preset's), every rule option of :data:`bergen_env.rules.RULE_OPTIONS`
-                    as its own parameter (``target=31``, ``reserve=1``, ``lead=highest``,
-                    ...; default: the preset's value), ``max_pip`` (6; a smaller value
+                    fives), ``players`` (2-4), ``partnerships`` (1 or 0), every rule
+                    option of :data:`bergen_env.rules.RULE_OPTIONS` as its own parameter
+                    (``target=31``, ``reserve=1``, ``lead=highest``, ``end_caps=0``, ...;
+                    yes/no options are 1 or 0; the defaults, -1 and ``preset``, take the
+                    preset's value for the seating), ``max_pip`` (6; a smaller value
                     deals only tiles whose halves are all <= it: small variants for
                     equilibrium solvers), ``max_hands`` (100; a match still unfinished
-                    after it ends with zero returns)
+                    after it ends with zero returns). ``str(game)`` spells out every
+                    option, so it loads the same game
 players             the seats; in partnerships seats 0/2 and 1/3 are sides
 actions             the engine's action ids (:mod:`bergen_env.actions`): play tile on an
                     end, draw, pass (and the double plays of two sets)
@@ -61,7 +63,7 @@ import pyspiel
 from bergen_env.actions import DOUBLE_PLAY, DRAW, PASS, action_str
 from bergen_env.engine import BergenState, PublicView, lead_of
 from bergen_env.errors import InvalidOptionError
-from bergen_env.observation import OBS_LAYOUT, OBS_SIZE, STATE_SLICES, Encoder
+from bergen_env.observation import OBS_LAYOUT, STATE_SLICES, Encoder
 from bergen_env.rules import PRESETS, RULE_OPTIONS, Rules
 from bergen_env.tiles import DOUBLE_ID, NUM_TILES, TILES, tile_str
 from bergen_env.validation import check_int
@@ -284,10 +286,11 @@ class BergenGame(pyspiel.Game):
         # every option resolved: str(game) names the exact rules and loads the same game
         resolved = game_parameters(rules, max_pip=variant.max_pip, max_hands=variant.max_hands)
         super().__init__(_GAME_TYPE, info, resolved)
+        self._variant = variant
 
     @property
     def variant(self) -> Variant:
-        return variant_of(self.get_parameters())
+        return self._variant
 
     def new_initial_state(self) -> BergenGameState:
         return BergenGameState(self)
@@ -351,7 +354,7 @@ class BergenGameState(pyspiel.State):
         super().__init__(game)
         # OpenSpiel clones a Python state by deep-copying its __dict__: one holder that copies
         # itself cheaply (the engine's clone, flat lists of immutable entries)
-        self._m = _Match(variant_of(game.get_parameters()))
+        self._m = _Match(game.variant)
 
     @property
     def engine(self) -> BergenState | None:
@@ -552,12 +555,6 @@ class BergenGameState(pyspiel.State):
 
     # ---------------------------------------------------------------- observations
 
-    def observation_array(self, player: int) -> np.ndarray:
-        """The project's observation of ``player`` (zeros while a hand is being dealt)."""
-        if self._m.engine is None or self._dealing():
-            return np.zeros(OBS_SIZE, dtype=np.float32)
-        return self._m.variant.encoder.observe(self._m.engine, player)
-
     def held_tiles(self, seat: int) -> list[int]:
         """The tiles ``seat`` holds now (while dealing: those dealt to it so far)."""
         m = self._m
@@ -588,20 +585,14 @@ class BergenGameState(pyspiel.State):
         m = self._m
         # the text of the finished deals only grows: kept per view, extended from where it ended
         done, text = m.recall.get((private, public), (0, ""))
+        if done > m.deal_start:  # not a prefix of this match
+            done, text = 0, ""
         if done != m.deal_start:
             more = _history_text(m.events[done : m.deal_start], private, public)
             text = f"{text} {more}" if text and more else text or more
             m.recall[(private, public)] = (m.deal_start, text)
         now = _history_text(m.events[m.deal_start :], private, public)
         return f"{text} {now}" if text and now else text or now
-
-    def observation_text(self, player: int) -> str:
-        """What ``player`` sees now (not its memory): the public position and its tiles."""
-        return BergenObserver.text(self, (player,), True, player)
-
-    def information_text(self, player: int) -> str:
-        """The match from ``player``'s seat with perfect recall."""
-        return _seat_text(player, self.history_text((player,), True))
 
 
 def _seat_text(player: int, text: str) -> str:
