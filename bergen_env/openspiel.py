@@ -158,7 +158,7 @@ def state_from_view(
 
     state = game.new_initial_state()
     m = state._m
-    if view.rules != m.variant.rules:
+    if dataclasses.replace(view.rules, name=m.variant.rules.name) != m.variant.rules:
         raise ValueError(f"the view's rules {view.rules} are not the game's {m.variant.rules}")
     pool = m.variant.pool
     view = dataclasses.replace(

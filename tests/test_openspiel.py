@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections import Counter
 from itertools import combinations
@@ -221,3 +222,16 @@ def test_cfr_lowers_the_exploitability_of_a_small_variant() -> None:
         solver.evaluate_and_update_policy()
     tenth = pyspiel.exploitability(game, solver.average_policy())
     assert 0.0 <= tenth < first / 2
+
+
+def test_state_from_view_takes_rules_built_without_a_preset() -> None:
+    rules = Rules(**{**Rules.preset("traditional", num_players=3).to_dict(), "name": "custom"})
+    game = pyspiel.load_game("bergen", game_parameters(rules))
+    options = {k: v for k, v in rules.to_dict().items() if k != "name"}
+    assert {k: v for k, v in game.variant.rules.to_dict().items() if k != "name"} == options
+    state = play_to_decision(game, seed=1, decisions=4)
+    seat = state.current_player()
+    view = state.engine.public_view(seat)
+    view = dataclasses.replace(view, rules=rules)
+    built = state_from_view(game, view, np.random.default_rng(0))
+    assert built.observation_string(seat) == state.observation_string(seat)
