@@ -65,7 +65,7 @@ from bergen_env.engine import BergenState, PublicView, lead_of
 from bergen_env.errors import InvalidOptionError
 from bergen_env.observation import OBS_LAYOUT, STATE_SLICES, Encoder
 from bergen_env.rules import PRESETS, RULE_OPTIONS, Rules
-from bergen_env.tiles import DOUBLE_ID, NUM_TILES, TILES, tile_str
+from bergen_env.tiles import DOUBLE_ID, NUM_NUMBERS, NUM_TILES, TILES, tile_str
 from bergen_env.validation import check_int
 
 GAME_NAME = "bergen"
@@ -688,6 +688,16 @@ PUBLIC_VIEWS = (
     "need",
 )
 _KEPT_WHILE_DEALING = ("seats", "scores", "need")
+#: Columns of a move in a ``history`` row, after the seat's: the tile (28), then left end,
+#: right end, draw, pass. A double play marks its double and both ends.
+_LEFT, _DRAW_COLUMN = NUM_TILES, NUM_TILES + 2
+MOVE_WIDTH = NUM_TILES + 4
+_MOVE_COLUMNS = (
+    *((a >> 1, _LEFT + (a & 1)) for a in range(DRAW)),
+    (_DRAW_COLUMN,),
+    (_DRAW_COLUMN + 1,),
+    *((DOUBLE_ID[n], _LEFT, _LEFT + 1) for n in range(NUM_NUMBERS)),
+)
 
 
 class BergenObserver:
@@ -710,7 +720,8 @@ class BergenObserver:
     perfect recall, private     ``dealt`` (the deal's dealt tiles of each private seat),
                                 ``draws`` (its drawn tiles in order, one row per draw)
     perfect recall, public      ``history``: every move of the deal in order, one row each
-                                (one-hot seat, then one-hot action id)
+                                (one-hot seat; the tile (28), left end, right end, draw,
+                                pass)
     ==========================  ============================================================
 
     Perfect recall: the strings recall the whole match. The tensors recall the deal in play;
@@ -755,7 +766,7 @@ class BergenObserver:
                     if variant.max_draws:
                         pieces.append(("draws", (k, variant.max_draws, NUM_TILES)[self.single :]))
                 if self.public:
-                    pieces.append(("history", (variant.max_moves, n + rules.num_actions)))
+                    pieces.append(("history", (variant.max_moves, n + MOVE_WIDTH)))
         self.tensor = np.zeros(sum(math.prod(shape) for _, shape in pieces), np.float32)
         self.dict: dict[str, np.ndarray] = {}
         start = 0
@@ -801,7 +812,8 @@ class BergenObserver:
                     if moves == len(history):
                         raise RuntimeError(f"a deal longer than {moves} moves: {m.events}")
                     history[moves, seat] = 1
-                    history[moves, n + value] = 1
+                    for column in _MOVE_COLUMNS[value]:
+                        history[moves, n + column] = 1
                 moves += 1
             elif seat in row:
                 i = row[seat]

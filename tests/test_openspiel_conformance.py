@@ -82,6 +82,11 @@ def test_random_sim_test_with_serialization(preset: str, seating: tuple) -> None
     pyspiel.random_sim_test(game, num_sims=1, serialize=True, verbose=False)
 
 
+def test_random_sim_test_on_the_small_variant() -> None:
+    game = pyspiel.load_game(SMALL_GAME)
+    pyspiel.random_sim_test(game, num_sims=20, serialize=True, verbose=False)
+
+
 def rules_of(preset: str, changes: dict) -> Rules:
     overrides = {k: bool(v) if k in FLAG_PARAMETERS else v for k, v in changes.items()}
     return Rules.preset(preset, num_players=3, **overrides)
