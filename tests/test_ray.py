@@ -1,0 +1,251 @@
+"""The Ray backend (bergen_env.ray_tasks): the same numbers as local workers, lost workers
+retried, the command-line flags, and a one-line error without Ray.
+
+Every test that needs Ray shares one local instance (``ray.init(num_cpus=2)``, module scope):
+starting Ray takes seconds. The xdist group keeps these tests on one worker of ``make test``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import posixpath
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from bergen_env import ray_tasks
+from bergen_env.arena import run_tournament
+from bergen_env.rules import Rules
+
+pytestmark = pytest.mark.xdist_group("ray")
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture(scope="module")
+def ray_instance():
+    """One local Ray instance of 2 CPUs for the whole module."""
+    ray = pytest.importorskip("ray")
+    ray_tasks.connect(num_cpus=2, include_dashboard=False, log_to_driver=False)
+    yield ray
+    ray.shutdown()
+
+
+@pytest.fixture
+def small_tasks(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Tasks of a few matches, so that a small tournament is many tasks."""
+    monkeypatch.setattr(ray_tasks, "MIN_TASK_MATCHES", 4)
+    monkeypatch.setattr(ray_tasks, "TASKS_PER_CPU", 8)
+
+
+def _same(a, b) -> None:
+    assert a.records == b.records
+    da, db = a.to_dict(), b.to_dict()
+    da["config"].pop("workers")
+    db["config"].pop("workers")
+    assert da == db
+
+
+# ---------------------------------------------------------------------- the tournament
+
+
+@pytest.mark.parametrize(
+    ("agents", "rules", "kwargs"),
+    [
+        (["greedy", "random"], Rules.preset("standard"), {"workers": 2}),
+        (["heuristic", "greedy", "random"], Rules.preset("standard", num_players=3), {}),
+        (["greedy", "random"], Rules.preset("draw", num_players=4), {}),
+        (["greedy", "random"], Rules.preset("fives"), {"duplicate": False}),
+    ],
+    ids=["2p-workers2", "3p", "4p-partners", "no-duplicate"],
+)
+def test_ray_tournament_equals_local_workers(
+    ray_instance, small_tasks, agents, rules, kwargs
+) -> None:
+    local = run_tournament(agents, rules, matches=48, seed=7, keep_deals=True, **kwargs)
+    kwargs.pop("workers", None)
+    on_ray = run_tournament(
+        agents, rules, matches=48, seed=7, keep_deals=True, backend="ray", **kwargs
+    )
+    _same(local, on_ray)
+
+
+def test_ray_replays_file_equals_local(ray_instance, small_tasks, tmp_path: Path) -> None:
+    rules = Rules.preset("standard")
+    run_tournament(["greedy", "random"], rules, matches=24, seed=2, replays=tmp_path / "a.jsonl")
+    run_tournament(
+        ["greedy", "random"], rules, matches=24, seed=2, replays=tmp_path / "b.jsonl", backend="ray"
+    )
+    assert (tmp_path / "a.jsonl").read_text() == (tmp_path / "b.jsonl").read_text()
+
+
+def test_ray_progress_bar_counts_every_match(ray_instance, small_tasks, capsys) -> None:
+    pytest.importorskip("tqdm")
+    run_tournament(
+        ["greedy", "random"], Rules.preset("standard"), matches=40, progress=True, backend="ray"
+    )
+    assert "40/40" in capsys.readouterr().err
+
+
+def test_tasks_give_results_in_order_and_errors_as_raised(ray_instance) -> None:
+    join = posixpath.join  # a pure-Python function that workers can import
+    items = [str(k) for k in range(12)]
+    assert list(ray_tasks.in_order(join, "x", items)) == [f"x/{k}" for k in items]
+    assert sorted(ray_tasks.task_results(join, "y", ["a", "b"])) == [(0, "y/a"), (1, "y/b")]
+    with pytest.raises(TypeError):
+        list(ray_tasks.in_order(join, "x", ["a", 3, "b"]))
+
+
+# ---------------------------------------------------------------------- a worker killed
+
+
+def _descends_from(pid: int, ancestor: int) -> bool:
+    while pid > 1:
+        try:
+            stat = Path(f"/proc/{pid}/stat").read_text()
+        except OSError:
+            return False
+        pid = int(stat.rsplit(")", 1)[1].split()[1])
+        if pid == ancestor:
+            return True
+    return False
+
+
+def _kill_busy_workers(task: str, count: int, stop: threading.Event, killed: list[int]) -> None:
+    """SIGKILL ``count`` worker processes of this process's Ray instance while they run
+    ``task`` (Ray titles a busy worker ``ray::<task>``)."""
+    title = f"ray::{task}".encode()
+    me = os.getpid()
+    while not stop.is_set() and len(killed) < count:
+        for entry in os.listdir("/proc"):
+            if not entry.isdigit() or int(entry) in killed:
+                continue
+            try:
+                cmdline = Path(f"/proc/{entry}/cmdline").read_bytes()
+            except OSError:
+                continue
+            if cmdline.startswith(title) and _descends_from(int(entry), me):
+                os.kill(int(entry), signal.SIGKILL)
+                killed.append(int(entry))
+                time.sleep(0.3)  # the next kill hits another task
+                break
+        time.sleep(0.01)
+
+
+@pytest.mark.skipif(not Path("/proc/self/cmdline").exists(), reason="needs Linux /proc")
+def test_killed_worker_is_retried_and_nothing_counted_twice(ray_instance, small_tasks) -> None:
+    rules = Rules.preset("standard")
+    agents = ["heuristic", "greedy"]
+    undisturbed = run_tournament(agents, rules, matches=600, seed=5)
+    stop, killed = threading.Event(), []
+    killer = threading.Thread(target=_kill_busy_workers, args=("_task_play", 2, stop, killed))
+    killer.start()
+    try:
+        disturbed = run_tournament(agents, rules, matches=600, seed=5, backend="ray")
+    finally:
+        stop.set()
+        killer.join()
+    assert killed, "no worker was caught running a task"
+    keys = [(r.group, r.rotation) for r in disturbed.records]
+    assert keys == [(r.group, r.rotation) for r in undisturbed.records]  # none twice, none lost
+    _same(undisturbed, disturbed)
+
+
+# ---------------------------------------------------------------------- the command line
+
+
+def test_evaluate_ray_flag_writes_the_json_of_local_workers(
+    ray_instance, small_tasks, tmp_path: Path, capsys
+) -> None:
+    from training.evaluate import tournament
+
+    common = ["--agents", "greedy", "random", "--matches", "40", "--seed", "3", "--no-progress"]
+    assert tournament([*common, "--workers", "2", "--json", str(tmp_path / "w.json")]) == 0
+    assert tournament([*common, "--ray", "--json", str(tmp_path / "r.json")]) == 0
+    local = json.loads((tmp_path / "w.json").read_text())
+    on_ray = json.loads((tmp_path / "r.json").read_text())
+    for data in (local, on_ray):
+        data["config"].pop("command")
+        data["config"].pop("workers")
+    assert local == on_ray
+    assert capsys.readouterr().out.count("greedy") >= 2
+
+
+def test_evaluate_ray_with_workers_is_an_error(capsys) -> None:
+    from training.evaluate import main
+
+    assert main(["--agents", "greedy", "random", "--ray", "--workers", "2"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err == "bergen-evaluate: error: --ray uses the Ray cluster's CPUs: leave out --workers"
+
+
+def test_run_tournament_backend_errors() -> None:
+    rules = Rules.preset("standard")
+    with pytest.raises(ValueError, match=r"backend must be one of \['processes', 'ray'\]"):
+        run_tournament(["greedy", "random"], rules, matches=2, backend="rey")
+    with pytest.raises(ValueError, match="leave workers at 1"):
+        run_tournament(["greedy", "random"], rules, matches=2, backend="ray", workers=2)
+    from bergen_env.agents import make_agent
+
+    with pytest.raises(ValueError, match="pass agent strings to use workers > 1 or Ray"):
+        run_tournament([make_agent("greedy"), "random"], rules, matches=2, backend="ray")
+
+
+# ---------------------------------------------------------------------- without Ray
+
+#: Run in a fresh interpreter: Ray is not importable (as if not installed), then ``CODE``.
+WITHOUT_RAY = """
+import importlib.machinery, sys
+
+class NoRay:
+    @staticmethod
+    def find_spec(name, path=None, target=None):
+        if name == "ray" or name.startswith("ray."):
+            return None
+        return importlib.machinery.PathFinder.find_spec(name, path, target)
+
+sys.meta_path = [NoRay if f is importlib.machinery.PathFinder else f for f in sys.meta_path]
+"""
+
+
+def _without_ray(code: str) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-c", WITHOUT_RAY + code],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+
+def test_without_ray_the_cli_says_so_in_one_line() -> None:
+    out = _without_ray(
+        "from training.evaluate import main\n"
+        "sys.exit(main(['--agents', 'greedy', 'random', '--matches', '2', '--ray']))\n"
+    )
+    assert out.returncode == 2, out.stderr
+    assert out.stderr == (
+        "bergen-evaluate: error: --ray needs the [ray] extra (missing: ray); "
+        "install it with: pip install 'bergen_env[ray]'\n"
+    )
+
+
+def test_without_ray_the_library_says_so() -> None:
+    out = _without_ray(
+        "from bergen_env.arena import run_tournament\n"
+        "from bergen_env.rules import Rules\n"
+        "try:\n"
+        "    run_tournament(['greedy', 'random'], Rules.preset('standard'), backend='ray')\n"
+        "except ModuleNotFoundError as exc:\n"
+        "    print(exc)\n"
+    )
+    assert out.returncode == 0, out.stderr
+    assert out.stdout == (
+        "the Ray backend needs Ray (missing: ray); install it with: pip install 'bergen_env[ray]'\n"
+    )
