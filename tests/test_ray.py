@@ -249,3 +249,55 @@ def test_without_ray_the_library_says_so() -> None:
     assert out.stdout == (
         "the Ray backend needs Ray (missing: ray); install it with: pip install 'bergen_env[ray]'\n"
     )
+
+
+# ---------------------------------------------------------------------- the rating table
+
+
+def _stored(path: Path) -> dict[str, dict]:
+    """The stored pairs by key, without their wall times."""
+    from benchmarks import rating_table as rt
+
+    return {p.key(): {**p.to_json(), "seconds": None} for p in rt.load_results(path)}
+
+
+def test_rating_table_on_ray_stores_the_local_pairs_and_resumes(
+    ray_instance, tmp_path: Path
+) -> None:
+    from benchmarks import rating_table as rt
+
+    rules = Rules.preset("standard", num_players=3)
+    specs = ["random", "greedy", "heuristic"]
+    local = rt.round_robin(specs, rules, matches=24, seed=4, results=tmp_path / "local.json")
+
+    class Stop(Exception):
+        pass
+
+    def stop_after_first(line: str) -> None:
+        raise Stop(line)  # the driver stops once one pair is stored
+
+    path = tmp_path / "ray.json"
+    with pytest.raises(Stop):
+        rt.round_robin(
+            specs, rules, matches=24, seed=4, results=path, log=stop_after_first, backend="ray"
+        )
+    assert len(rt.load_results(path)) == 1
+    resumed = rt.round_robin(specs, rules, matches=24, seed=4, results=path, backend="ray")
+    assert len(resumed.played) == 2  # only the pairs that were not stored
+    assert _stored(path) == _stored(tmp_path / "local.json")
+    assert [p.key() for p in resumed.pairs] == [p.key() for p in local.pairs]
+    again = rt.round_robin(specs, rules, matches=24, seed=4, results=path, backend="ray")
+    assert again.played == []
+    table = rt.rating_table(resumed, bootstrap=50).markdown()
+    assert table == rt.rating_table(local, bootstrap=50).markdown()
+
+
+def test_rating_table_ray_flag(ray_instance, tmp_path: Path, capsys) -> None:
+    from benchmarks import rating_table as rt
+
+    argv = ["--agents", "random", "greedy", "--matches", "8", "--bootstrap", "20"]
+    assert rt.main([*argv, "--ray", "--results", str(tmp_path / "r.json")]) == 0
+    assert "1 played" in capsys.readouterr().out
+    with pytest.raises(SystemExit):
+        rt.main([*argv, "--ray", "--workers", "2"])
+    assert "--ray uses the Ray cluster's CPUs" in capsys.readouterr().err
