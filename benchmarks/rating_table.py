@@ -302,10 +302,17 @@ def git_commit() -> str | None:
 
 
 def play_pair(
-    a: str, b: str, rules: Rules, matches: int, seed: int, workers: int, commit: str | None
+    a: str,
+    b: str,
+    rules: Rules,
+    matches: int,
+    seed: int,
+    workers: int,
+    commit: str | None,
+    backend: str = "processes",
 ) -> PairResult:
     """One pair's duplicate tournaments (:func:`pair_lineups`, the same deals in each), reduced
-    to what is stored (``commit``: the code's)."""
+    to what is stored (``commit``: the code's; ``backend``: :func:`run_tournament`'s)."""
     start = time.perf_counter()
     side_of = rules.side_of
     lineups = pair_lineups(a, b, rules)
@@ -314,7 +321,12 @@ def play_pair(
     comparisons = rotations = 0
     for k, agents in enumerate(lineups):
         result = run_tournament(
-            agents, rules, matches=matches // len(lineups), seed=seed, workers=workers
+            agents,
+            rules,
+            matches=matches // len(lineups),
+            seed=seed,
+            workers=workers,
+            backend=backend,
         )
         rotations = int(result.config["rotations"])
         mine = {i for i, spec in enumerate(agents) if spec == a}  # agent indices of a's seats

@@ -1,10 +1,12 @@
 """The rating table's round robin as Ray tasks: one task per pair not stored yet.
 
 Used by ``python -m benchmarks.rating_table --ray [ADDRESS]`` (:func:`round_robin` with
-``backend="ray"``). A pair's task plays its duplicate tournaments in one worker with the seeds of
-the local run, so it stores the same outcomes; the driver stores each pair as its task finishes,
-so a re-run after a stopped driver or a lost node plays only the pairs that were not stored
-(a task whose worker died is run again by Ray first).
+``backend="ray"``). Every pair's task starts at once and plays its duplicate tournaments with
+``run_tournament(..., backend="ray")``, whose deal groups are Ray tasks too (a pair's task lends
+its CPU while it waits for them), so a few pairs still fill a large cluster. The seeds are the
+local run's, so a pair stores the same outcomes; the driver stores each pair as its task
+finishes, so a re-run after a stopped driver or a lost node plays only the pairs that were not
+stored (a task whose worker died is run again by Ray first).
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ Wanted = tuple[str, str, int, str]
 def _play_task(shared: tuple[Rules, int, str | None], pair: tuple[str, str, int]) -> PairResult:
     rules, seed, commit = shared
     a, b, matches = pair
-    return play_pair(a, b, rules, matches, seed, 1, commit)
+    return play_pair(a, b, rules, matches, seed, 1, commit, backend="ray")
 
 
 def play_pairs(

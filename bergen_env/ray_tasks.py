@@ -45,9 +45,9 @@ def connect(address: str | None = None, **init_kwargs: Any) -> Any:
     """Join Ray once per process and return the module.
 
     ``address`` None starts a local instance (``RAY_ADDRESS`` set: joins that one), ``"auto"``
-    joins the cluster this machine runs (``ray start``), otherwise a cluster's address
-    (``HOST:PORT`` or ``ray://HOST:10001``). A process that has already joined keeps its
-    instance (``address`` is then not used). ``init_kwargs`` go to ``ray.init``.
+    joins the cluster this machine runs (``ray start``), otherwise the ``HOST:PORT`` of a
+    cluster's head. A process that has already joined keeps its instance (``address`` is then
+    not used). ``init_kwargs`` go to ``ray.init``.
     """
     ray = import_ray()
     if not ray.is_initialized():

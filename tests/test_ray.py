@@ -17,6 +17,7 @@ import threading
 import time
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from bergen_env import ray_tasks
@@ -224,6 +225,9 @@ def _without_ray(code: str) -> subprocess.CompletedProcess:
     )
 
 
+INSTALL = "install it with: pip install 'bergen_env[ray]'"
+
+
 def test_without_ray_the_cli_says_so_in_one_line() -> None:
     out = _without_ray(
         "from training.evaluate import main\n"
@@ -231,8 +235,36 @@ def test_without_ray_the_cli_says_so_in_one_line() -> None:
     )
     assert out.returncode == 2, out.stderr
     assert out.stderr == (
-        "bergen-evaluate: error: --ray needs the [ray] extra (missing: ray); "
-        "install it with: pip install 'bergen_env[ray]'\n"
+        f"bergen-evaluate: error: --ray needs the [ray] extra (missing: ray); {INSTALL}\n"
+    )
+
+
+def test_without_ray_the_rating_table_says_so() -> None:
+    out = _without_ray(
+        "from benchmarks.rating_table import main\n"
+        "sys.exit(main(['--agents', 'greedy', 'random', '--matches', '2', '--ray', 'auto']))\n"
+    )
+    assert out.returncode == 2, out.stderr
+    assert out.stderr.splitlines()[-1] == (  # after argparse's usage, as its other errors
+        "python -m benchmarks.rating_table: error: --ray needs the [ray] extra (missing: ray); "
+        + INSTALL
+    )
+
+
+def test_without_ray_expert_iteration_says_so_in_one_line(tmp_path: Path) -> None:
+    pytest.importorskip("torch")
+    config = ROOT / "configs" / "expert_iteration_2p.yaml"
+    run = tmp_path / "run"
+    out = _without_ray(
+        "from training.expert_iteration import PROG, main\n"
+        "from training.cli import run\n"
+        f"sys.exit(run(PROG, main, ['--config', {str(config)!r}, '--run-dir', {str(run)!r}, "
+        "'--ray']))\n"
+    )
+    assert out.returncode == 2, out.stderr
+    assert out.stderr == (
+        "python -m training.expert_iteration: error: key 'ray' needs the [ray] extra "
+        f"(missing: ray); {INSTALL}\n"
     )
 
 
@@ -301,3 +333,64 @@ def test_rating_table_ray_flag(ray_instance, tmp_path: Path, capsys) -> None:
     with pytest.raises(SystemExit):
         rt.main([*argv, "--ray", "--workers", "2"])
     assert "--ray uses the Ray cluster's CPUs" in capsys.readouterr().err
+
+
+# ---------------------------------------------------------------------- expert iteration
+
+
+def test_expert_iteration_labels_on_ray_equal_the_local_ones(ray_instance) -> None:
+    pytest.importorskip("torch")
+    import dataclasses
+
+    from training.expert_iteration import (
+        ExpertIterationConfig,
+        build_network,
+        collect_parallel,
+        network_arrays,
+    )
+
+    cfg = ExpertIterationConfig(
+        decisions=24,
+        job_decisions=8,
+        teacher="search:samples=3",
+        net_arch=[16],
+        player=["network", "heuristic"],
+        opponents=["greedy"],
+    )
+    arrays = network_arrays(build_network(cfg, Rules.preset("standard").num_actions))
+    local = collect_parallel(cfg, arrays, 24, seed=9, progress=False)
+    on_ray = collect_parallel(
+        dataclasses.replace(cfg, ray="local"), arrays, 24, seed=9, progress=False
+    )
+    for field in dataclasses.fields(local):
+        np.testing.assert_array_equal(getattr(local, field.name), getattr(on_ray, field.name))
+
+
+def test_expert_iteration_ray_flag_runs_and_records_the_key(ray_instance, tmp_path: Path) -> None:
+    pytest.importorskip("torch")
+    import yaml
+
+    from training.expert_iteration import main
+
+    config = tmp_path / "tiny.yaml"
+    config.write_text(
+        yaml.safe_dump(
+            {
+                "default": {
+                    "decisions": 16,
+                    "job_decisions": 8,
+                    "teacher": "search:samples=2",
+                    "net_arch": [8],
+                    "epochs": 1,
+                    "held_out": 0.3,
+                    "eval_matches": 2,
+                    "player": ["heuristic"],
+                    "opponents": ["greedy"],
+                }
+            }
+        )
+    )
+    run = tmp_path / "run"
+    path = main(["--config", str(config), "--run-dir", str(run), "--no-progress", "--ray"])
+    assert path.is_file()
+    assert yaml.safe_load((run / "config.yaml").read_text())["default"]["ray"] == "local"
