@@ -105,27 +105,31 @@ def main(argv: list[str] | None = None) -> int:
     runs: dict[int, dict[str, list[dict]]] = {
         s: {"processes": [], "ray": []} for s in args.task_matches
     }
-    for rep in range(args.repeats):
-        for k, size in enumerate(args.task_matches):
-            set_task_matches(size)
-            order = ["processes", "ray"] if (rep + k) % 2 == 0 else ["ray", "processes"]
-            pair = {
-                kind: timed(kind, args.agents, rules, args.matches, args.workers) for kind in order
-            }
-            if pair["ray"].pop("records") != pair["processes"].pop("records"):
-                raise SystemExit("the Ray run's records differ from the processes' run")
-            for kind in order:
-                runs[size][kind].append(pair[kind])
-            print(
-                f"repeat {rep} task matches {size or 'default'}: "
-                + ", ".join(
-                    f"{kind} {args.matches / pair[kind]['wall']:.0f} matches/s "
-                    f"(load {pair[kind]['load']:.1f})"
+    try:
+        for rep in range(args.repeats):
+            for k, size in enumerate(args.task_matches):
+                set_task_matches(size)
+                order = ["processes", "ray"] if (rep + k) % 2 == 0 else ["ray", "processes"]
+                pair = {
+                    kind: timed(kind, args.agents, rules, args.matches, args.workers)
                     for kind in order
-                ),
-                file=sys.stderr,
-                flush=True,
-            )
+                }
+                if pair["ray"].pop("records") != pair["processes"].pop("records"):
+                    raise SystemExit("the Ray run's records differ from the processes' run")
+                for kind in order:
+                    runs[size][kind].append(pair[kind])
+                print(
+                    f"repeat {rep} task matches {size or 'default'}: "
+                    + ", ".join(
+                        f"{kind} {args.matches / pair[kind]['wall']:.0f} matches/s "
+                        f"(load {pair[kind]['load']:.1f})"
+                        for kind in order
+                    ),
+                    file=sys.stderr,
+                    flush=True,
+                )
+    finally:
+        set_task_matches(0)
     rows = []
     for size, sides in runs.items():
         ratios = [r["wall"] / y["wall"] for r, y in zip(sides["processes"], sides["ray"])]

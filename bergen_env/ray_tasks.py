@@ -16,6 +16,7 @@ without it they raise :class:`ModuleNotFoundError` naming the ``[ray]`` extra.
 from __future__ import annotations
 
 import math
+import socket
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
@@ -47,12 +48,27 @@ def connect(address: str | None = None, **init_kwargs: Any) -> Any:
     ``address`` None starts a local instance (``RAY_ADDRESS`` set: joins that one), ``"auto"``
     joins the cluster this machine runs (``ray start``), otherwise the ``HOST:PORT`` of a
     cluster's head. A process that has already joined keeps its instance (``address`` is then
-    not used). ``init_kwargs`` go to ``ray.init``.
+    not used). ``init_kwargs`` go to ``ray.init``. A ``HOST:PORT`` where nothing answers is a
+    :class:`ConnectionError` at once (Ray itself would keep trying).
     """
     ray = import_ray()
     if not ray.is_initialized():
+        if address not in (None, "auto"):
+            check_reachable(address)
         ray.init(address=address, **init_kwargs)
     return ray
+
+
+def check_reachable(address: str, timeout: float = 10.0) -> None:
+    """Raise :class:`ConnectionError` if nothing accepts a TCP connection at ``HOST:PORT``
+    (other address forms are left to Ray)."""
+    host, _, port = address.rpartition(":")
+    if not host or not port.isdigit():
+        return
+    try:
+        socket.create_connection((host, int(port)), timeout=timeout).close()
+    except OSError as exc:
+        raise ConnectionError(f"nothing answers at {address} ({exc})") from None
 
 
 def cluster_cpus() -> int:

@@ -394,3 +394,36 @@ def test_expert_iteration_ray_flag_runs_and_records_the_key(ray_instance, tmp_pa
     path = main(["--config", str(config), "--run-dir", str(run), "--no-progress", "--ray"])
     assert path.is_file()
     assert yaml.safe_load((run / "config.yaml").read_text())["default"]["ray"] == "local"
+
+
+def test_evaluate_ray_address_where_nothing_answers_is_a_one_line_error() -> None:
+    out = subprocess.run(
+        [sys.executable, "-m", "training.evaluate", "--agents", "greedy", "random"]
+        + ["--matches", "2", "--ray", "127.0.0.1:1"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert out.returncode == 2, out.stderr
+    assert out.stderr.startswith(
+        "bergen-evaluate: error: --ray: cannot join the Ray cluster at '127.0.0.1:1': "
+        "nothing answers at 127.0.0.1:1 ("
+    )
+    assert out.stderr.count("\n") == 1
+
+
+# ---------------------------------------------------------------------- the overhead benchmark
+
+
+def test_overhead_benchmark_compares_equal_runs(ray_instance, tmp_path: Path, capsys) -> None:
+    from benchmarks import ray_overhead
+
+    path = tmp_path / "overhead.json"
+    argv = ["--agents", "greedy", "random", "--matches", "8", "--repeats", "1"]
+    assert ray_overhead.main([*argv, "--task-matches", "0", "2", "--json", str(path)]) == 0
+    report = json.loads(path.read_text())
+    assert [r["task_matches"] for r in report["rows"]] == ["default", 2]
+    assert all(r["ray_cpu_s_per_1000"] > 0 for r in report["rows"])
+    assert "| default |" in capsys.readouterr().out
+    assert (ray_tasks.MIN_TASK_MATCHES, ray_tasks.TASKS_PER_CPU) == ray_overhead.DEFAULT_SIZING
