@@ -48,7 +48,7 @@ play: $(STAMP)
 	$(VENV)/bin/bergen-web --port $(or $(PORT),8000)
 
 test: $(STAMP)
-	$(PY) -m pytest -n 2 --dist loadgroup -q
+	$(PY) -m pytest -n 2 -q
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check $(LINT_PATHS)

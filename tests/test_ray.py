@@ -2,7 +2,8 @@
 retried, the command-line flags, and a one-line error without Ray.
 
 Every test that needs Ray shares one local instance (``ray.init(num_cpus=2)``, module scope):
-starting Ray takes seconds. The xdist group keeps these tests on one worker of ``make test``.
+starting Ray takes seconds. Under pytest-xdist, each worker that runs some of these tests starts
+one (at most two with ``make test``).
 """
 
 from __future__ import annotations
@@ -23,8 +24,6 @@ import pytest
 from bergen_env import ray_tasks
 from bergen_env.arena import run_tournament
 from bergen_env.rules import Rules
-
-pytestmark = pytest.mark.xdist_group("ray")
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -427,3 +426,25 @@ def test_overhead_benchmark_compares_equal_runs(ray_instance, tmp_path: Path, ca
     assert all(r["ray_cpu_s_per_1000"] > 0 for r in report["rows"])
     assert "| default |" in capsys.readouterr().out
     assert (ray_tasks.MIN_TASK_MATCHES, ray_tasks.TASKS_PER_CPU) == ray_overhead.DEFAULT_SIZING
+
+
+@pytest.mark.skipif(not Path("/proc/self/cmdline").exists(), reason="needs Linux /proc")
+def test_rating_table_pair_task_killed_is_played_again(ray_instance, tmp_path: Path) -> None:
+    from benchmarks import rating_table as rt
+
+    rules = Rules.preset("standard")
+    specs = ["random", "greedy", "heuristic"]
+    rt.round_robin(specs, rules, matches=200, seed=6, results=tmp_path / "local.json")
+    stop, killed = threading.Event(), []
+    killer = threading.Thread(target=_kill_busy_workers, args=("_play_task", 1, stop, killed))
+    killer.start()
+    try:
+        run = rt.round_robin(
+            specs, rules, matches=200, seed=6, results=tmp_path / "ray.json", backend="ray"
+        )
+    finally:
+        stop.set()
+        killer.join()
+    assert killed, "no worker was caught running a pair's task"
+    assert len(run.played) == 3
+    assert _stored(tmp_path / "ray.json") == _stored(tmp_path / "local.json")
