@@ -100,6 +100,8 @@ def task_results(
     also an instance of the task's exception type); stopping early (an error, Ctrl-C, a
     ``break``) cancels the tasks not yet finished.
     """
+    if not items:
+        return
     ray = connect()
     remote = ray.remote(fn).options(num_cpus=num_cpus, max_retries=max_retries)
     shared_ref = ray.put(shared)

@@ -100,6 +100,7 @@ def test_tasks_give_results_in_order_and_errors_as_raised(ray_instance) -> None:
     assert sorted(ray_tasks.task_results(join, "y", ["a", "b"])) == [(0, "y/a"), (1, "y/b")]
     with pytest.raises(TypeError):
         list(ray_tasks.in_order(join, "x", ["a", 3, "b"]))
+    assert list(ray_tasks.in_order(join, "x", [])) == []
 
 
 # ---------------------------------------------------------------------- a worker killed
