@@ -2,7 +2,7 @@
 
     python -m benchmarks.rating_table --agents random greedy heuristic search ...
         [--matches 200] [--matches-for SPEC N ...] [--seed 0] [--rules standard]
-        [--players 2] [--partnerships] [--workers 1] [--results PATH]
+        [--players 2] [--partnerships] [--workers 1 | --ray [ADDRESS]] [--results PATH]
         [--bootstrap 1000] [--anchor SPEC RATING]
 
 Every pair of agents plays a duplicate tournament (:func:`bergen_env.arena.run_tournament`: the
@@ -52,6 +52,8 @@ from bergen_env.errors import BergenError
 from bergen_env.ratings import ELO_CENTER, elo_ratings, expected_score
 from bergen_env.rules import Rules
 from bergen_env.stats import wilson_interval
+from training.cli import UsageError
+from training.ray_option import add_ray_argument, join_ray
 
 FORMAT = "bergen_env rating results"
 VERSION = 2
@@ -300,10 +302,17 @@ def git_commit() -> str | None:
 
 
 def play_pair(
-    a: str, b: str, rules: Rules, matches: int, seed: int, workers: int, commit: str | None
+    a: str,
+    b: str,
+    rules: Rules,
+    matches: int,
+    seed: int,
+    workers: int,
+    commit: str | None,
+    backend: str = "processes",
 ) -> PairResult:
     """One pair's duplicate tournaments (:func:`pair_lineups`, the same deals in each), reduced
-    to what is stored (``commit``: the code's)."""
+    to what is stored (``commit``: the code's; ``backend``: :func:`run_tournament`'s)."""
     start = time.perf_counter()
     side_of = rules.side_of
     lineups = pair_lineups(a, b, rules)
@@ -312,7 +321,12 @@ def play_pair(
     comparisons = rotations = 0
     for k, agents in enumerate(lineups):
         result = run_tournament(
-            agents, rules, matches=matches // len(lineups), seed=seed, workers=workers
+            agents,
+            rules,
+            matches=matches // len(lineups),
+            seed=seed,
+            workers=workers,
+            backend=backend,
         )
         rotations = int(result.config["rotations"])
         mine = {i for i, spec in enumerate(agents) if spec == a}  # agent indices of a's seats
@@ -361,11 +375,16 @@ def round_robin(
     workers: int = 1,
     results: Path | None = None,
     log: Callable[[str], None] | None = None,
+    backend: str = "processes",
 ) -> RoundRobin:
     """Every pair of ``specs`` in a duplicate tournament, reusing and extending ``results``.
 
     The file is rewritten after each new pair, so a stopped run keeps what it finished.
+    ``backend="ray"`` plays the pairs not stored as Ray tasks (:mod:`benchmarks.rating_table_ray`)
+    and stores each as it finishes; ``workers`` then does not apply.
     """
+    if backend not in ("processes", "ray"):
+        raise ValueError(f"backend must be 'processes' or 'ray', got {backend!r}")
     for name, value, minimum in (
         ("matches", matches, 1),
         ("seed", seed, 0),
@@ -387,29 +406,39 @@ def round_robin(
     by_key = {p.key(): p for p in stored}
     commit = git_commit()  # once: the code this process runs, whatever is committed meanwhile
     files = {s: agent_files(s) for s in specs}
-    pairs, played = [], []
+    wanted = []  # (a, b, matches, key) of every pair, in table order
     order = sorted(specs)
     for i, a in enumerate(order):
         for b in order[i + 1 :]:
             n = pair_matches(a, b, matches, matches_for, rotations, lineups)
-            key = pair_key((a, b), {**files[a], **files[b]}, rules.to_dict(), seed, n)
-            pair = by_key.get(key)
-            if pair is None:
-                pair = play_pair(a, b, rules, n, seed, workers, commit)
-                if pair.key() != key:  # the files changed while the pair played
-                    raise ValueError(f"the files of {a!r} or {b!r} changed during the run")
-                played.append((a, b))
-                stored.append(pair)
-                by_key[key] = pair
-                if results is not None:
-                    save_results(results, stored)
-                if log is not None:
-                    log(
-                        f"played {a} vs {b}: {n} matches, score {pair.score:.3f}, "
-                        f"{pair.seconds:.0f} s ({1000 * pair.seconds / n:.1f} ms/match)"
-                    )
-            pairs.append(pair)
-    return RoundRobin(list(specs), pairs, played)
+            wanted.append(
+                (a, b, n, pair_key((a, b), {**files[a], **files[b]}, rules.to_dict(), seed, n))
+            )
+    todo = [w for w in wanted if w[3] not in by_key]
+    if backend == "ray":
+        from benchmarks.rating_table_ray import play_pairs
+
+        new = play_pairs(todo, rules, seed, commit)
+    else:
+        new = (
+            ((a, b, n, key), play_pair(a, b, rules, n, seed, workers, commit))
+            for a, b, n, key in todo
+        )
+    played = []
+    for (a, b, n, key), pair in new:
+        if pair.key() != key:  # the files changed while the pair played
+            raise ValueError(f"the files of {a!r} or {b!r} changed during the run")
+        played.append((a, b))
+        stored.append(pair)
+        by_key[key] = pair
+        if results is not None:
+            save_results(results, stored)
+        if log is not None:
+            log(
+                f"played {a} vs {b}: {n} matches, score {pair.score:.3f}, "
+                f"{pair.seconds:.0f} s ({1000 * pair.seconds / n:.1f} ms/match)"
+            )
+    return RoundRobin(list(specs), [by_key[w[3]] for w in wanted], played)
 
 
 # ---------------------------------------------------------------------- the table
@@ -585,6 +614,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     p.add_argument("--partnerships", action=argparse.BooleanOptionalAction, default=None)
     p.add_argument("--workers", type=int, default=1)
+    add_ray_argument(p, "the pairs")
     p.add_argument("--results", type=Path, help="the JSON file of stored pairs (read and extended)")
     p.add_argument("--bootstrap", type=int, default=1000, help="bootstrap replicates")
     p.add_argument(
@@ -606,6 +636,13 @@ def main(argv: list[str] | None = None) -> int:
         rules = Rules.preset(args.rules, num_players=args.players, partnerships=args.partnerships)
     except BergenError as exc:
         p.error(f"bad rules: {exc}")
+    if args.ray is not None:
+        if args.workers > 1:
+            p.error("--ray uses the Ray cluster's CPUs: leave out --workers")
+        try:
+            join_ray(args.ray)
+        except UsageError as exc:
+            p.error(str(exc))
     try:
         run = round_robin(
             args.agents,
@@ -616,6 +653,7 @@ def main(argv: list[str] | None = None) -> int:
             workers=args.workers,
             results=args.results,
             log=lambda line: print(line, file=sys.stderr, flush=True),
+            backend="processes" if args.ray is None else "ray",
         )
         table = rating_table(
             run,

@@ -68,6 +68,8 @@ AGENT_STREAM = 1
 RATING_PRIOR = 1.0
 
 AgentSource = str | Agent
+#: Where :func:`run_tournament` plays: local worker processes, or Ray tasks.
+BACKENDS = ("processes", "ray")
 
 
 # ---------------------------------------------------------------------- records
@@ -373,6 +375,17 @@ def _worker_play(specs: Sequence[tuple[int, int]]) -> list[MatchRecord]:
     return _WORKER_TABLE.play_many(specs)
 
 
+def _task_play(
+    shared: tuple[_Plan, list[tuple[str, str, Any]]], specs: Sequence[tuple[int, int]]
+) -> list[MatchRecord]:
+    """One Ray task (:mod:`bergen_env.ray_tasks`): the worker keeps its agents between the
+    tasks of one tournament, as a pool process does between its chunks."""
+    plan, kinds = shared
+    if _WORKER_TABLE is None or _WORKER_TABLE.plan != plan:
+        _worker_init(plan, kinds)
+    return _worker_play(specs)
+
+
 def _kinds_for_workers(sources: Sequence[AgentSource]) -> list[tuple[str, str, Any]]:
     out = []
     for kind in sorted({parse_agent_spec(s)[0] for s in sources if isinstance(s, str)}):
@@ -391,10 +404,10 @@ def _chunks(specs: list[tuple[int, int]], size: int) -> list[list[tuple[int, int
 
 
 def _play_all(
-    plan: _Plan, specs: list[tuple[int, int]], workers: int, chunk: int
+    plan: _Plan, specs: list[tuple[int, int]], workers: int, chunk: int, backend: str = "processes"
 ) -> Iterator[list[MatchRecord]]:
-    """Records chunk by chunk, in the order of ``specs`` whatever the worker count."""
-    if workers == 1:
+    """Records chunk by chunk, in the order of ``specs`` whatever the worker count or backend."""
+    if workers == 1 and backend == "processes":
         table = _Table(plan)
         for part in _chunks(specs, chunk):
             yield table.play_many(part)
@@ -404,6 +417,14 @@ def _play_all(
 
     for source in plan.sources:  # fail fast, here, on an unknown agent, a bad file or rules
         make_agent(source).reset(plan.rules, 0, np.random.default_rng(0))  # type: ignore[arg-type]
+    if backend == "ray":  # tasks of whole deal groups
+        from bergen_env import ray_tasks
+
+        unit = len(plan.lineups) if plan.duplicate else 1
+        size = unit * ray_tasks.task_units(math.ceil(len(specs) / unit), unit)
+        shared = (plan, _kinds_for_workers(plan.sources))
+        yield from ray_tasks.in_order(_task_play, shared, _chunks(specs, size))
+        return
     context = multiprocessing.get_context("spawn")  # safe with torch; same everywhere
     with ProcessPoolExecutor(
         max_workers=workers,
@@ -523,6 +544,7 @@ def run_tournament(
     max_hands: int = 2000,
     *,
     keep_deals: bool = False,
+    backend: str = "processes",
 ) -> TournamentResult:
     """Play ``matches`` matches between ``agents`` under ``rules``; see the module docstring.
 
@@ -532,6 +554,9 @@ def run_tournament(
     ``keep_deals`` keeps each match's dealt hands in its record (for checking the format).
     Each process builds its agents once and ``reset``s them before every match, so an agent must
     not carry state from one match to the next (results would then depend on ``workers``).
+    ``backend="ray"`` plays the deal groups as Ray tasks instead of ``workers`` processes, on the
+    Ray instance this process joined (:func:`bergen_env.ray_tasks.connect`; a local one if
+    none), with the same records for the same seed.
     """
     if not isinstance(rules, Rules):
         raise TypeError(f"rules must be a bergen_env.Rules, got {type(rules).__name__}")
@@ -539,14 +564,18 @@ def run_tournament(
     seed = _check_positive_int("seed", seed, minimum=0)
     workers = _check_positive_int("workers", workers)
     max_hands = _check_positive_int("max_hands", max_hands)
+    if backend not in BACKENDS:
+        raise ValueError(f"backend must be one of {list(BACKENDS)}, got {backend!r}")
+    if backend == "ray" and workers > 1:
+        raise ValueError("backend='ray' runs on the Ray cluster's CPUs: leave workers at 1")
     sources = tuple(agents)
     if len(sources) < 2:
         raise ValueError(f"a tournament needs at least 2 agents, got {len(sources)}")
     for a in sources:
         if isinstance(a, Agent):
-            if workers > 1:
+            if workers > 1 or backend == "ray":
                 raise ValueError(
-                    f"agent {a!r} is an instance: pass agent strings to use workers > 1"
+                    f"agent {a!r} is an instance: pass agent strings to use workers > 1 or Ray"
                 )
         elif not isinstance(a, str):
             raise TypeError(f"an agent is an agent string or an Agent, got {a!r}")
@@ -572,7 +601,7 @@ def run_tournament(
     chunk = max(1, min(64, len(specs) // (8 * workers) or 1))
     records: list[MatchRecord] = []
     try:
-        for part in _play_all(plan, specs, workers, chunk):
+        for part in _play_all(plan, specs, workers, chunk, backend):
             if replays:
                 write_jsonl(replays, [r.replay for r in part], append=True)
                 for r in part:

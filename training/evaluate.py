@@ -9,7 +9,8 @@ An agent is a scripted name (``random``, ``greedy``, ``heuristic``, ``search:sam
 portable policy file ``policy:PATH.safetensors`` (numpy only), a MaskablePPO zip ``ppo:PATH`` or
 an RLlib checkpoint ``rllib:PATH`` (both unpickled, so only with ``--trust-pickle``; they need the
 train and rllib extras). The format and the statistics are described in :mod:`bergen_env.arena`;
-the same ``--seed`` gives the same numbers whatever ``--workers`` is.
+the same ``--seed`` gives the same numbers whatever ``--workers`` is, and on Ray (``--ray``,
+docs/scale.md).
 """
 
 from __future__ import annotations
@@ -38,6 +39,7 @@ from .cli import (
     run,
     trust_pickle,
 )
+from .ray_option import add_ray_argument, join_ray
 
 PROG = "bergen-evaluate"
 
@@ -103,6 +105,7 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     p.add_argument("--matches", type=int, default=2000, help="matches (rounded up to groups)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--workers", type=int, default=1, help="processes (default 1)")
+    add_ray_argument(p, "the deal groups")
     p.add_argument("--no-duplicate", action="store_true", help="fresh deals for every match")
     p.add_argument("--max-hands", type=int, default=2000, help="unfinished after this many hands")
     p.add_argument("--json", type=Path, help="write the results as JSON")
@@ -208,6 +211,8 @@ def tournament(argv: Sequence[str] | None = None) -> int:
             raise UsageError(f"--{flag.replace('_', '-')} must be >= 1")
     if args.seed < 0:
         raise UsageError("--seed must be >= 0")
+    if args.ray is not None and args.workers > 1:
+        raise UsageError("--ray uses the Ray cluster's CPUs: leave out --workers")
     rules = build_rules(args)
     register_policy_kinds(args.agents)
     if args.trust_pickle:
@@ -223,6 +228,8 @@ def tournament(argv: Sequence[str] | None = None) -> int:
         path = getattr(args, flag)
         if path is not None and not path.parent.is_dir():
             raise UsageError(f"--{flag} {str(path)!r}: folder {str(path.parent)!r} does not exist")
+    if args.ray is not None:
+        join_ray(args.ray)
     result = run_tournament(
         args.agents,
         rules,
@@ -233,6 +240,7 @@ def tournament(argv: Sequence[str] | None = None) -> int:
         progress=not args.no_progress and importlib.util.find_spec("tqdm") is not None,
         replays=args.replays,
         max_hands=args.max_hands,
+        backend="processes" if args.ray is None else "ray",
     )
     print(result.table())
     if args.json:

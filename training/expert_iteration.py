@@ -30,7 +30,8 @@ Each iteration:
    (``iter_<k>.safetensors``; the last one also as ``policy.safetensors``).
 
 Collection runs in jobs of ``job_decisions`` seeded from ``SeedSequence(seed)``, spread over
-``workers`` processes, so the data and the fitted network do not depend on the worker count.
+``workers`` processes or, with ``ray``, run as Ray tasks (:mod:`.expert_iteration_ray`), so the
+data and the fitted network do not depend on the worker count or the backend.
 The run folder ``runs/expert_iteration/<name>__<seed>__<time>/`` holds ``config.yaml``,
 ``command.txt``, ``metrics.csv`` (one row per iteration), the policy files and ``data_<k>.npz``
 (the labelled decisions of iteration ``k``; arrays only).
@@ -80,6 +81,7 @@ from bergen_env.validation import is_int, is_number
 
 from .cli import ArgumentParser, run
 from .config import ConfigError, EnvBlock, add_override_argument, load_dataclass_config
+from .ray_option import add_ray_argument, join_ray
 
 PROG = "python -m training.expert_iteration"
 #: The ``player`` entry that means the network being trained.
@@ -104,6 +106,10 @@ class ExpertIterationConfig(EnvBlock):
     """Decisions per collection job (jobs are seeded by index)."""
     workers: int = 1
     """Processes collecting and labelling decisions."""
+    ray: str | None = None
+    """Label (and evaluate) as Ray tasks instead of ``workers`` processes: ``local`` (a local Ray
+    instance), ``auto`` (the cluster this machine joined) or a cluster's address (docs/scale.md);
+    null: local processes. The fit stays in this process."""
     player: list[str] = field(default_factory=lambda: [NETWORK])
     """Who plays the learner seat while positions are collected, drawn uniformly each match:
     ``network`` (the current network) or agent strings."""
@@ -233,6 +239,8 @@ class ExpertIterationConfig(EnvBlock):
             isinstance(x, str) for x in self.eval_opponents
         ):
             raise bad("eval_opponents", "must be a list of agent strings")
+        if self.ray is not None and (not isinstance(self.ray, str) or not self.ray):
+            raise bad("ray", "must be null, 'local', 'auto' or a Ray cluster's address")
         if self.init_policy is not None and not isinstance(self.init_policy, str):
             raise bad("init_policy", "must be the path of a policy file or null")
         if self.reward != "match":
@@ -501,7 +509,13 @@ def collect_parallel(
     ]
     parts: list[Decisions] = []
     with tqdm(total=decisions, desc="labelled decisions", disable=not progress) as bar:
-        if cfg.workers == 1:
+        if cfg.ray is not None:
+            from .expert_iteration_ray import labelled_jobs
+
+            for part in labelled_jobs(cfg, network, [job[2:] for job in jobs]):
+                parts.append(part)
+                bar.update(len(part))
+        elif cfg.workers == 1:
             for part in map(_collect_job, jobs):
                 parts.append(part)
                 bar.update(len(part))
@@ -843,7 +857,12 @@ def evaluate(path: Path, cfg: ExpertIterationConfig, seed: int) -> dict[str, flo
         else:
             seats = [spec] + [opponent] * (rules.num_players - 1)
         result = run_tournament(
-            seats, rules, matches=cfg.eval_matches, seed=seed, workers=cfg.eval_workers
+            seats,
+            rules,
+            matches=cfg.eval_matches,
+            seed=seed,
+            workers=cfg.eval_workers if cfg.ray is None else 1,
+            backend="processes" if cfg.ray is None else "ray",
         )
         out[f"vs_{opponent}"] = result.agents[spec].match_win_rate
     return out
@@ -867,6 +886,8 @@ def train(
     recorded in each policy file's provenance.
     """
     torch.set_num_threads(cfg.torch_threads)
+    if cfg.ray is not None:
+        join_ray(cfg.ray, "key 'ray'")
     rules = cfg.make_rules()
     run_dir.mkdir(parents=True, exist_ok=True)
     (run_dir / "config.yaml").write_text(
@@ -949,12 +970,15 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         "instead of collecting",
     )
     add_override_argument(parser)
+    add_ray_argument(parser, "the labelling (the config key 'ray')")
     return parser.parse_args(argv)
 
 
 def main(argv: list[str] | None = None) -> Path:
     args = parse_args(argv)
     cfg = load_config(args.config, args.overrides)
+    if args.ray is not None:
+        cfg = dataclasses.replace(cfg, ray=args.ray)
     run_dir = Path(
         args.run_dir
         or Path("runs")
