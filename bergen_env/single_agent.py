@@ -71,7 +71,9 @@ action, so any action is accepted (pgx's convention). A mask row is therefore ne
 ``action_masks()`` (for sb3-contrib's ``MaskablePPO``) is all False once the episode is over.
 
 ``reset(options={"deals": [...]})`` passes scripted deals to the engine (see
-:func:`bergen_env.engine.validate_deal`); any other reset option is an ``InvalidOptionError``.
+:func:`bergen_env.engine.validate_deal`); other reset options are ignored with one warning
+naming them. An unknown keyword argument is an ``InvalidOptionError`` naming the closest valid
+one and listing them all.
 ``info`` holds ``scores`` (per side), ``seat`` (the learner's), ``hand``, ``action_mask``
 (above) and, at the end, ``winner`` (side or None).
 
@@ -100,7 +102,7 @@ from bergen_env.observation import Encoder, obs_bounds
 from bergen_env.render import render_text
 from bergen_env.render_image import render_rgb
 from bergen_env.rules import Rules
-from bergen_env.validation import check_bool, check_choice, invalid, is_int
+from bergen_env.validation import check_bool, check_choice, invalid, is_int, keyword_names
 
 REWARD_MODES = (*AEC_REWARD_MODES, "shaped", "win")
 ILLEGAL_ACTION_MODES = ("raise", "lose")
@@ -139,6 +141,7 @@ class BergenSingleAgentEnv(gym.Env):
             render_mode,
             reward_modes=REWARD_MODES,
             render_modes=self.metadata["render_modes"],
+            env_keywords=keyword_names(type(self).__init__),
             **overrides,
         )
         self.options = opts
@@ -206,6 +209,7 @@ class BergenSingleAgentEnv(gym.Env):
         self._needs: list[tuple[bool, bool]] = [(True, True)] * n
         self._side = 0
         self._illegal = False
+        self._ignored_reset_options: set[str] = set()
 
     # ------------------------------------------------------------------ gymnasium API
 
@@ -213,7 +217,7 @@ class BergenSingleAgentEnv(gym.Env):
         self, *, seed: int | None = None, options: dict[str, Any] | None = None
     ) -> tuple[np.ndarray, dict[str, Any]]:
         super().reset(seed=seed)
-        deals = reset_deals(options)
+        deals = reset_deals(options, self._ignored_reset_options)
         rng = self.np_random
         n = self.rules.num_players
         self._illegal = False

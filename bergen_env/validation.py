@@ -18,7 +18,9 @@ ValueError: parameter 'temperature' must be a number > 0, got 0
 
 from __future__ import annotations
 
-from collections.abc import Collection
+import difflib
+import inspect
+from collections.abc import Callable, Collection, Iterable
 from typing import Any, TypeVar
 
 import numpy as np
@@ -132,3 +134,59 @@ def check_choice(
     if not any(type(value) is type(c) and value == c for c in choices):
         raise invalid(name, f"one of {tuple(choices)}", value, label, error)
     return value
+
+
+def keyword_names(func: Callable[..., Any]) -> list[str]:
+    """The parameters of ``func`` that a caller can pass by keyword (no ``self``, ``*args``,
+    ``**kwargs``), in signature order."""
+    kinds = (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
+    return [
+        p.name
+        for p in inspect.signature(func).parameters.values()
+        if p.kind in kinds and p.name != "self"
+    ]
+
+
+def did_you_mean(name: object, valid: Iterable[object]) -> str:
+    """``name`` quoted, with the closest of ``valid`` (difflib) where one is close.
+
+    >>> did_you_mean("sampels", ["samples", "seed"])
+    "'sampels' (did you mean 'samples'?)"
+    """
+    close = difflib.get_close_matches(str(name), [str(v) for v in valid], n=1)
+    return f"{name!r}" + (f" (did you mean {close[0]!r}?)" if close else "")
+
+
+def unknown_keyword(
+    unknown: Iterable[str],
+    valid: Iterable[str],
+    *,
+    label: str = "option",
+    error: type[Exception] = InvalidOptionError,
+) -> Exception:
+    """The error for ``unknown`` keywords (raise it): each named with the closest valid one, then
+    every valid keyword.
+
+    >>> raise unknown_keyword(["num_player"], ["num_players", "rules"])
+    Traceback (most recent call last):
+    ...
+    bergen_env.errors.InvalidOptionError: unknown option 'num_player' (did you mean 'num_players'?); valid options: ['num_players', 'rules']
+    """  # noqa: E501
+    valid = list(dict.fromkeys(valid))
+    named = [did_you_mean(name, valid) for name in sorted(set(unknown), key=str)]
+    plural = "s" if len(named) > 1 else ""
+    return error(f"unknown {label}{plural} {', '.join(named)}; valid {label}s: {valid}")
+
+
+def check_keywords(
+    given: Iterable[str],
+    valid: Iterable[str],
+    *,
+    label: str = "option",
+    error: type[Exception] = InvalidOptionError,
+) -> None:
+    """Raise :func:`unknown_keyword` if any of ``given`` is not one of ``valid``."""
+    valid = list(valid)
+    unknown = set(given) - set(valid)
+    if unknown:
+        raise unknown_keyword(unknown, valid, label=label, error=error)

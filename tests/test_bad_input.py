@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import warnings
 from typing import Any
 
 import numpy as np
@@ -14,7 +15,6 @@ from bergen_env import (
     GameOverError,
     IllegalActionError,
     InvalidDealError,
-    InvalidOptionError,
     Rules,
     raw_env,
     tile_str,
@@ -273,11 +273,19 @@ def test_valid_deal_is_played() -> None:
 
 
 @pytest.mark.parametrize("make", [raw_env, bergen_env.env], ids=["raw_env", "env"])
-@pytest.mark.parametrize("option", ["deal_cards", "deal"])
-def test_unknown_reset_option_is_an_error_naming_it(make: Any, option: str) -> None:
-    env = make()
-    with pytest.raises(InvalidOptionError, match=rf"unknown option\(s\) \['{option}'\]"):
+@pytest.mark.parametrize("option", ["options", "deal"])
+def test_unknown_reset_option_is_ignored_with_one_warning(make: Any, option: str) -> None:
+    """As Gymnasium's and PettingZoo's envs, reset ignores options it does not use; it says so
+    once per env, naming the option (with the closest used one) and the options it uses."""
+    env, plain = make(), make()
+    plain.reset(seed=0)
+    with pytest.warns(UserWarning, match=rf"ignores option\(s\) '{option}'.*\['deals'\]") as seen:
         env.reset(seed=0, options={option: True})
+    assert len(seen) == 1 and ("did you mean 'deals'" in str(seen[0].message)) == (option == "deal")
+    assert env.game.hand_tiles(0) == plain.game.hand_tiles(0)  # the option changed nothing
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        env.reset(seed=0, options={option: True})  # warned once
 
 
 # ---------------------------------------------------------------------- out-of-order calls
