@@ -71,9 +71,7 @@ class EnvOptions:
         rule option) when an override is no rule option. Errors are
         :class:`~bergen_env.errors.InvalidOptionError` naming the option.
         """
-        if not set(overrides) <= set(RULE_OPTIONS):
-            own = env_keywords or keyword_names(cls.resolve)[:6]
-            check_keywords(overrides, [*own, *RULE_OPTIONS])
+        check_env_keywords(overrides, env_keywords or keyword_names(cls.resolve)[:6])
         seating = {"num_players": num_players, "partnerships": partnerships}
         seating = {k: v for k, v in seating.items() if v is not None}
         resolved = make_rules(rules, **seating, **overrides)
@@ -82,6 +80,13 @@ class EnvOptions:
         if render_mode is not None and render_mode not in render_modes:
             raise invalid("render_mode", f"one of {list(render_modes)} or None", render_mode)
         return cls(resolved, reward, max_hands, render_mode)
+
+
+def check_env_keywords(overrides: dict[str, Any], env_keywords: Sequence[str]) -> None:
+    """An env's ``**overrides`` must be rule options; an unknown one is an error naming the
+    closest of the env's own keywords (``env_keywords``) and the rule options, and listing them."""
+    if not set(overrides) <= set(RULE_OPTIONS):
+        check_keywords(overrides, [*env_keywords, *RULE_OPTIONS])
 
 
 #: The keys of ``reset(options=...)`` that the envs use.

@@ -147,35 +147,38 @@ def keyword_names(func: Callable[..., Any]) -> list[str]:
     ]
 
 
+def takes_any_keyword(func: Callable[..., Any]) -> bool:
+    """Whether ``func`` has a ``**kwargs`` parameter (so any keyword may be valid)."""
+    kinds = {p.kind for p in inspect.signature(func).parameters.values()}
+    return inspect.Parameter.VAR_KEYWORD in kinds
+
+
 def did_you_mean(name: object, valid: Iterable[object]) -> str:
     """``name`` quoted, with the closest of ``valid`` (difflib) where one is close.
 
     >>> did_you_mean("sampels", ["samples", "seed"])
     "'sampels' (did you mean 'samples'?)"
     """
+    return f"{name!r}{closest(name, valid)}"
+
+
+def closest(name: object, valid: Iterable[object]) -> str:
+    """`` (did you mean 'x'?)`` with the closest of ``valid`` to ``name`` (difflib), or ``""``."""
     close = difflib.get_close_matches(str(name), [str(v) for v in valid], n=1)
-    return f"{name!r}" + (f" (did you mean {close[0]!r}?)" if close else "")
+    return f" (did you mean {close[0]!r}?)" if close else ""
 
 
-def unknown_keyword(
-    unknown: Iterable[str],
-    valid: Iterable[str],
-    *,
-    label: str = "option",
-    error: type[Exception] = InvalidOptionError,
-) -> Exception:
-    """The error for ``unknown`` keywords (raise it): each named with the closest valid one, then
-    every valid keyword.
+def unknown_message(unknown: Iterable[str], valid: Iterable[str], label: str = "option") -> str:
+    """The message for ``unknown`` keywords: each named with the closest valid one, then every
+    valid keyword.
 
-    >>> raise unknown_keyword(["num_player"], ["num_players", "rules"])
-    Traceback (most recent call last):
-    ...
-    bergen_env.errors.InvalidOptionError: unknown option 'num_player' (did you mean 'num_players'?); valid options: ['num_players', 'rules']
+    >>> unknown_message(["num_player"], ["num_players", "rules"])
+    "unknown option 'num_player' (did you mean 'num_players'?); valid options: ['num_players', 'rules']"
     """  # noqa: E501
     valid = list(dict.fromkeys(valid))
     named = [did_you_mean(name, valid) for name in sorted(set(unknown), key=str)]
     plural = "s" if len(named) > 1 else ""
-    return error(f"unknown {label}{plural} {', '.join(named)}; valid {label}s: {valid}")
+    return f"unknown {label}{plural} {', '.join(named)}; valid {label}s: {valid}"
 
 
 def check_keywords(
@@ -184,9 +187,10 @@ def check_keywords(
     *,
     label: str = "option",
     error: type[Exception] = InvalidOptionError,
+    context: str = "",
 ) -> None:
-    """Raise :func:`unknown_keyword` if any of ``given`` is not one of ``valid``."""
+    """Raise ``error(context + unknown_message(...))`` if any of ``given`` is not in ``valid``."""
     valid = list(valid)
     unknown = set(given) - set(valid)
     if unknown:
-        raise unknown_keyword(unknown, valid, label=label, error=error)
+        raise error(context + unknown_message(unknown, valid, label))

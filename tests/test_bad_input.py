@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import ast
 import re
 import warnings
 from typing import Any
 
+import gymnasium
 import numpy as np
 import pytest
 
@@ -15,11 +17,13 @@ from bergen_env import (
     GameOverError,
     IllegalActionError,
     InvalidDealError,
+    InvalidOptionError,
     Rules,
     raw_env,
     tile_str,
 )
 from bergen_env.actions import action_str
+from bergen_env.agents import make_agent
 
 
 def legal_of(env: Any) -> list[int]:
@@ -354,3 +358,54 @@ def test_engine_apply_action_rejects_illegal_naming_legal_ones() -> None:
     with pytest.raises(IllegalActionError, match=rf"action {wrong} .* is illegal") as info:
         s.apply_action(wrong)
     assert_names_legal(str(info.value), legal)
+
+
+# ---------------------------------------------------------------------- typos in keywords
+
+
+def _vector_envs() -> tuple[Any, Any]:
+    vector = pytest.importorskip("bergen_env.vector")
+    return vector.BergenVectorEnv, vector.BergenLearnerVectorEnv
+
+
+TYPOS = [
+    # (what a user calls, the keyword it means, keywords the list must hold besides it)
+    (lambda: bergen_env.env(num_player=2), "num_players", ["max_hands", "render_mode", "sets"]),
+    (lambda: raw_env(rewrad="points"), "reward", ["num_players", "target"]),
+    (
+        lambda: gymnasium.make("bergen_env/Bergen-v0", opponent="greedy"),
+        "opponents",
+        ["learner_seat", "illegal_action", "target"],
+    ),
+    (lambda: gymnasium.make("bergen_env/Bergen-v0", targt=5), "target", ["opponents"]),
+    (lambda: _vector_envs()[0](num_envs=2, observation=False), "observations", ["copy", "lead"]),
+    (lambda: _vector_envs()[1](num_envs=2, opponent="greedy"), "opponents", ["learner_seat"]),
+    (lambda: Rules.preset("standard", hand_sise=5), "hand_size", ["reserve"]),
+    (lambda: Rules.preset().replace(targt=5), "target", ["num_players"]),
+]
+
+
+@pytest.mark.parametrize(("call", "meant", "listed"), TYPOS)
+def test_unknown_keyword_names_the_closest_and_lists_all(
+    call: Any, meant: str, listed: list[str]
+) -> None:
+    with pytest.raises(InvalidOptionError) as err:
+        call()
+    message = str(err.value)
+    assert f"(did you mean {meant!r}?)" in message
+    valid = re.search(r"valid [a-z ]+s: (\[.*\])$", message)
+    assert valid, message
+    assert {meant, *listed} <= set(ast.literal_eval(valid.group(1)))
+
+
+def test_unknown_agent_parameter_names_the_closest_and_lists_all() -> None:
+    expected = (
+        r"agent 'search:sampels=5': unknown parameter 'sampels' \(did you mean 'samples'\?\); "
+        r"valid parameters: \['samples', "
+    )
+    with pytest.raises(ValueError, match=expected):
+        make_agent("search:sampels=5")
+    with pytest.raises(ValueError, match=r"unknown agent 'serach' \(did you mean 'search'\?\)"):
+        make_agent("serach")
+    with pytest.raises(ValueError, match=r"valid parameters: \[\]"):
+        make_agent("greedy:samples=5")

@@ -41,10 +41,11 @@ import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
 
-from bergen_env.env_options import DEFAULT_MAX_HANDS
+from bergen_env.env_options import DEFAULT_MAX_HANDS, check_env_keywords
 from bergen_env.errors import IllegalActionError, InvalidOptionError
 from bergen_env.observation import OBS_SIZE, obs_bounds
 from bergen_env.rules import Rules
+from bergen_env.validation import keyword_names
 from bergen_env.vector import kernels as K
 from bergen_env.vector._numba import njit
 from bergen_env.vector.env import BergenVectorEnv
@@ -73,6 +74,7 @@ class BergenLearnerVectorEnv(gym.vector.VectorEnv):
         max_hands: int | None = DEFAULT_MAX_HANDS,
         **overrides: Any,
     ) -> None:
+        check_env_keywords(overrides, keyword_names(type(self).__init__))
         self.batch = BergenVectorEnv(
             num_envs,
             rules=rules,
@@ -196,7 +198,8 @@ class BergenLearnerVectorEnv(gym.vector.VectorEnv):
 
     def close(self, **kwargs: Any) -> None:
         """Close the env (it holds arrays only); ``reset``/``step`` afterwards raise."""
-        self.batch.close()
+        if hasattr(self, "batch"):  # (also called by __del__ after a failed __init__)
+            self.batch.close()
         super().close(**kwargs)
 
     # ------------------------------------------------------------------ internals
