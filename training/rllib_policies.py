@@ -195,10 +195,8 @@ class RLlibAgent(Agent):
 def _factory(
     path: str | None = None, policy: str | None = None, trust_pickle: bool = False, **kwargs: Any
 ) -> RLlibAgent:
-    valid = ["path", "policy", "trust_pickle"]
-    check_keywords(
-        kwargs, valid, label="parameter", error=RLlibCheckpointError, context="agent 'rllib': "
-    )
+    valid = ["path", "policy", "trust_pickle"]  # make_agent names the agent string
+    check_keywords(kwargs, valid, label="parameter", error=RLlibCheckpointError)
     if not isinstance(trust_pickle, bool):
         raise RLlibCheckpointError(
             f"agent 'rllib': trust_pickle must be true or false, got {trust_pickle!r}"
