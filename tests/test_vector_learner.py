@@ -223,6 +223,11 @@ def test_final_obs_and_info_as_sync_vector_env_in_same_step_mode(
                 assert final[f"_{key}"][i] and s_final[f"_{key}"][i]
                 np.testing.assert_array_equal(final[key][i], s_final[key][i])
             assert tuple(final["scores"][i]) == s_final["scores"][i]
+            assert ("winner" in final) == ("winner" in s_final) == term.any()
+            if term[i]:
+                assert final["_winner"][i] and s_final["_winner"][i]
+                winner = s_final["winner"][i]
+                assert final["winner"][i] == (-1 if winner is None else winner)
             ended_somewhere["terminated" if term[i] else "truncated"] = True
         assert all(infos["final_obs"][i] is None for i in np.flatnonzero(~(term | trunc)))
         live &= ~ended

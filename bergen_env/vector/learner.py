@@ -27,9 +27,10 @@ the learner's seat; each key with its ``"_key"`` mask (all True), as Gymnasium's
 batch infos. A step that ends matches adds, as ``SyncVectorEnv`` in ``SAME_STEP`` mode does:
 ``"final_obs"`` (an object array: the learner's observation of the finished match in its row,
 None elsewhere; bootstrap a truncated match from it), ``"final_info"`` (a dict: the finished
-match's ``"action_mask"`` (all ones, no decision left), ``"seat"``, ``"scores"`` ``(N, sides)``
-and ``"hand"``, each with its ``"_key"`` mask), and the masks ``"_final_obs"`` and
-``"_final_info"`` (True on the rows whose match ended).
+match's ``"action_mask"`` (all ones, no decision left), ``"seat"``, ``"scores"`` ``(N, sides)``,
+``"hand"`` and, for a terminated match, ``"winner"`` (the winning side, -1 for none), each with
+its ``"_key"`` mask), and the masks ``"_final_obs"`` and ``"_final_info"`` (True on the rows
+whose match ended).
 """
 
 from __future__ import annotations
@@ -341,6 +342,9 @@ class BergenLearnerVectorEnv(gym.vector.VectorEnv):
             "hand": np.where(ended, m[:, K.HAND_NO], 0).astype(np.int64),
             "_hand": ended.copy(),
         }
+        if self._term.any():  # (a key that no row has is left out, as Gymnasium does)
+            final_info["winner"] = np.where(self._term, m[:, K.WINNER], -1).astype(np.int64)
+            final_info["_winner"] = self._term.copy()
         final_info["action_mask"][rows] = 1
         infos.update(final_obs=final_obs, _final_obs=ended.copy(), final_info=final_info)
         infos["_final_info"] = ended.copy()
