@@ -59,7 +59,9 @@ Illegal actions and reset options
 warning; PettingZoo's ``TerminateIllegalWrapper``); an action outside ``0..A-1`` raises
 ``IllegalActionError`` naming it and the legal actions. ``raw_env()`` raises
 ``IllegalActionError`` for both. ``reset(options={"deals": [...]})`` plays scripted deals (see
-:func:`bergen_env.engine.validate_deal`); any other reset option is an ``InvalidOptionError``.
+:func:`bergen_env.engine.validate_deal`); other reset options are ignored with one warning
+naming them. An unknown keyword argument is an ``InvalidOptionError`` naming the closest valid
+one and listing them all.
 
 Version history
 ---------------
@@ -83,6 +85,7 @@ from bergen_env.observation import OBS_SIZE, STATE_SIZE, Encoder, obs_bounds
 from bergen_env.render import render_text
 from bergen_env.render_image import render_rgb
 from bergen_env.rules import Rules
+from bergen_env.validation import keyword_names
 
 
 def env(**kwargs: Any) -> AECEnv:
@@ -212,6 +215,7 @@ class raw_env(AECEnv):
             max_hands,
             render_mode,
             render_modes=self.metadata["render_modes"],
+            env_keywords=keyword_names(type(self).__init__),
             **overrides,
         )
         self.options = opts
@@ -238,6 +242,7 @@ class raw_env(AECEnv):
         self._encoder = Encoder(self.rules)
         self._game: BergenState | None = None
         self._rng: np.random.Generator | None = None
+        self._ignored_reset_options: set[str] = set()
 
     # ------------------------------------------------------------------ spaces
 
@@ -259,7 +264,7 @@ class raw_env(AECEnv):
     def reset(self, seed: int | None = None, options: dict[str, Any] | None = None) -> None:
         if seed is not None or self._rng is None:
             self._rng = np.random.default_rng(seed)
-        deals = reset_deals(options)
+        deals = reset_deals(options, self._ignored_reset_options)
         self._game = BergenState(self.rules, seed=self._rng, deals=deals)
         self.agents = self.possible_agents[:]
         self.rewards = dict.fromkeys(self.agents, 0.0)

@@ -18,13 +18,20 @@ bergen_env.errors.InvalidOptionError: option 'max_hands' must be an int >= 1 or 
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from bergen_env.errors import InvalidOptionError
-from bergen_env.rules import Rules, make_rules
-from bergen_env.validation import check_choice, check_int, invalid
+from bergen_env.rules import RULE_OPTIONS, Rules, make_rules
+from bergen_env.validation import (
+    check_choice,
+    check_int,
+    check_keywords,
+    did_you_mean,
+    invalid,
+    keyword_names,
+)
 
 #: Reward modes of the AEC env; the single-agent env adds its own (``"shaped"``, ``"win"``).
 REWARD_MODES = ("match", "points")
@@ -53,15 +60,18 @@ class EnvOptions:
         *,
         reward_modes: Sequence[str] = REWARD_MODES,
         render_modes: Sequence[str] = (),
+        env_keywords: Sequence[str] = (),
         **overrides: Any,
     ) -> EnvOptions:
         """Check the env keyword arguments; ``overrides`` are single rule options.
 
         ``num_players`` / ``partnerships`` of None keep a given ``Rules``' seating (or the
         preset's 2 players without partnerships). ``reward_modes`` and ``render_modes``: what
-        the env supports. Errors are :class:`~bergen_env.errors.InvalidOptionError` naming the
-        option.
+        the env supports; ``env_keywords``: the env's own keyword arguments, listed (with every
+        rule option) when an override is no rule option. Errors are
+        :class:`~bergen_env.errors.InvalidOptionError` naming the option.
         """
+        check_env_keywords(overrides, env_keywords or keyword_names(cls.resolve)[:6])
         seating = {"num_players": num_players, "partnerships": partnerships}
         seating = {k: v for k, v in seating.items() if v is not None}
         resolved = make_rules(rules, **seating, **overrides)
@@ -72,11 +82,36 @@ class EnvOptions:
         return cls(resolved, reward, max_hands, render_mode)
 
 
-def reset_deals(options: dict[str, Any] | None) -> Any:
-    """The ``deals`` of a ``reset(options=...)`` (None when absent); any other key is an error."""
+def check_env_keywords(overrides: dict[str, Any], env_keywords: Sequence[str]) -> None:
+    """An env's ``**overrides`` must be rule options; an unknown one is an error naming the
+    closest of the env's own keywords (``env_keywords``) and the rule options, and listing them."""
+    if not set(overrides) <= set(RULE_OPTIONS):
+        check_keywords(overrides, [*env_keywords, *RULE_OPTIONS])
+
+
+#: The keys of ``reset(options=...)`` that the envs use.
+RESET_OPTIONS = ("deals",)
+
+
+def reset_deals(options: dict[str, Any] | None, ignored: set[str] | None = None) -> Any:
+    """The ``deals`` of a ``reset(options=...)`` (None when absent).
+
+    Other keys are ignored, as Gymnasium and PettingZoo envs do, with one warning that names
+    them and the keys the envs use; ``ignored`` (the env's set of keys already warned about)
+    keeps a key from being warned about at every reset.
+    """
     if not options:
         return None
-    unknown = sorted(set(options) - {"deals"})
+    unknown = set(options) - set(RESET_OPTIONS)
+    if ignored is not None:
+        unknown -= ignored
+        ignored |= unknown
     if unknown:
-        raise InvalidOptionError(f"reset() got unknown option(s) {unknown}; known: ['deals']")
+        names = [did_you_mean(key, RESET_OPTIONS) for key in sorted(unknown, key=str)]
+        warnings.warn(
+            f"reset() ignores option(s) {', '.join(names)}: the keys it uses are "
+            f"{list(RESET_OPTIONS)}",
+            UserWarning,
+            stacklevel=3,
+        )
     return options.get("deals")

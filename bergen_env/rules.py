@@ -23,7 +23,7 @@ from typing import Any
 from bergen_env.errors import InvalidOptionError
 from bergen_env.scoring import OUT_SCORINGS, PLAY_SCORINGS
 from bergen_env.tiles import NUM_TILES
-from bergen_env.validation import check_bool, check_int
+from bergen_env.validation import check_bool, check_int, check_keywords
 
 PRESETS = ("standard", "traditional", "double_set", "draw", "fives")
 #: Presets that seat four players as two partnerships unless ``partnerships=False`` (RULES.md §9).
@@ -156,11 +156,7 @@ class Rules:
         ``partnerships=None``: partnerships for ``draw`` and ``fives`` with four players (as
         those games are played), individual play otherwise.
         """
-        unknown = sorted(set(overrides) - set(RULE_OPTIONS))
-        if unknown:
-            raise InvalidOptionError(
-                f"unknown rule option(s) {unknown}; valid options are {list(RULE_OPTIONS)}"
-            )
+        check_keywords(overrides, RULE_OPTIONS, label="rule option")
         check_int("num_players", num_players)
         if partnerships is None:
             partnerships = num_players == 4 and rules in PARTNERSHIP_PRESETS
@@ -174,9 +170,7 @@ class Rules:
 
     def replace(self, **overrides: Any) -> Rules:
         """A copy with some options changed (validated)."""
-        unknown = sorted(set(overrides) - set(RULE_OPTIONS) - {"num_players", "partnerships"})
-        if unknown:
-            raise InvalidOptionError(f"unknown rule option(s) {unknown}")
+        check_keywords(overrides, [*RULE_OPTIONS, "num_players", "partnerships"], label="option")
         return dataclasses.replace(self, **overrides)
 
     def __post_init__(self) -> None:
@@ -296,10 +290,7 @@ class Rules:
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Rules:
         """Inverse of :meth:`to_dict`; unknown keys are an error."""
-        known = {f.name for f in fields(cls)}
-        unknown = sorted(set(data) - known)
-        if unknown:
-            raise InvalidOptionError(f"unknown rule option(s) {unknown}")
+        check_keywords(data, [f.name for f in fields(cls)], label="option")
         return cls(**data)
 
     def describe(self) -> str:

@@ -38,8 +38,8 @@ and which values points by what they do for the match, not the margin; rule sets
 ``MAX_STATES`` score combinations have no table and are refused).
 ``max_hands``: a match still running after this many hands is truncated (reward 0 in
 ``"match"`` mode). ``illegal_action``: ``"lose"`` (default, as the AEC ``env()``: the episode
-ends as a lost match, reward -1, ``info["illegal_action"]`` holds the action, and a warning
-says so; like PettingZoo's ``TerminateIllegalWrapper``) or ``"raise"`` (an
+ends as a lost match, reward -1, and ``info["illegal_action"]`` holds the action; no warning,
+the result reports it, so a training run or ``check_env`` stays quiet) or ``"raise"`` (an
 ``IllegalActionError`` naming the action and the legal ones; for debugging). An action outside
 ``0..A-1`` always raises.
 ``render_mode``: ``"ansi"`` (the whole table as text) or ``"rgb_array"`` (the learner's view as
@@ -53,7 +53,8 @@ policy must read only the first ``OBS_SIZE`` entries (``training.oracle_critic``
 ``action_space.sample()`` without a mask draws a legal action of the current position (its
 pickled form is a plain ``Discrete``, so a vector env's batched space samples without masks:
 its illegal draws follow ``illegal_action``). Gymnasium's ``check_env`` samples one action
-*before* a seeded reset and plays it after; the default ``"lose"`` lets it pass.
+*before* a seeded reset and plays it after (where it is mostly illegal); the default ``"lose"``
+lets it pass without a warning.
 
 Opponents are asked ``act(observation, action_mask, view)``; an agent class can set
 ``needs_observation = False`` and/or ``needs_view = False`` to receive ``None`` instead (the
@@ -71,7 +72,9 @@ action, so any action is accepted (pgx's convention). A mask row is therefore ne
 ``action_masks()`` (for sb3-contrib's ``MaskablePPO``) is all False once the episode is over.
 
 ``reset(options={"deals": [...]})`` passes scripted deals to the engine (see
-:func:`bergen_env.engine.validate_deal`); any other reset option is an ``InvalidOptionError``.
+:func:`bergen_env.engine.validate_deal`); other reset options are ignored with one warning
+naming them. An unknown keyword argument is an ``InvalidOptionError`` naming the closest valid
+one and listing them all.
 ``info`` holds ``scores`` (per side), ``seat`` (the learner's), ``hand``, ``action_mask``
 (above) and, at the end, ``winner`` (side or None).
 
@@ -100,7 +103,7 @@ from bergen_env.observation import Encoder, obs_bounds
 from bergen_env.render import render_text
 from bergen_env.render_image import render_rgb
 from bergen_env.rules import Rules
-from bergen_env.validation import check_bool, check_choice, invalid, is_int
+from bergen_env.validation import check_bool, check_choice, invalid, is_int, keyword_names
 
 REWARD_MODES = (*AEC_REWARD_MODES, "shaped", "win")
 ILLEGAL_ACTION_MODES = ("raise", "lose")
@@ -139,6 +142,7 @@ class BergenSingleAgentEnv(gym.Env):
             render_mode,
             reward_modes=REWARD_MODES,
             render_modes=self.metadata["render_modes"],
+            env_keywords=keyword_names(type(self).__init__),
             **overrides,
         )
         self.options = opts
@@ -206,6 +210,7 @@ class BergenSingleAgentEnv(gym.Env):
         self._needs: list[tuple[bool, bool]] = [(True, True)] * n
         self._side = 0
         self._illegal = False
+        self._ignored_reset_options: set[str] = set()
 
     # ------------------------------------------------------------------ gymnasium API
 
@@ -213,7 +218,7 @@ class BergenSingleAgentEnv(gym.Env):
         self, *, seed: int | None = None, options: dict[str, Any] | None = None
     ) -> tuple[np.ndarray, dict[str, Any]]:
         super().reset(seed=seed)
-        deals = reset_deals(options)
+        deals = reset_deals(options, self._ignored_reset_options)
         rng = self.np_random
         n = self.rules.num_players
         self._illegal = False
@@ -317,11 +322,8 @@ class BergenSingleAgentEnv(gym.Env):
         return self.game.legal_mask()
 
     def _lose_illegal(self, a: int) -> tuple[np.ndarray, float, bool, bool, dict[str, Any]]:
-        """End the episode as a lost match after an illegal learner action."""
-        gym.logger.warn(
-            "the learner played an illegal action: the episode ends as a lost match (reward -1, "
-            "info['illegal_action'] holds it); pass illegal_action='raise' to raise instead"
-        )
+        """End the episode as a lost match after an illegal learner action (no warning: the
+        loss and ``info["illegal_action"]`` report it, as any other result)."""
         self._illegal = True
         obs, info = self._observe_with_info()
         info["illegal_action"] = a

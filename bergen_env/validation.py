@@ -18,7 +18,9 @@ ValueError: parameter 'temperature' must be a number > 0, got 0
 
 from __future__ import annotations
 
-from collections.abc import Collection
+import difflib
+import inspect
+from collections.abc import Callable, Collection, Iterable
 from typing import Any, TypeVar
 
 import numpy as np
@@ -132,3 +134,63 @@ def check_choice(
     if not any(type(value) is type(c) and value == c for c in choices):
         raise invalid(name, f"one of {tuple(choices)}", value, label, error)
     return value
+
+
+def keyword_names(func: Callable[..., Any]) -> list[str]:
+    """The parameters of ``func`` that a caller can pass by keyword (no ``self``, ``*args``,
+    ``**kwargs``), in signature order."""
+    kinds = (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
+    return [
+        p.name
+        for p in inspect.signature(func).parameters.values()
+        if p.kind in kinds and p.name != "self"
+    ]
+
+
+def takes_any_keyword(func: Callable[..., Any]) -> bool:
+    """Whether ``func`` has a ``**kwargs`` parameter (so any keyword may be valid)."""
+    kinds = {p.kind for p in inspect.signature(func).parameters.values()}
+    return inspect.Parameter.VAR_KEYWORD in kinds
+
+
+def did_you_mean(name: object, valid: Iterable[object]) -> str:
+    """``name`` quoted, with the closest of ``valid`` (difflib) where one is close.
+
+    >>> did_you_mean("sampels", ["samples", "seed"])
+    "'sampels' (did you mean 'samples'?)"
+    """
+    return f"{name!r}{closest(name, valid)}"
+
+
+def closest(name: object, valid: Iterable[object]) -> str:
+    """`` (did you mean 'x'?)`` with the closest of ``valid`` to ``name`` (difflib), or ``""``."""
+    close = difflib.get_close_matches(str(name), [str(v) for v in valid], n=1)
+    return f" (did you mean {close[0]!r}?)" if close else ""
+
+
+def unknown_message(unknown: Iterable[str], valid: Iterable[str], label: str = "option") -> str:
+    """The message for ``unknown`` keywords: each named with the closest valid one, then every
+    valid keyword.
+
+    >>> unknown_message(["num_player"], ["num_players", "rules"])
+    "unknown option 'num_player' (did you mean 'num_players'?); valid options: ['num_players', 'rules']"
+    """  # noqa: E501
+    valid = list(dict.fromkeys(valid))
+    named = [did_you_mean(name, valid) for name in sorted(set(unknown), key=str)]
+    plural = "s" if len(named) > 1 else ""
+    return f"unknown {label}{plural} {', '.join(named)}; valid {label}s: {valid}"
+
+
+def check_keywords(
+    given: Iterable[str],
+    valid: Iterable[str],
+    *,
+    label: str = "option",
+    error: type[Exception] = InvalidOptionError,
+    context: str = "",
+) -> None:
+    """Raise ``error(context + unknown_message(...))`` if any of ``given`` is not in ``valid``."""
+    valid = list(valid)
+    unknown = set(given) - set(valid)
+    if unknown:
+        raise error(context + unknown_message(unknown, valid, label))

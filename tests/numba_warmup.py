@@ -29,11 +29,13 @@ def warm_env() -> None:
         for _ in range(3):
             obs, *_ = env.step(env.random_actions(obs["action_mask"]))
     for opponents in ("random", "greedy"):
-        learner = BergenLearnerVectorEnv(num_envs=2, opponents=opponents, seed=0)
+        learner = BergenLearnerVectorEnv(num_envs=2, opponents=opponents, seed=0, max_hands=1)
         _, infos = learner.reset()
-        for _ in range(3):
+        for _ in range(200):  # until a match ends: its final observation is replayed
             actions = np.array([np.flatnonzero(row)[0] for row in infos["action_mask"]])
             _, _, _, _, infos = learner.step(actions)
+            if "final_obs" in infos:
+                break
 
 
 def warm_agents() -> None:

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import ast
 import re
+import warnings
 from typing import Any
 
+import gymnasium
 import numpy as np
 import pytest
 
@@ -20,6 +23,7 @@ from bergen_env import (
     tile_str,
 )
 from bergen_env.actions import action_str
+from bergen_env.agents import make_agent
 
 
 def legal_of(env: Any) -> list[int]:
@@ -273,11 +277,19 @@ def test_valid_deal_is_played() -> None:
 
 
 @pytest.mark.parametrize("make", [raw_env, bergen_env.env], ids=["raw_env", "env"])
-@pytest.mark.parametrize("option", ["deal_cards", "deal"])
-def test_unknown_reset_option_is_an_error_naming_it(make: Any, option: str) -> None:
-    env = make()
-    with pytest.raises(InvalidOptionError, match=rf"unknown option\(s\) \['{option}'\]"):
+@pytest.mark.parametrize("option", ["options", "deal"])
+def test_unknown_reset_option_is_ignored_with_one_warning(make: Any, option: str) -> None:
+    """As Gymnasium's and PettingZoo's envs, reset ignores options it does not use; it says so
+    once per env, naming the option (with the closest used one) and the options it uses."""
+    env, plain = make(), make()
+    plain.reset(seed=0)
+    with pytest.warns(UserWarning, match=rf"ignores option\(s\) '{option}'.*\['deals'\]") as seen:
         env.reset(seed=0, options={option: True})
+    assert len(seen) == 1 and ("did you mean 'deals'" in str(seen[0].message)) == (option == "deal")
+    assert env.game.hand_tiles(0) == plain.game.hand_tiles(0)  # the option changed nothing
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        env.reset(seed=0, options={option: True})  # warned once
 
 
 # ---------------------------------------------------------------------- out-of-order calls
@@ -346,3 +358,54 @@ def test_engine_apply_action_rejects_illegal_naming_legal_ones() -> None:
     with pytest.raises(IllegalActionError, match=rf"action {wrong} .* is illegal") as info:
         s.apply_action(wrong)
     assert_names_legal(str(info.value), legal)
+
+
+# ---------------------------------------------------------------------- typos in keywords
+
+
+def _vector_envs() -> tuple[Any, Any]:
+    vector = pytest.importorskip("bergen_env.vector")
+    return vector.BergenVectorEnv, vector.BergenLearnerVectorEnv
+
+
+TYPOS = [
+    # (what a user calls, the keyword it means, keywords the list must hold besides it)
+    (lambda: bergen_env.env(num_player=2), "num_players", ["max_hands", "render_mode", "sets"]),
+    (lambda: raw_env(rewrad="points"), "reward", ["num_players", "target"]),
+    (
+        lambda: gymnasium.make("bergen_env/Bergen-v0", opponent="greedy"),
+        "opponents",
+        ["learner_seat", "illegal_action", "target"],
+    ),
+    (lambda: gymnasium.make("bergen_env/Bergen-v0", targt=5), "target", ["opponents"]),
+    (lambda: _vector_envs()[0](num_envs=2, observation=False), "observations", ["copy", "lead"]),
+    (lambda: _vector_envs()[1](num_envs=2, opponent="greedy"), "opponents", ["learner_seat"]),
+    (lambda: Rules.preset("standard", hand_sise=5), "hand_size", ["reserve"]),
+    (lambda: Rules.preset().replace(targt=5), "target", ["num_players"]),
+]
+
+
+@pytest.mark.parametrize(("call", "meant", "listed"), TYPOS)
+def test_unknown_keyword_names_the_closest_and_lists_all(
+    call: Any, meant: str, listed: list[str]
+) -> None:
+    with pytest.raises(InvalidOptionError) as err:
+        call()
+    message = str(err.value)
+    assert f"(did you mean {meant!r}?)" in message
+    valid = re.search(r"valid [a-z ]+s: (\[.*\])$", message)
+    assert valid, message
+    assert {meant, *listed} <= set(ast.literal_eval(valid.group(1)))
+
+
+def test_unknown_agent_parameter_names_the_closest_and_lists_all() -> None:
+    expected = (
+        r"agent 'search:sampels=5': unknown parameter 'sampels' \(did you mean 'samples'\?\); "
+        r"valid parameters: \['samples', "
+    )
+    with pytest.raises(ValueError, match=expected):
+        make_agent("search:sampels=5")
+    with pytest.raises(ValueError, match=r"unknown agent 'serach' \(did you mean 'search'\?\)"):
+        make_agent("serach")
+    with pytest.raises(ValueError, match=r"valid parameters: \[\]"):
+        make_agent("greedy:samples=5")

@@ -52,7 +52,11 @@ def replay_garbage(tmp_path: Path) -> Path:
 CASES = [
     ("train", ["--config", "configs/quick.yaml", "--set", "nsteps=8"], ["unknown key 'nsteps'"]),
     ("train", ["--config", "{tmp}/none.yaml"], ["none.yaml", "does not exist"]),
-    ("train", ["--config", "{tmp}/bad.yaml"], ["bad.yaml", "unknown key(s) ['learning_rat']"]),
+    (
+        "train",
+        ["--config", "{tmp}/bad.yaml"],
+        ["bad.yaml", "unknown key 'learning_rat' (did you mean 'learning_rate'?)"],
+    ),
     ("train", ["--config", "configs/quick.yaml", "--set", "opponents=[nobody]"], ["nobody"]),
     ("train", ["--resume", "{tmp}"], ["config.yaml", "does not exist"]),
     ("train", [], ["exactly one of --config or --resume"]),

@@ -1,4 +1,5 @@
-"""PettingZoo API conformance of the Bergen AEC env, determinism, rendering and registration."""
+"""The Bergen AEC env: PettingZoo state checks, determinism, spaces, rendering and registration
+(PettingZoo's ``api_test`` and ``seed_test`` run as shipped in ``test_conformance.py``)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,6 @@ import numpy as np
 import pettingzoo
 import pytest
 from gymnasium.utils.env_checker import data_equivalence
-from pettingzoo.test import api_test, seed_test
 from pettingzoo.test.state_test import test_state as pz_state_test
 from pettingzoo.test.state_test import test_state_space as pz_state_space_test
 
@@ -33,31 +33,6 @@ def make_env(preset: str, num_players: int, partnerships: bool, **kwargs: Any):
         max_hands=MAX_HANDS,
         **kwargs,
     )
-
-
-def without_api_test_probe(env: Any) -> Any:
-    """``env`` with its ``reset`` dropping the dummy option ``{"options": 1}`` that PettingZoo's
-    ``api_test`` passes to check the signature (the env rejects unknown reset options)."""
-    reset = env.reset
-
-    def checked_reset(seed: int | None = None, options: dict | None = None) -> None:
-        return reset(seed=seed, options=None if options == {"options": 1} else options)
-
-    env.reset = checked_reset
-    return env
-
-
-@pytest.mark.parametrize(("preset", "num_players", "partnerships"), CONFIGS, ids=IDS)
-def test_pettingzoo_api(preset: str, num_players: int, partnerships: bool) -> None:
-    env = without_api_test_probe(make_env(preset, num_players, partnerships))
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # api_test plays illegal actions on purpose
-        api_test(env, num_cycles=1000)
-
-
-@pytest.mark.parametrize(("preset", "num_players", "partnerships"), CONFIGS, ids=IDS)
-def test_pettingzoo_seed(preset: str, num_players: int, partnerships: bool) -> None:
-    seed_test(lambda: make_env(preset, num_players, partnerships), num_cycles=300)
 
 
 @pytest.mark.parametrize(("preset", "num_players", "partnerships"), CONFIGS, ids=IDS)

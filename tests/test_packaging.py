@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import importlib
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -60,8 +61,9 @@ def test_rules_document_is_the_docs_page() -> None:
 
 
 @pytest.fixture(scope="module")
-def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A wheel built (with pip, isolated) from a copy of the sources."""
+def wheel_build(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
+    """A wheel built (with pip, isolated) from a copy of the sources, and the build's verbose
+    output (the build backend's own messages included, whatever pip's version)."""
     src = tmp_path_factory.mktemp("src")
     for name in SOURCES:
         path = ROOT / name
@@ -72,10 +74,36 @@ def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
         else:
             shutil.copy2(path, src / name)
     out = tmp_path_factory.mktemp("dist")
-    cmd = [sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", str(out), str(src)]
-    subprocess.run(cmd, check=True, capture_output=True, timeout=600)
+    cmd = [sys.executable, "-m", "pip", "wheel", "--no-deps", "-v", "-w", str(out), str(src)]
+    proc = subprocess.run(cmd, check=True, capture_output=True, text=True, timeout=600)
     (found,) = out.glob("bergen_env-*.whl")
-    return found
+    return found, proc.stdout + proc.stderr
+
+
+@pytest.fixture(scope="module")
+def wheel(wheel_build: tuple[Path, str]) -> Path:
+    return wheel_build[0]
+
+
+@pytest.mark.slow
+def test_build_is_quiet(wheel_build: tuple[Path, str]) -> None:
+    """No warning from the build backend (setuptools warns, for one, about a data folder such as
+    ``bergen_env/web/static`` that it would also find as a package)."""
+    warned = [line for line in wheel_build[1].splitlines() if re.search(r"\w*Warning: ", line)]
+    assert not warned, "\n".join(warned)
+
+
+@pytest.mark.slow
+def test_wheel_ships_the_web_game_files(wheel: Path) -> None:
+    """The browser game's static files (a data folder, no package) are all in the wheel."""
+    static = ROOT / "bergen_env" / "web" / "static"
+    expected = {p.relative_to(ROOT).as_posix() for p in static.rglob("*") if p.is_file()}
+    with zipfile.ZipFile(wheel) as archive:
+        names = set(archive.namelist())
+    assert expected and expected <= names
+    assert not any(
+        n.startswith("bergen_env/web/static/") and n.endswith("__init__.py") for n in names
+    )
 
 
 @pytest.mark.slow

@@ -135,6 +135,7 @@ def test_scripted_seats_play_inside_the_env(config: dict) -> None:
         (dict(scripted={0: "nobody"}), "unknown agent"),
         (dict(scripted=["random"]), "must map seats"),
         (dict(num_players=5), "num_players"),
+        (dict(scriptd={0: "random"}), r"'scriptd' \(did you mean 'scripted'\?\); valid options"),
     ],
 )
 def test_adapter_rejects_bad_config(config: dict, message: str) -> None:

@@ -192,7 +192,7 @@ def test_scripted_deal_passthrough() -> None:
     expected = Encoder(rules).observe(BergenState(rules, seed=0, deals=[deal]), 0)
     np.testing.assert_array_equal(obs, expected)
     assert list(np.flatnonzero(env.action_masks())) == [0]  # the learner leads [0|0]
-    with pytest.raises(InvalidOptionError, match="unknown option"):
+    with pytest.warns(UserWarning, match="ignores option.*'deal' .did you mean 'deals'"):
         env.reset(options={"deal": [deal]})
 
 

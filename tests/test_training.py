@@ -199,9 +199,13 @@ def test_policy_with_other_sizes_is_rejected(run_dir: Path, tmp_path: Path) -> N
 def test_unknown_config_key_names_file_and_key(tmp_path: Path) -> None:
     bad = tmp_path / "bad.yaml"
     bad.write_text("default:\n  total_timesteps: 10\n  learning_rat: 0.1\n")
-    with pytest.raises(ConfigError, match=r"bad.yaml.*'learning_rat'"):
+    with pytest.raises(
+        ConfigError, match=r"bad.yaml.*'learning_rat' \(did you mean 'learning_rate'"
+    ):
         load_config(bad)
-    with pytest.raises(ConfigError, match=r"quick.yaml.*unknown key 'nsteps'"):
+    with pytest.raises(
+        ConfigError, match=r"quick.yaml.*unknown key 'nsteps' \(did you mean 'n_steps'"
+    ):
         load_config(ROOT / "configs/quick.yaml", ["nsteps=3"])
     top = tmp_path / "top.yaml"
     top.write_text("ppo:\n  seed: 1\n")

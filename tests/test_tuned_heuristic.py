@@ -277,5 +277,5 @@ def test_tuned_agent_errors() -> None:
     fresh.reset(Rules.preset("fives"), s.current_player, np.random.default_rng(0))
     with pytest.raises(ValueError, match="other rules"):
         fresh.act(None, s.legal_mask(), view)
-    with pytest.raises(ValueError, match="bad parameters"):
+    with pytest.raises(ValueError, match="unknown parameter 'threat'; valid parameters: "):
         make_agent("tuned:threat=2")

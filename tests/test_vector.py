@@ -7,6 +7,7 @@ import sys
 from collections import Counter
 from pathlib import Path
 
+import gymnasium as gym
 import numpy as np
 import pytest
 
@@ -283,7 +284,7 @@ def test_bad_input_is_named() -> None:
         env.reset(options={"deals": [[]]})
     with pytest.raises(InvalidDealError):
         env.reset(options={"deals": [[{"hands": [[0]], "boneyard": []}], []]})
-    with pytest.raises(InvalidOptionError, match="unknown option"):
+    with pytest.warns(UserWarning, match="ignores option.*'deal'"):
         env.reset(options={"deal": []})
     obs, _ = env.reset()
     actions = env.random_actions(obs["action_mask"])
@@ -343,3 +344,59 @@ def test_a_missing_numba_is_a_clear_error_and_search_falls_back() -> None:
     )
     assert done.returncode != 0
     assert "ImportError" in done.stderr and "bergen_env[vector]" in done.stderr
+
+
+# ----------------------------------------------------------------- Gymnasium's conventions
+
+
+def test_spaces_metadata_and_close_as_gymnasium_vector_envs() -> None:
+    env = BergenVectorEnv(num_envs=3, rules="double_set", num_players=4, seed=0)
+    assert env.metadata["autoreset_mode"] == gym.vector.AutoresetMode.SAME_STEP
+    assert env.single_action_space == gym.spaces.Discrete(65)
+    assert env.action_space.shape == (3,)
+    obs, _ = env.reset()
+    for i in range(3):
+        row = {key: value[i] for key, value in obs.items()}
+        assert env.single_observation_space.contains(row)
+    assert env.observation_space.contains(obs)
+    assert set(BergenVectorEnv(2, observations=False).single_observation_space) == {"action_mask"}
+    env.close()
+    env.close()  # closing twice is allowed
+    with pytest.raises(RuntimeError, match="closed"):
+        env.step(np.zeros(3, dtype=np.int64))
+    with pytest.raises(RuntimeError, match="closed"):
+        env.reset()
+
+
+def test_batched_helpers_take_any_array_like() -> None:
+    torch = pytest.importorskip("torch")
+    env = BergenVectorEnv(num_envs=4, seed=0)
+    obs, _ = env.reset(seed=3)
+    masks = obs["action_mask"]
+    expected = env.random_actions(masks)
+    for given in (masks.tolist(), masks.astype(bool), torch.from_numpy(masks), masks.astype(int)):
+        env.reset(seed=3)
+        np.testing.assert_array_equal(env.random_actions(given), expected)
+    env.reset(seed=3)
+    obs, *_ = env.step(torch.from_numpy(expected))  # actions as a tensor or a list too
+    env.reset(seed=3)
+    obs_list, *_ = env.step(expected.tolist())
+    np.testing.assert_array_equal(obs["observation"], obs_list["observation"])
+
+
+@pytest.mark.parametrize(
+    ("masks", "match"),
+    [
+        (np.ones((3, 58), dtype=np.int8), r"shape \(4, 58\), got int8 \(3, 58\)"),
+        (np.ones((4, 58)), "0/1 or bool values"),
+        (np.full((4, 58), 2), "0/1 or bool values"),
+        (np.zeros((4, 58), dtype=np.int8), "row 0 has no legal action"),
+        ([[1, 0], [1]], "masks must be array-like"),
+    ],
+)
+def test_batched_helpers_refuse_bad_masks_in_one_line(masks: object, match: str) -> None:
+    env = BergenVectorEnv(num_envs=4, seed=0)
+    env.reset()
+    with pytest.raises(ValueError, match=match) as err:
+        env.random_actions(masks)
+    assert "\n" not in str(err.value)

@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+from typing import Any
+
+import gymnasium as gym
 import numpy as np
 import pytest
 
 pytest.importorskip("numba")
 
 from bergen_env import BergenState, Rules  # noqa: E402
+from bergen_env.agents.base import Agent  # noqa: E402
 from bergen_env.errors import IllegalActionError, InvalidOptionError  # noqa: E402
 from bergen_env.single_agent import BergenSingleAgentEnv  # noqa: E402
 from bergen_env.vector import BergenLearnerVectorEnv  # noqa: E402
@@ -132,3 +136,102 @@ def test_bad_input_is_named() -> None:
         env.reset()
         for _ in range(20):
             env.step(np.array([np.flatnonzero(m)[0] for m in env.batch.masks]))
+
+
+# ----------------------------------------------------------------- Gymnasium's conventions
+
+
+class FirstLegal(Agent):
+    """The first legal action: the scalar twin of a callable batch opponent."""
+
+    def act(self, observation: Any, action_mask: np.ndarray, view: Any) -> int:
+        return int(np.flatnonzero(action_mask)[0])
+
+
+def first_legal(observations: np.ndarray, masks: np.ndarray) -> np.ndarray:
+    return masks.argmax(axis=1)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "seat", "opponent"),
+    [
+        (dict(num_players=2), 1, "greedy"),
+        (dict(num_players=3, rules="traditional", reward="points", max_hands=2), 2, "greedy"),
+        (dict(num_players=4, partnerships=True, rules="double_set"), 0, "callable"),
+        (dict(num_players=2, rules="fives", max_hands=3), 0, "callable"),
+        (dict(num_players=4, partnerships=True, rules="draw"), 3, "greedy"),
+    ],
+)
+def test_final_obs_and_info_as_sync_vector_env_in_same_step_mode(
+    kwargs: dict, seat: int, opponent: str
+) -> None:
+    """Same deals, same actions: the learner env's ``final_obs`` / ``final_info`` and their
+    masks are those of ``SyncVectorEnv(autoreset_mode=SAME_STEP)`` over the scalar env."""
+    env_kw = {k: v for k, v in kwargs.items() if k in ("reward", "max_hands")}
+    rules_kw = {k: v for k, v in kwargs.items() if k not in env_kw}
+    rules = Rules.preset(rules_kw.pop("rules", "standard"), **rules_kw)
+    rows = 3
+    deals = _deals(rules, 40, 5)
+    batch_opp = first_legal if opponent == "callable" else opponent
+    env = BergenLearnerVectorEnv(
+        num_envs=rows, opponents=batch_opp, learner_seat=seat, rules=rules, seed=0, **env_kw
+    )
+
+    def scalar() -> BergenSingleAgentEnv:
+        opp = FirstLegal() if opponent == "callable" else opponent
+        return BergenSingleAgentEnv(
+            rules=rules,
+            num_players=rules.num_players,
+            partnerships=rules.partnerships,
+            opponents=[opp],
+            learner_seat=seat,
+            **env_kw,
+        )
+
+    sync = gym.vector.SyncVectorEnv(
+        [scalar] * rows, autoreset_mode=gym.vector.AutoresetMode.SAME_STEP
+    )
+    assert env.metadata["autoreset_mode"] == sync.metadata["autoreset_mode"]
+    obs, infos = env.reset(options={"deals": [deals] * rows})
+    s_obs, s_infos = sync.reset(seed=0, options={"deals": deals})
+    np.testing.assert_array_equal(obs, s_obs)
+    np.testing.assert_array_equal(infos["action_mask"], s_infos["action_mask"])
+    assert infos["_action_mask"].all() and infos["_seat"].all()
+    live = np.ones(rows, dtype=bool)
+    pick = np.random.default_rng(1)
+    ended_somewhere = {"terminated": False, "truncated": False}
+    while live.any():
+        actions = np.array([pick.choice(np.flatnonzero(m)) for m in infos["action_mask"]])
+        s_actions = np.array([pick.choice(np.flatnonzero(m)) for m in s_infos["action_mask"]])
+        s_actions[live] = actions[live]  # the same matches while they last
+        obs, rewards, term, trunc, infos = env.step(actions)
+        s_obs, s_rewards, s_term, s_trunc, s_infos = sync.step(s_actions)
+        np.testing.assert_allclose(rewards[live], s_rewards[live], atol=1e-6)
+        assert (term[live] == s_term[live]).all() and (trunc[live] == s_trunc[live]).all()
+        ended = (term | trunc) & live
+        assert ("final_obs" in infos) == (term | trunc).any()
+        if not ended.any():
+            np.testing.assert_array_equal(obs[live], s_obs[live])
+            continue
+        for key in ("_final_obs", "_final_info"):
+            assert (infos[key] == (term | trunc)).all()
+            assert (infos[key][live] == s_infos[key][live]).all()
+        final, s_final = infos["final_info"], s_infos["final_info"]
+        for i in np.flatnonzero(ended):
+            np.testing.assert_array_equal(infos["final_obs"][i], s_infos["final_obs"][i])
+            for key in ("action_mask", "seat", "hand"):
+                assert final[f"_{key}"][i] and s_final[f"_{key}"][i]
+                np.testing.assert_array_equal(final[key][i], s_final[key][i])
+            assert tuple(final["scores"][i]) == s_final["scores"][i]
+            assert ("winner" in final) == ("winner" in s_final) == term.any()
+            if term[i]:
+                assert final["_winner"][i] and s_final["_winner"][i]
+                winner = s_final["winner"][i]
+                assert final["winner"][i] == (-1 if winner is None else winner)
+            ended_somewhere["terminated" if term[i] else "truncated"] = True
+        assert all(infos["final_obs"][i] is None for i in np.flatnonzero(~(term | trunc)))
+        live &= ~ended
+    assert ended_somewhere["truncated" if "max_hands" in env_kw else "terminated"]
+    env.close()
+    with pytest.raises(RuntimeError, match="closed"):
+        env.step(actions)

@@ -27,7 +27,7 @@ import yaml
 
 from bergen_env.env_options import REWARD_MODES, EnvOptions
 from bergen_env.single_agent import REWARD_MODES as SINGLE_AGENT_REWARD_MODES
-from bergen_env.validation import is_bool, is_int, is_number
+from bergen_env.validation import check_keywords, is_bool, is_int, is_number
 
 from .cli import UsageError
 
@@ -297,9 +297,7 @@ def unvalidated(cls: type[T], values: dict[str, Any]) -> T:
 
 def from_mapping(data: dict[str, Any], source: str) -> TrainConfig:
     """Build a config from a mapping of field names; unknown keys are an error."""
-    unknown = sorted(set(data) - set(FIELDS))
-    if unknown:
-        raise ConfigError(f"{source}: unknown key(s) {unknown}; valid keys are {sorted(FIELDS)}")
+    check_keywords(data, sorted(FIELDS), label="key", error=ConfigError, context=f"{source}: ")
     values = {k: _coerce(k, v, source) for k, v in data.items()}
     try:
         cfg = unvalidated(TrainConfig, values)
@@ -351,11 +349,8 @@ def read_config_block(
         key = key.strip()
         if not eq or not key:
             raise ConfigError(f"--set {item!r}: expected key=value")
-        if key not in fields:
-            raise ConfigError(
-                f"--set {item!r} (config {path}): unknown key {key!r}; valid keys are "
-                f"{sorted(fields)}"
-            )
+        context = f"--set {item!r} (config {path}): "
+        check_keywords([key], sorted(fields), label="key", error=ConfigError, context=context)
         data[key] = yaml.safe_load(text)
     return data
 
@@ -367,9 +362,7 @@ def load_dataclass_config(cls: type[T], path: str | Path, overrides: list[str] |
     ``cls.validate(path)``, so errors name the file."""
     fields = {f.name: f for f in dataclasses.fields(cls)}  # type: ignore[arg-type]
     data = read_config_block(path, overrides, fields)
-    unknown = sorted(set(data) - set(fields))
-    if unknown:
-        raise ConfigError(f"{path}: unknown key(s) {unknown}; valid keys are {sorted(fields)}")
+    check_keywords(data, sorted(fields), label="key", error=ConfigError, context=f"{path}: ")
     for key, value in data.items():
         if isinstance(fields[key].default, float) and isinstance(value, str):
             with contextlib.suppress(ValueError):

@@ -43,8 +43,9 @@ from ray.tune.registry import register_env
 
 from bergen_env.aec_env import raw_env
 from bergen_env.agents import Agent, make_agent
+from bergen_env.env_options import check_env_keywords
 from bergen_env.errors import InvalidOptionError
-from bergen_env.validation import is_int
+from bergen_env.validation import is_int, keyword_names
 
 ENV_NAME = "bergen_multi"
 #: Observation keys of RLlib's action-masking RLModule.
@@ -94,6 +95,7 @@ class BergenMultiAgentEnv(MultiAgentEnv):
     def __init__(self, config: Mapping[str, Any] | None = None) -> None:
         super().__init__()
         kwargs = dict(config or {})
+        check_env_keywords(kwargs, ["scripted", *keyword_names(raw_env.__init__)])
         scripted = kwargs.pop("scripted", None)
         self.aec = raw_env(**kwargs)
         self.rules = self.aec.rules

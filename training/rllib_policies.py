@@ -30,6 +30,7 @@ import numpy as np
 from bergen_env.agents.base import Agent, checked_legal_actions, register_agent, registered_agents
 from bergen_env.engine import PublicView
 from bergen_env.rules import Rules
+from bergen_env.validation import check_keywords
 
 #: The file every RLlib component checkpoint holds.
 _CTOR_FILE = "class_and_ctor_args.pkl"
@@ -194,11 +195,8 @@ class RLlibAgent(Agent):
 def _factory(
     path: str | None = None, policy: str | None = None, trust_pickle: bool = False, **kwargs: Any
 ) -> RLlibAgent:
-    if kwargs:
-        raise RLlibCheckpointError(
-            "agent 'rllib' takes path, policy and trust_pickle, got unknown parameter(s) "
-            f"{sorted(kwargs)}"
-        )
+    valid = ["path", "policy", "trust_pickle"]  # make_agent names the agent string
+    check_keywords(kwargs, valid, label="parameter", error=RLlibCheckpointError)
     if not isinstance(trust_pickle, bool):
         raise RLlibCheckpointError(
             f"agent 'rllib': trust_pickle must be true or false, got {trust_pickle!r}"

@@ -23,6 +23,7 @@ import numpy as np
 
 from bergen_env.engine import PublicView
 from bergen_env.rules import Rules
+from bergen_env.validation import check_keywords, closest, keyword_names, takes_any_keyword
 
 
 class Agent(ABC):
@@ -140,15 +141,22 @@ def make_agent(spec: str) -> Agent:
     kind, kwargs = parse_agent_spec(spec)
     if kind not in _REGISTRY:
         raise ValueError(
-            f"unknown agent {spec!r}: known kinds are {registered_agents()}"
+            f"unknown agent {spec!r}{closest(kind, registered_agents())}: known kinds are "
+            f"{registered_agents()}"
             + (
                 "; 'ppo' needs `import bergen_env.training.policies` (the [train] extra)"
                 if kind == "ppo"
                 else ""
             )
         )
+    factory = _REGISTRY[kind]
+    if not takes_any_keyword(factory):
+        names = keyword_names(factory)
+        check_keywords(
+            kwargs, names, label="parameter", error=ValueError, context=f"agent {spec!r}: "
+        )
     try:
-        agent = _REGISTRY[kind](**kwargs)
+        agent = factory(**kwargs)
     except (TypeError, ValueError) as exc:  # unknown keyword, or a value the agent rejects
         raise ValueError(f"agent {spec!r}: bad parameters ({exc})") from None
     agent.name = spec

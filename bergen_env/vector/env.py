@@ -22,15 +22,18 @@ from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
+from gymnasium import spaces
+from gymnasium.vector import AutoresetMode
+from gymnasium.vector.utils import batch_space
 
 from bergen_env.actions import action_str
 from bergen_env.engine import validate_deal
 from bergen_env.env_options import DEFAULT_MAX_HANDS, EnvOptions, reset_deals
 from bergen_env.errors import IllegalActionError, InvalidOptionError
-from bergen_env.observation import OBS_SIZE
+from bergen_env.observation import OBS_SIZE, obs_bounds
 from bergen_env.rules import Rules
 from bergen_env.tiles import NUM_TILES
-from bergen_env.validation import check_bool, check_int
+from bergen_env.validation import check_bool, check_int, keyword_names
 from bergen_env.vector import kernels as K
 
 __all__ = ["BergenVectorEnv"]
@@ -39,6 +42,10 @@ __all__ = ["BergenVectorEnv"]
 class BergenVectorEnv:
     """``num_envs`` matches (any preset: Bergen, Draw, Fives) stepped together; see the module
     docstring.
+
+    ``single_observation_space`` / ``single_action_space`` are one row's (the AEC env's
+    spaces); ``observation_space`` / ``action_space`` the batch's; ``metadata`` says that a
+    finished match restarts in the same step (Gymnasium's ``SAME_STEP`` autoreset).
 
     Arguments: ``num_envs``; ``rules`` (a preset name or :class:`~bergen_env.Rules`),
     ``num_players``, ``partnerships`` and every rule option as in the AEC env; ``reward``
@@ -49,6 +56,8 @@ class BergenVectorEnv:
     need no encoding); ``copy`` (False: ``reset`` and ``step`` return the env's own buffers,
     overwritten by the next step, instead of new arrays: less memory traffic for large N).
     """
+
+    metadata: dict[str, Any] = {"autoreset_mode": AutoresetMode.SAME_STEP, "render_modes": []}
 
     def __init__(
         self,
@@ -65,7 +74,13 @@ class BergenVectorEnv:
     ) -> None:
         num_envs = check_int("num_envs", num_envs, minimum=1)
         options = EnvOptions.resolve(
-            rules, num_players, partnerships, reward, max_hands, **overrides
+            rules,
+            num_players,
+            partnerships,
+            reward,
+            max_hands,
+            env_keywords=keyword_names(type(self).__init__),
+            **overrides,
         )
         self.rules = options.rules
         reward, max_hands = options.reward, options.max_hands
@@ -99,6 +114,16 @@ class BergenVectorEnv:
         self.truncated_buffer = np.zeros(n, dtype=np.bool_)
         self.all_rows = np.ones(n, dtype=np.bool_)
         self.has_reset = False
+        self.closed = False
+        self._ignored_reset_options: set[str] = set()
+        low, high = obs_bounds(self.rules)
+        row_obs = {"action_mask": spaces.Box(0, 1, shape=(self.num_actions,), dtype=np.int8)}
+        if observations:
+            row_obs["observation"] = spaces.Box(low, high, shape=(OBS_SIZE,), dtype=np.float32)
+        self.single_observation_space = spaces.Dict(row_obs)
+        self.single_action_space = spaces.Discrete(self.num_actions)
+        self.observation_space = batch_space(self.single_observation_space, n)
+        self.action_space = batch_space(self.single_action_space, n)
 
     # ------------------------------------------------------------------ API
 
@@ -109,11 +134,12 @@ class BergenVectorEnv:
         reseeds every row's stream; ``options={"deals": [deals_0, ..., deals_{N-1}]}`` gives
         row ``i`` the deals ``deals_i`` (the scalar env's list of ``{"hands", "boneyard"}``; None
         or ``[]`` for random deals) for the match this reset starts."""
+        self.check_open()
         if seed is None and not self.has_reset:
             seed = self.initial_seed
         if seed is not None or not self.has_reset:
             self.seed(seed)
-        deals = reset_deals(options)
+        deals = reset_deals(options, self._ignored_reset_options)
         self._load_deals(deals)
         K.reset_rows(self.rule_array, np.arange(self.num_envs), *self.state_arrays())
         self.has_reset = True
@@ -126,6 +152,7 @@ class BergenVectorEnv:
         self, actions: Any
     ) -> tuple[dict[str, np.ndarray], np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
         """Apply one action per row (for its seat on turn); see the module docstring."""
+        self.check_open()
         if not self.has_reset:
             raise RuntimeError("call reset() before step()")
         acts = self.check_actions(actions)
@@ -151,12 +178,21 @@ class BergenVectorEnv:
             {"current_player": self.current_player.copy()},
         )
 
-    def random_actions(self, masks: np.ndarray) -> np.ndarray:
-        """A uniform legal action per row of ``masks`` (each row its own stream, seeded by
+    def random_actions(self, masks: Any) -> np.ndarray:
+        """A uniform legal action per row of ``masks`` (any array-like of 0/1 or bools, shape
+        ``(num_envs, A)``: numpy, a list, a CPU torch tensor; each row its own stream, seeded by
         ``reset``): the batched ``random`` agent."""
-        out = np.zeros(len(masks), dtype=np.int64)
-        K.random_actions(masks, np.ones(len(masks), dtype=np.bool_), self.agent_rng, out)
+        rows = self.check_masks(masks)
+        out = np.zeros(len(rows), dtype=np.int64)
+        K.random_actions(rows, self.all_rows, self.agent_rng, out)
+        empty = np.flatnonzero(out < 0)
+        if len(empty):
+            raise ValueError(f"masks: row {empty[0]} has no legal action")
         return out
+
+    def close(self) -> None:
+        """Close the env (it holds arrays only): ``reset`` and ``step`` afterwards raise."""
+        self.closed = True
 
     def greedy_actions(self) -> np.ndarray:
         """The batched ``greedy`` agent's action in every row, for the seat on turn."""
@@ -220,9 +256,25 @@ class BergenVectorEnv:
                 self.deals[i, k] = [t for h in hands for t in h] + boneyard
             self.m[i, K.DEALS] = len(row)
 
+    def check_masks(self, masks: Any) -> np.ndarray:
+        """``masks`` (an array-like, see :meth:`random_actions`) as a contiguous int8 or bool
+        ``(num_envs, A)`` array, or a one-line ``ValueError``."""
+        rows = as_array("masks", masks, ValueError)
+        shape = (self.num_envs, self.num_actions)
+        kind_ok = rows.dtype.kind in "biu"
+        if kind_ok and rows.dtype not in (np.int8, np.bool_):  # other ints: 0/1 only
+            kind_ok = rows.size == 0 or (rows.min() >= 0 and rows.max() <= 1)
+            rows = rows.astype(np.int8)
+        if rows.shape != shape or not kind_ok:
+            raise ValueError(
+                f"masks must be 0/1 or bool values of shape {shape}, got {rows.dtype} {rows.shape}"
+            )
+        return np.ascontiguousarray(rows)
+
     def check_actions(self, actions: Any) -> np.ndarray:
-        """``actions`` as an int64 array of shape (N,), or ``IllegalActionError``."""
-        acts = np.asarray(actions)
+        """``actions`` (any array-like) as an int64 array of shape (N,), or
+        ``IllegalActionError``."""
+        acts = as_array("actions", actions, IllegalActionError)
         if acts.shape != (self.num_envs,) or acts.dtype.kind not in "iu":
             raise IllegalActionError(
                 f"actions must be an integer array of shape ({self.num_envs},), got "
@@ -274,5 +326,20 @@ class BergenVectorEnv:
             "action_mask": masks,
         }
 
+    def check_open(self) -> None:
+        """Raise if :meth:`close` was called."""
+        if self.closed:
+            raise RuntimeError(f"{self!r} is closed")
+
     def __repr__(self) -> str:
         return f"BergenVectorEnv({self.rules.name}, {self.num_players}p, num_envs={self.num_envs})"
+
+
+def as_array(name: str, value: Any, error: type[Exception]) -> np.ndarray:
+    """``value`` (numpy, a list, anything with ``__array__`` such as a CPU torch tensor) as a
+    numpy array, or ``error`` in one line saying why not."""
+    try:
+        return np.asarray(value)
+    except Exception as exc:  # e.g. a tensor on a GPU, ragged lists
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise error(f"{name} must be array-like (numpy, a list, a CPU tensor): {first}") from None

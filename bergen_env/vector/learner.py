@@ -23,8 +23,14 @@ score change minus the mean change of the other sides, summed over its move and 
 ``max_hands``, ``seed`` and every rules argument as in :class:`BergenVectorEnv`.
 
 ``infos``: ``"action_mask"`` ``(N, A)`` int8, the learner's legal actions; ``"seat"`` ``(N,)``,
-the learner's seat. Final observations of finished matches are not returned (a terminated
-match's value is 0; a truncation happens only after ``max_hands`` hands).
+the learner's seat; each key with its ``"_key"`` mask (all True), as Gymnasium's vector envs
+batch infos. A step that ends matches adds, as ``SyncVectorEnv`` in ``SAME_STEP`` mode does:
+``"final_obs"`` (an object array: the learner's observation of the finished match in its row,
+None elsewhere; bootstrap a truncated match from it), ``"final_info"`` (a dict: the finished
+match's ``"action_mask"`` (all ones, no decision left), ``"seat"``, ``"scores"`` ``(N, sides)``,
+``"hand"`` and, for a terminated match, ``"winner"`` (the winning side, -1 for none), each with
+its ``"_key"`` mask), and the masks ``"_final_obs"`` and ``"_final_info"`` (True on the rows
+whose match ended).
 """
 
 from __future__ import annotations
@@ -36,11 +42,13 @@ import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
 
-from bergen_env.env_options import DEFAULT_MAX_HANDS
+from bergen_env.env_options import DEFAULT_MAX_HANDS, check_env_keywords
 from bergen_env.errors import IllegalActionError, InvalidOptionError
 from bergen_env.observation import OBS_SIZE, obs_bounds
 from bergen_env.rules import Rules
+from bergen_env.validation import keyword_names
 from bergen_env.vector import kernels as K
+from bergen_env.vector._numba import njit
 from bergen_env.vector.env import BergenVectorEnv
 
 BatchPolicy = Callable[[np.ndarray, np.ndarray], Any]
@@ -67,6 +75,7 @@ class BergenLearnerVectorEnv(gym.vector.VectorEnv):
         max_hands: int | None = DEFAULT_MAX_HANDS,
         **overrides: Any,
     ) -> None:
+        check_env_keywords(overrides, keyword_names(type(self).__init__))
         self.batch = BergenVectorEnv(
             num_envs,
             rules=rules,
@@ -133,6 +142,10 @@ class BergenLearnerVectorEnv(gym.vector.VectorEnv):
         self._rows = np.arange(size)
         self._seat_rewards = np.zeros((size, K.MAX_SEATS), dtype=np.float32)
         self._ended = np.zeros((2, size), dtype=np.bool_)
+        #: the state before the current step (replayed for the final observations), and the
+        #: actions of each round of the Python advance (callable opponents)
+        self._before: list[np.ndarray] = []
+        self._rounds: list[tuple[np.ndarray, np.ndarray]] = []
 
     # ------------------------------------------------------------------ API
 
@@ -160,9 +173,11 @@ class BergenLearnerVectorEnv(gym.vector.VectorEnv):
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
         """The learner's action in every match, then the opponents' replies."""
         b = self.batch
+        b.check_open()
         if not b.has_reset:
             raise RuntimeError("call reset() before step()")
         acts = b.check_actions(actions)
+        self._keep_state()
         self._reward[:] = self._carry
         self._carry[:] = 0.0
         self._term[:] = False
@@ -170,13 +185,23 @@ class BergenLearnerVectorEnv(gym.vector.VectorEnv):
         self._acted[:] = True
         self._apply(acts, b.all_rows, "the learner")
         self._advance()
+        infos = self._infos()
+        ended = self._term | self._trunc
+        if ended.any():
+            self._add_final(infos, np.flatnonzero(ended), acts)
         return (
             self._learner_obs(),
             self._reward.copy(),
             self._term.copy(),
             self._trunc.copy(),
-            self._infos(),
+            infos,
         )
+
+    def close(self, **kwargs: Any) -> None:
+        """Close the env (it holds arrays only); ``reset``/``step`` afterwards raise."""
+        if hasattr(self, "batch"):  # (also called by __del__ after a failed __init__)
+            self.batch.close()
+        super().close(**kwargs)
 
     # ------------------------------------------------------------------ internals
 
@@ -251,6 +276,7 @@ class BergenLearnerVectorEnv(gym.vector.VectorEnv):
                         )
                     acts[rows] = chosen
             who = "an opponent" if not self.auto_forced else "an opponent or a forced move"
+            self._rounds.append((acts.copy(), waiting.copy()))
             self._apply(acts, waiting, who)
 
     def _learner_obs(self) -> np.ndarray:
@@ -260,7 +286,68 @@ class BergenLearnerVectorEnv(gym.vector.VectorEnv):
         return b.obs_buffer.copy()
 
     def _infos(self) -> dict[str, Any]:
-        return {"action_mask": self.batch.masks.copy(), "seat": self.seats.copy()}
+        every = np.ones(self.num_envs, dtype=np.bool_)
+        return {
+            "action_mask": self.batch.masks.copy(),
+            "_action_mask": every,
+            "seat": self.seats.copy(),
+            "_seat": every.copy(),
+        }
+
+    # ------------------------------------------------------------------ final observations
+    # A finished match restarts inside the compiled step, so its last position is replayed
+    # (replay_final) from the state kept before the step.
+
+    def _keep_state(self) -> None:
+        """Copy the state (and the streams and seats) that the coming step starts from."""
+        b = self.batch
+        live = (*b.state_arrays()[:-1], b.agent_rng, self.seats)  # the deals never change
+        if not self._before:
+            self._before = [a.copy() for a in live]
+        else:
+            for kept, a in zip(self._before, live):
+                np.copyto(kept, a)
+        self._rounds.clear()
+
+    def _add_final(self, infos: dict[str, Any], rows: np.ndarray, acts: np.ndarray) -> None:
+        """``final_obs`` / ``final_info`` and their masks for the matches that ended in ``rows``."""
+        size, b = self.num_envs, self.batch
+        *state, agent_rng, seats = self._before
+        m, scores = state[0], state[1]
+        if self._rounds:
+            recorded = np.stack([a for a, _ in self._rounds])
+            waiting = np.stack([w for _, w in self._rounds])
+        else:
+            recorded = np.zeros((0, size), dtype=np.int64)
+            waiting = np.zeros((0, size), dtype=np.bool_)
+        obs = np.zeros((len(rows), OBS_SIZE), dtype=np.float32)
+        mask = np.zeros(self.rules.num_actions, dtype=np.int8)
+        replay_final(
+            b.rule_array, rows, acts, self._kinds, self._needs_obs, recorded, waiting, *state,
+            b.deals, agent_rng, seats, mask, obs,
+        )  # fmt: skip
+        final_obs = np.full(size, None, dtype=object)
+        for j, i in enumerate(rows):
+            final_obs[i] = obs[j]
+        ended = np.zeros(size, dtype=np.bool_)
+        ended[rows] = True
+        sides = self.rules.num_sides
+        final_info = {
+            "action_mask": np.zeros((size, self.rules.num_actions), dtype=np.int8),
+            "_action_mask": ended,
+            "seat": np.where(ended, seats, 0),
+            "_seat": ended.copy(),
+            "scores": np.where(ended[:, None], scores[:, :sides], 0).astype(np.int64),
+            "_scores": ended.copy(),
+            "hand": np.where(ended, m[:, K.HAND_NO], 0).astype(np.int64),
+            "_hand": ended.copy(),
+        }
+        if self._term.any():  # (a key that no row has is left out, as Gymnasium does)
+            final_info["winner"] = np.where(self._term, m[:, K.WINNER], -1).astype(np.int64)
+            final_info["_winner"] = self._term.copy()
+        final_info["action_mask"][rows] = 1
+        infos.update(final_obs=final_obs, _final_obs=ended.copy(), final_info=final_info)
+        infos["_final_info"] = ended.copy()
 
     def _draw_seats(self, rows: np.ndarray) -> None:
         n = self.rules.num_players
@@ -268,3 +355,42 @@ class BergenLearnerVectorEnv(gym.vector.VectorEnv):
             K.draw_seats(self._seat_rng, rows, n, self.seats)
         else:
             self.seats[rows] = int(self.learner_seat_option)
+
+
+@njit
+def replay_final(
+    r, rows, acts, kinds, use_recorded, recorded, waiting, m, scores, hands, bits, hlen, voids,
+    line, bone, rng, deals, agent_rng, seats, mask, out,
+):  # fmt: skip
+    """Replay each row of ``rows`` from the state before a step up to the end of its match and
+    write the learner's (``seats[i]``) observation of it into ``out[j]``: the learner's action
+    ``acts[i]``, then the opponents' and forced moves, as ``advance_rows`` plays them (built-in
+    opponents by ``kinds``, drawing from the same streams) or, with ``use_recorded``, as
+    recorded per round (``recorded[k, i]`` where ``waiting[k, i]``)."""
+    n = r[K.R_N]
+    for j in range(rows.shape[0]):
+        i = rows[j]
+        a = acts[i]
+        k = 0
+        while True:
+            K.apply_action(r, i, m, scores, hands, bits, hlen, voids, line, bone, rng, deals, a)
+            if m[i, K.TERMINAL] or (r[K.R_MAX_HANDS] and m[i, K.HAND_NO] >= r[K.R_MAX_HANDS]):
+                break
+            if use_recorded:
+                while not waiting[k, i]:
+                    k += 1
+                a = recorded[k, i]
+                k += 1
+                continue
+            K.legal_mask(r, i, m, hands, bits, mask)
+            rel = (m[i, K.CUR] - seats[i]) % n
+            if rel == 0:
+                a = K.random_row(mask, agent_rng, i)  # the learner's forced move: no draw
+            elif kinds[rel] == 0:
+                a = K.random_row(mask, agent_rng, i)
+            else:
+                a = K.greedy_row(r, i, mask, m, scores, hlen)
+        mask[:] = 0
+        if not m[i, K.TERMINAL] and m[i, K.CUR] == seats[i]:
+            K.legal_mask(r, i, m, hands, bits, mask)
+        K.encode(r, i, m, scores, hands, hlen, voids, line, bone, mask, seats[i], out[j])
