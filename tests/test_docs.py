@@ -392,3 +392,27 @@ def test_readme_position_is_what_the_figures_command_prints(tmp_path: Path) -> N
     assert "(docs/img/table.png)" in readme
     new = np.asarray(Image.open(tmp_path / "table.png"))
     assert new.shape == np.asarray(Image.open(ROOT / "docs" / "img" / "table.png")).shape
+
+
+def test_make_train_figures_are_the_stored_runs() -> None:
+    """Each stored ``make train`` run's final evaluation is in docs/reproducibility.md with its
+    interval, and the README gives the range over the stored seeds."""
+    import csv
+
+    page = (ROOT / "docs" / "reproducibility.md").read_text()
+    runs = sorted((ROOT / "benchmarks" / "results" / "make_train").glob("seed*.csv"))
+    assert len(runs) >= 3
+    finals: dict[str, list[float]] = {}
+    for path in runs:
+        rows = list(csv.DictReader(path.open(newline="")))
+        last = max(int(r["timesteps"]) for r in rows)
+        for r in rows:
+            if int(r["timesteps"]) == last:
+                rate, lo, hi = (float(r[k]) for k in ("win_rate", "ci_low", "ci_high"))
+                figure = f"{rate:.3f} [{lo:.3f}, {hi:.3f}]"
+                assert figure in page, f"docs/reproducibility.md lacks {path.name}'s {figure}"
+                finals.setdefault(r["opponent"], []).append(rate)
+    readme = (ROOT / "README.md").read_text()
+    for rates in finals.values():
+        span = f"{min(rates):.3f}–{max(rates):.3f}"
+        assert span in readme, f"README.md: the range over the stored seeds is {span}"
