@@ -177,8 +177,12 @@ def recorded_rules(agents: Sequence[AgentSource]) -> Rules | None:
     :class:`~bergen_env.policy_file.PolicyFileError` naming them and where they differ.
     """
     found: list[tuple[str, Rules]] = []
+    built: dict[str, Agent] = {}  # one agent per distinct string
     for name, source in zip(agent_names(agents), agents):
-        agent = make_agent(source) if isinstance(source, str) else source
+        if isinstance(source, str):
+            agent = built[source] = built.get(source) or make_agent(source)
+        else:
+            agent = source
         trained = getattr(agent, "trained_rules", None)
         if isinstance(trained, Rules):
             found.append((name, trained))
