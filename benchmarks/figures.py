@@ -23,6 +23,8 @@ from __future__ import annotations
 
 import argparse
 import csv
+import importlib.util
+import sys
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -53,6 +55,13 @@ def agent_kind(spec: str) -> str:
 
 
 def _pyplot():
+    if importlib.util.find_spec("matplotlib") is None:
+        print(
+            "python -m benchmarks.figures: error: drawing needs matplotlib, in the [train] "
+            "extra: pip install 'bergen_env[train]'",
+            file=sys.stderr,
+        )
+        raise SystemExit(2)
     import matplotlib
 
     matplotlib.use("Agg")
@@ -168,9 +177,10 @@ def table_position(out: Path, seed: int, plays: int) -> str:
         action = int(rng.choice(np.flatnonzero(obs["action_mask"])))
         for e in envs:
             e.step(action)
+    frame = env.render()  # needs Pillow: an ImportError naming the render extra otherwise
     from PIL import Image
 
-    Image.fromarray(env.render()).save(out)
+    Image.fromarray(frame).save(out)
     return envs[1].render()
 
 
@@ -193,7 +203,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.figure == "ratings":
         plot_ratings(args.out)
     elif args.figure == "table":
-        print(table_position(args.out, args.seed, args.plays))
+        try:
+            print(table_position(args.out, args.seed, args.plays))
+        except (ImportError, ValueError) as exc:  # Pillow missing (the render extra); a short hand
+            p.error(str(exc))
     else:
         missing = [str(m) for m in args.metrics if not m.is_file()]
         if missing:
