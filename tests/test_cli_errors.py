@@ -78,6 +78,11 @@ CASES = [
     ("replay", ["{tmp}/bad.jsonl"], ["bad.jsonl"]),
     ("train_rllib", ["--config", "{tmp}/none.yaml"], ["none.yaml", "does not exist"]),
     ("train_rllib", ["--config", "{tmp}/bad.yaml"], ["bad.yaml", "learning_rat"]),
+    ("export_policy", ["{tmp}/none.zip"], ["none.zip", "does not exist"]),
+    ("export_policy", ["a.zip", "b.zip", "--out", "{tmp}/x.safetensors"], ["--out takes one"]),
+    ("belief", ["generate", "--players", "5", "--out", "{tmp}/x.npz"], ["'num_players'", "5"]),
+    ("belief", ["train", "{tmp}/none.npz", "--out", "{tmp}/b.safetensors"], ["none.npz"]),
+    ("evaluate", ["--agents", "policy:{tmp}/none.safetensors", "greedy"], ["none.safetensors"]),
 ]
 
 
@@ -89,7 +94,7 @@ def test_user_error_is_one_line_and_exit_2(
     write(tmp_path / "bad.jsonl", "not json\n")
     args = [a.replace("{tmp}", str(tmp_path)) for a in args]
     proc = run_module(module, *args)
-    assert_one_line_error(proc, f"bergen-{module.replace('_', '-')}", *words)
+    assert_one_line_error(proc, PROGRAMS[module].prog, *words)
 
 
 def test_run_formats_usage_errors(capsys: pytest.CaptureFixture) -> None:
