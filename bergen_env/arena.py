@@ -57,6 +57,7 @@ from bergen_env.agents.base import Agent, make_agent, parse_agent_spec
 from bergen_env.engine import BergenState
 from bergen_env.errors import IllegalActionError
 from bergen_env.observation import Encoder
+from bergen_env.policy_file import PolicyFileError, describe_rules, rules_difference
 from bergen_env.ratings import elo_ratings
 from bergen_env.rules import Rules
 from bergen_env.stats import mean_interval, wilson_interval
@@ -168,6 +169,35 @@ def agent_names(agents: Sequence[AgentSource]) -> list[str]:
         else:
             out.append(name)
     return out
+
+
+def recorded_rules(agents: Sequence[AgentSource]) -> Rules | None:
+    """The rules the trained policies among ``agents`` record (an agent's ``trained_rules``,
+    e.g. a ``policy:`` file's header), or ``None`` if none records any.
+
+    Agent strings are built to read their files. Policies that record different rules are a
+    :class:`~bergen_env.policy_file.PolicyFileError` naming them and where they differ.
+    """
+    found: list[tuple[str, Rules]] = []
+    built: dict[str, Agent] = {}  # one agent per distinct string
+    for name, source in zip(agent_names(agents), agents):
+        if isinstance(source, str):
+            agent = built[source] = built.get(source) or make_agent(source)
+        else:
+            agent = source
+        trained = getattr(agent, "trained_rules", None)
+        if isinstance(trained, Rules):
+            found.append((name, trained))
+    for name, trained in found[1:]:
+        first, rules = found[0]
+        differ = rules_difference(rules, trained)
+        if differ:
+            raise PolicyFileError(
+                f"{first} ({describe_rules(rules)}) and {name} ({describe_rules(trained)}) were "
+                f"trained for different rules ({'; '.join(differ)}): name the rules to play "
+                f"(rules=..., --rules)"
+            )
+    return found[0][1] if found else None
 
 
 # ---------------------------------------------------------------------- one match
@@ -534,7 +564,7 @@ def _check_positive_int(name: str, value: Any, minimum: int = 1) -> int:
 
 def run_tournament(
     agents: Sequence[AgentSource],
-    rules: Rules,
+    rules: Rules | None = None,
     matches: int = 2000,
     seed: int = 0,
     duplicate: bool = True,
@@ -548,6 +578,9 @@ def run_tournament(
 ) -> TournamentResult:
     """Play ``matches`` matches between ``agents`` under ``rules``; see the module docstring.
 
+    ``rules=None`` plays the rules the trained policies among ``agents`` record
+    (:func:`recorded_rules`); a ValueError if none records any.
+
     ``agents`` are agent strings (built with :func:`make_agent` in each process) or
     :class:`Agent` instances (``workers=1`` only). ``replays`` names a JSON-lines file that gets
     every match (:mod:`bergen_env.replay` format plus its ``group`` and ``rotation``).
@@ -558,6 +591,13 @@ def run_tournament(
     Ray instance this process joined (:func:`bergen_env.ray_tasks.connect`; a local one if
     none), with the same records for the same seed.
     """
+    if rules is None:
+        rules = recorded_rules(agents)
+        if rules is None:
+            raise ValueError(
+                "no rules given and no agent records the rules it was trained for: pass rules, "
+                "e.g. Rules.preset('standard')"
+            )
     if not isinstance(rules, Rules):
         raise TypeError(f"rules must be a bergen_env.Rules, got {type(rules).__name__}")
     matches = _check_positive_int("matches", matches)

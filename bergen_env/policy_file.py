@@ -299,6 +299,7 @@ def write_network_file(
     for layer, w, b in named:
         tensors[layer["weight"]] = np.ascontiguousarray(w, dtype=np.float32)
         tensors[layer["bias"]] = np.ascontiguousarray(b, dtype=np.float32)
+    _check_finite(tensors, f"{str(path)!r} not written")
     path.parent.mkdir(parents=True, exist_ok=True)
     save_file(tensors, str(path), metadata={header_key: json.dumps(header, sort_keys=True)})
     return path
@@ -376,6 +377,7 @@ def read_network_file(
             tensors = {k: f.get_tensor(k) for k in f.keys()}  # noqa: SIM118 (not a dict)
     except (SafetensorError, OSError, ValueError) as exc:
         raise PolicyFileError(f"{where} is not a readable safetensors file ({exc})") from None
+    _check_finite(tensors, where)
     if header_key not in metadata:
         raise PolicyFileError(f"{where} has no {header_key!r} header: not a {format_name} file")
     try:
@@ -419,6 +421,16 @@ def read_network_file(
     return header, network
 
 
+def _check_finite(tensors: dict[str, np.ndarray], where: str) -> None:
+    """Refuse NaN or infinite values, naming the first tensor that holds one."""
+    for name, array in tensors.items():
+        if np.issubdtype(array.dtype, np.number) and not np.isfinite(array).all():
+            bad = int(np.size(array) - np.isfinite(array).sum())
+            raise PolicyFileError(
+                f"{where}: tensor {name!r} holds {bad} non-finite value(s) (NaN or infinity)"
+            )
+
+
 def _dense(
     layers: list[dict[str, str]], tensors: dict[str, np.ndarray]
 ) -> tuple[list[np.ndarray], list[np.ndarray], list[str]]:
@@ -436,16 +448,14 @@ def check_trained_rules(source: str, trained: Rules, rules: Rules, allow_mismatc
     ``allow_mismatch`` a mismatch only warns (:class:`PolicyMismatchWarning`), unless the action
     count differs, which no policy can play.
     """
-    if trained.to_dict() | {"name": ""} == rules.to_dict() | {"name": ""}:
-        return
     differ = [
-        f"{key}={trained.to_dict()[key]!r} (playing {value!r})"
-        for key, value in rules.to_dict().items()
-        if key != "name" and trained.to_dict().get(key) != value
+        f"{key}={value!r} (playing {played!r})" for key, value, played in _differing(trained, rules)
     ]
+    if not differ:
+        return
     message = (
-        f"{source} was trained for {_describe(trained)} but is asked to play {_describe(rules)}: "
-        f"it was trained with {', '.join(differ)}"
+        f"{source} was trained for {describe_rules(trained)} but is asked to play "
+        f"{describe_rules(rules)}: it was trained with {', '.join(differ)}"
     )
     if trained.num_actions != rules.num_actions or not allow_mismatch:
         if trained.num_actions != rules.num_actions:
@@ -456,6 +466,19 @@ def check_trained_rules(source: str, trained: Rules, rules: Rules, allow_mismatc
     warnings.warn(message, PolicyMismatchWarning, stacklevel=3)
 
 
-def _describe(rules: Rules) -> str:
+def _differing(a: Rules, b: Rules) -> list[tuple[str, Any, Any]]:
+    """``(option, value in a, value in b)`` for every option (seating included) that differs."""
+    b_values = b.to_dict()
+    return [(k, v, b_values[k]) for k, v in a.to_dict().items() if k != "name" and v != b_values[k]]
+
+
+def rules_difference(a: Rules, b: Rules) -> list[str]:
+    """Every option (player count and partnerships included) in which ``a`` and ``b`` differ, as
+    ``"option: a's value vs b's value"``; empty if they are the same rules."""
+    return [f"{key}: {x!r} vs {y!r}" for key, x, y in _differing(a, b)]
+
+
+def describe_rules(rules: Rules) -> str:
+    """The preset and seating of ``rules`` in words: ``"'fives' rules, 2 players"``."""
     teams = ", partnerships" if rules.partnerships else ""
     return f"{rules.name!r} rules, {rules.num_players} players{teams}"

@@ -6,13 +6,24 @@ Each program is run as a subprocess (``python -m training.<name>``, what the con
 
 from __future__ import annotations
 
+import ast
+import inspect
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+import tomllib
 
-from training.cli import EXTRA_MODULES, MissingExtraError, UsageError, require_extra, run
+from training import cli
+from training.cli import (
+    EXTRA_MODULES,
+    PROGRAMS,
+    MissingExtraError,
+    UsageError,
+    require_extra,
+    run,
+)
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -71,6 +82,11 @@ CASES = [
     ("replay", ["{tmp}/bad.jsonl"], ["bad.jsonl"]),
     ("train_rllib", ["--config", "{tmp}/none.yaml"], ["none.yaml", "does not exist"]),
     ("train_rllib", ["--config", "{tmp}/bad.yaml"], ["bad.yaml", "learning_rat"]),
+    ("export_policy", ["{tmp}/none.zip"], ["none.zip", "does not exist"]),
+    ("export_policy", ["a.zip", "b.zip", "--out", "{tmp}/x.safetensors"], ["--out takes one"]),
+    ("belief", ["generate", "--players", "5", "--out", "{tmp}/x.npz"], ["'num_players'", "5"]),
+    ("belief", ["train", "{tmp}/none.npz", "--out", "{tmp}/b.safetensors"], ["none.npz"]),
+    ("evaluate", ["--agents", "policy:{tmp}/none.safetensors", "greedy"], ["none.safetensors"]),
 ]
 
 
@@ -82,7 +98,7 @@ def test_user_error_is_one_line_and_exit_2(
     write(tmp_path / "bad.jsonl", "not json\n")
     args = [a.replace("{tmp}", str(tmp_path)) for a in args]
     proc = run_module(module, *args)
-    assert_one_line_error(proc, f"bergen-{module.replace('_', '-')}", *words)
+    assert_one_line_error(proc, PROGRAMS[module].prog, *words)
 
 
 def test_run_formats_usage_errors(capsys: pytest.CaptureFixture) -> None:
@@ -116,3 +132,117 @@ def test_missing_extra_names_the_feature_and_the_install_command(
     assert "(missing: no_such_module_xyz);" in message
     assert "pip install 'bergen_env[demo]'" in message
     require_extra("demo", "--feature", ["json"])  # present: no error
+
+
+# ------------------------------------------------ `python -m` is the console script
+
+
+def run_without(modules: list[str], module: str, *args: str) -> subprocess.CompletedProcess:
+    """``python -m training.<module> ARGS`` with ``modules`` made unimportable (as if their extra
+    were not installed); runpy is what ``python -m`` calls."""
+    code = (
+        "import runpy, sys\n"
+        f"for name in {modules!r}:\n"
+        "    sys.modules[name] = None\n"
+        f"sys.argv = ['{module}.py', *{list(args)!r}]\n"
+        f"runpy.run_module('training.{module}', run_name='__main__', alter_sys=True)\n"
+    )
+    return subprocess.run(
+        [sys.executable, "-c", code],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        stdin=subprocess.DEVNULL,
+    )
+
+
+# (module, modules made unimportable, arguments, the extra and module the line names)
+MISSING_EXTRA_CASES = [
+    ("train_rllib", ["ray"], ["--config", "configs/rllib_selfplay.yaml"], "[rllib]", "ray"),
+    ("train", ["torch"], ["--config", "configs/quick.yaml"], "[train]", "torch"),
+    ("expert_iteration", ["torch"], ["--help"], "[train]", "torch"),
+    ("tune_heuristic", ["numba"], ["--help"], "[vector]", "numba"),
+    ("belief", ["torch"], ["train", "x.npz", "--out", "y.safetensors"], "[train]", "torch"),
+    ("export_policy", ["torch"], ["policies/standard_2p.zip"], "[train]", "torch"),
+    (
+        "evaluate",
+        ["sb3_contrib"],
+        ["--agents", "ppo:policies/standard_2p.zip", "random"],
+        "[train]",
+        "sb3_contrib",
+    ),
+    (
+        "play",
+        ["ray"],
+        ["--opponents", "rllib:runs/x/checkpoints/final"],
+        "[rllib]",
+        "ray",
+    ),
+]
+
+
+@pytest.mark.parametrize(("module", "hidden", "args", "extra", "missing"), MISSING_EXTRA_CASES)
+def test_python_m_without_an_extra_is_one_line(
+    module: str, hidden: list[str], args: list[str], extra: str, missing: str
+) -> None:
+    proc = run_without(hidden, module, *args)
+    prog = PROGRAMS[module].prog
+    assert_one_line_error(proc, prog, f"needs the {extra} extra", f"missing: {missing}")
+    assert f"pip install 'bergen_env{extra}'" in proc.stderr
+
+
+def test_every_program_module_runs_as_its_console_script() -> None:
+    """Each module with a ``main`` is in PROGRAMS and hands ``python -m`` to ``program`` before
+    any import of its own (so a missing extra cannot end in a traceback); each console script of
+    training/ is ``program`` of its module."""
+    with_main = set()
+    for path in sorted((ROOT / "training").glob("*.py")):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        if not any(isinstance(n, ast.FunctionDef) and n.name == "main" for n in tree.body):
+            continue
+        with_main.add(path.stem)
+        body = [n for n in tree.body if not isinstance(n, ast.Expr)]  # the docstring
+        first, guard = body[0], body[1]
+        assert isinstance(first, ast.ImportFrom) and first.module == "__future__", path.name
+        assert ast.unparse(guard.test) == "__name__ == '__main__'", path.name
+        assert f"raise SystemExit(program('{path.stem}'))" in ast.unparse(guard), path.name
+        last = ast.unparse(tree.body[-1])
+        assert "__main__" not in last, f"{path.name}: a second __main__ block"
+    assert with_main == set(PROGRAMS)
+    scripts = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["scripts"]
+    for script, target in scripts.items():
+        module, _, func = target.partition(":")
+        if module != "bergen_env.training.cli":
+            continue
+        source = inspect.getsource(getattr(cli, func))
+        name = next(m for m, p in PROGRAMS.items() if p.prog == script)
+        assert f'program("{name}")' in source, script
+
+
+@pytest.mark.parametrize(
+    ("args", "words"),
+    [
+        (
+            ["policy:policies/fives_2p.safetensors", "policy:policies/standard_2p.safetensors"],
+            ["policy:policies/fives_2p.safetensors ('fives' rules, 2 players)", "different rules"],
+        ),
+        (
+            ["policy:policies/fives_2p.safetensors", "greedy", "--rules", "standard"],
+            ["policy file 'policies/fives_2p.safetensors' was trained for 'fives' rules"],
+        ),
+        (
+            ["policy:policies/fives_2p.safetensors", "greedy", "--players", "4"],
+            ["'fives' rules, 2 players but is asked to play 'fives' rules, 4 players"],
+        ),
+        (
+            ["policy:policies/fives_2p.safetensors", "greedy", "--rule-override", "target=31"],
+            ["trained with target=61 (playing 31)"],
+        ),
+    ],
+)
+def test_policy_files_disagreeing_with_each_other_or_the_rules(
+    args: list[str], words: list[str]
+) -> None:
+    proc = run_module("evaluate", "--agents", *args, "--matches", "2", "--no-progress")
+    assert_one_line_error(proc, "bergen-evaluate", *words)

@@ -19,7 +19,9 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
+import tomllib
 import yaml
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -257,3 +259,160 @@ def test_configs_page_documents_every_key(module: str, cls: str, section: str) -
             f"docs/configs.md: {cls}.{name} default is `{yaml_default(f)}` in the code, "
             f"`{documented[name]}` in the docs"
         )
+
+
+# ---------------------------------------------------------------------- the observation table
+
+
+def view_tables(page: Path) -> list[list[tuple[str, int, int]]]:
+    """``(view, start, size)`` rows of every ``| view | start | size | meaning |`` table."""
+    text = page.read_text()
+    pattern = r"^\| view \| start \| size \| meaning \|\n\|[-|]+\|\n((?:\|.*\n)+)"
+    tables = []
+    for body in re.findall(pattern, text, flags=re.M):
+        rows = [re.match(r"^\| `(\w+)` \| (\d+) \| (\d+) \|", line) for line in body.splitlines()]
+        assert all(rows), f"{page.name}: a view row is not | `name` | start | size | ...:\n{body}"
+        tables.append([(m.group(1), int(m.group(2)), int(m.group(3))) for m in rows])
+    return tables
+
+
+def test_observation_and_state_tables_match_the_encoder() -> None:
+    """docs/environment.md gives every named view of the observation and the global state, in
+    order, with the start index and size the encoder uses (``OBS_SLICES``, ``STATE_SLICES``)."""
+    from bergen_env.observation import OBS_SIZE, OBS_SLICES, STATE_SIZE, STATE_SLICES
+
+    page = ROOT / "docs" / "environment.md"
+    tables = view_tables(page)
+    assert len(tables) == 2, "docs/environment.md: the observation table, then the state table"
+    for table, slices in zip(tables, (OBS_SLICES, STATE_SLICES)):
+        assert table == [(name, s.start, s.stop - s.start) for name, s in slices.items()]
+    text = page.read_text()
+    assert f"`OBS_SIZE = {OBS_SIZE}`" in text and f"`STATE_SIZE = {STATE_SIZE}`" in text
+
+
+# ---------------------------------------------------------------------- the front page
+
+
+def test_readme_opens_with_the_two_commands() -> None:
+    """After the title and the pitch, the first block is ``make train`` then ``make test``."""
+    lines = (ROOT / "README.md").read_text().splitlines()
+    start = lines.index("```bash")
+    assert start <= 8, "README.md: the two commands come right after the pitch"
+    block = lines[start + 1 : lines.index("```", start + 1)]
+    assert [line.split()[:2] for line in block] == [["make", "train"], ["make", "test"]]
+
+
+def test_licence_citation_and_changelog_match_the_package() -> None:
+    import bergen_env
+    from bergen_env.registration import ENV_ID
+
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    version = project["version"]
+    assert bergen_env.__version__ == version
+    assert project["license"] == "MIT"
+    assert (ROOT / "LICENSE").read_text().startswith("MIT License\n")
+    citation = yaml.safe_load((ROOT / "CITATION.cff").read_text())
+    for key in ("cff-version", "message", "title", "authors"):
+        assert citation.get(key), f"CITATION.cff lacks {key!r}"
+    assert str(citation["version"]) == version
+    assert citation["license"] == project["license"]
+    changelog = (ROOT / "CHANGELOG.md").read_text()
+    assert f"\n## {version}\n" in changelog, f"CHANGELOG.md has no section for {version}"
+    row = next(line for line in changelog.splitlines() if line.startswith(f"| {version} |"))
+    assert f"`{ENV_ID}`" in row, f"CHANGELOG.md: the {version} row names no {ENV_ID}"
+    readme = (ROOT / "README.md").read_text()
+    for target in ("(LICENSE)", "(CITATION.cff)", "(CHANGELOG.md)"):
+        assert target in readme, f"README.md does not link {target}"
+
+
+#: A win rate with its interval, as the docs print them: 0.518 [0.497, 0.540]
+_RATE = re.compile(r"\d\.\d{3,4} \[\d\.\d{3}, \d\.\d{3}\]")
+#: A rating with its interval: 1242 [1234, 1250]
+_RATING = re.compile(r"(?<![\d.])\d{4} \[\d{4}, \d{4}\]")
+
+
+def readme_results() -> str:
+    text = (ROOT / "README.md").read_text()
+    return text[text.index("\n## Results\n") : text.index("\n## Documentation\n")]
+
+
+def test_readme_results_are_copied_from_measured_rows() -> None:
+    """Every win rate and rating of the README's headline tables is printed, with the same
+    interval, on a page that gives its command (baselines, ratings, evaluation, experiments)."""
+    sources = "\n".join(
+        p.read_text()
+        for p in [
+            ROOT / "docs" / "baselines.md",
+            ROOT / "docs" / "ratings.md",
+            ROOT / "docs" / "evaluation.md",
+            *sorted((ROOT / "docs" / "experiments").glob("*.md")),
+        ]
+    )
+    results = readme_results()
+    rates, ratings = _RATE.findall(results), _RATING.findall(results)
+    assert len(rates) >= 12 and len(ratings) >= 8
+    for figure in rates:
+        rate, interval = figure.split(" ", 1)
+        assert figure in sources or f"| {rate} | {interval} |" in sources, (
+            f"README.md: {figure} is in no measured row of docs/"
+        )
+    rows = [line for line in sources.splitlines() if line.startswith("| ")]
+    for figure in ratings:
+        value, interval = figure.split(" ", 1)
+        assert any(f"| {value} | {interval} |" in row for row in rows), (
+            f"README.md: rating {figure} is in no table of docs/ratings.md"
+        )
+
+
+def test_rating_tables_are_the_stored_round_robins() -> None:
+    """docs/ratings.md's rank tables are what the stored results give (as the chart draws them)."""
+    from benchmarks.figures import RATING_FILES, RESULTS, stored_rating_table
+
+    text = (ROOT / "docs" / "ratings.md").read_text()
+    for name, _ in RATING_FILES:
+        table = stored_rating_table(RESULTS / name)
+        for rank, agent in enumerate(table.agents, 1):
+            lo, hi = table.intervals[agent]
+            row = f"| {rank} | `{agent}` | {table.ratings[agent]:.0f} | [{lo:.0f}, {hi:.0f}] |"
+            assert row in text, f"docs/ratings.md lacks {row} ({name})"
+
+
+def test_readme_position_is_what_the_figures_command_prints(tmp_path: Path) -> None:
+    """The README's table text is ``python -m benchmarks.figures table``'s, and the picture it
+    links is that position's ``rgb_array`` render (compared by shape: glyphs may be drawn a pixel
+    apart by another Pillow)."""
+    pytest.importorskip("PIL")
+    from PIL import Image
+
+    from benchmarks.figures import table_position
+
+    text = table_position(tmp_path / "table.png", seed=3, plays=7)
+    readme = (ROOT / "README.md").read_text()
+    assert f"```\n{text.rstrip()}\n```" in readme
+    assert "(docs/img/table.png)" in readme
+    new = np.asarray(Image.open(tmp_path / "table.png"))
+    assert new.shape == np.asarray(Image.open(ROOT / "docs" / "img" / "table.png")).shape
+
+
+def test_make_train_figures_are_the_stored_runs() -> None:
+    """Each stored ``make train`` run's final evaluation is in docs/reproducibility.md with its
+    interval, and the README gives the range over the stored seeds."""
+    import csv
+
+    page = (ROOT / "docs" / "reproducibility.md").read_text()
+    runs = sorted((ROOT / "benchmarks" / "results" / "make_train").glob("seed*.csv"))
+    assert len(runs) >= 3
+    finals: dict[str, list[float]] = {}
+    for path in runs:
+        rows = list(csv.DictReader(path.open(newline="")))
+        last = max(int(r["timesteps"]) for r in rows)
+        for r in rows:
+            if int(r["timesteps"]) == last:
+                rate, lo, hi = (float(r[k]) for k in ("win_rate", "ci_low", "ci_high"))
+                figure = f"{rate:.3f} [{lo:.3f}, {hi:.3f}]"
+                assert figure in page, f"docs/reproducibility.md lacks {path.name}'s {figure}"
+                finals.setdefault(r["opponent"], []).append(rate)
+    readme = (ROOT / "README.md").read_text()
+    for rates in finals.values():
+        span = f"{min(rates):.3f}–{max(rates):.3f}"
+        assert span in readme, f"README.md: the range over the stored seeds is {span}"

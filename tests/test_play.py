@@ -122,6 +122,26 @@ def test_partnerships_seat_and_determinism() -> None:
         (["--opponents", "nosuchagent"], "unknown agent 'nosuchagent'"),
         (["--opponents", "random", "--players", "3", "--partnerships"], "needs 4 players"),
         (["--opponents", "ppo:missing.zip"], "policy file .missing.zip. does not exist"),
+        # policy files that disagree with the rules given or with each other are named
+        (
+            ["--opponents", "policy:policies/fives_2p.safetensors", "--rules", "standard"],
+            r"policy file 'policies/fives_2p.safetensors' was trained for 'fives' rules",
+        ),
+        (
+            ["--opponents", "policy:policies/fives_2p.safetensors", "--players", "3"],
+            r"'policies/fives_2p.safetensors' was trained for 'fives' rules, 2 players but is "
+            r"asked to play 'fives' rules, 3 players",
+        ),
+        (
+            [
+                "--opponents",
+                "policy:policies/fives_2p.safetensors",
+                "policy:policies/standard_3p.safetensors",
+            ],
+            r"policy:policies/fives_2p.safetensors \('fives' rules, 2 players\) and "
+            r"policy:policies/standard_3p.safetensors \('standard' rules, 3 players\) were "
+            r"trained for different rules \(num_players: 2 vs 3; ",
+        ),
     ],
 )
 def test_bad_arguments_name_the_problem(
@@ -130,7 +150,9 @@ def test_bad_arguments_name_the_problem(
     with pytest.raises(SystemExit) as exc:
         main(args, stdin=io.StringIO(""), stdout=io.StringIO())
     assert exc.value.code == 2
-    assert re.search(message, capsys.readouterr().err)
+    err = capsys.readouterr().err
+    assert len(err.splitlines()) == 1, err
+    assert re.search(message, err), err
 
 
 def test_seat_opponents() -> None:
@@ -173,3 +195,40 @@ def test_human_agent_end_of_input() -> None:
     action, out, _ = _human_turn("zz\n")
     assert action is None
     assert "'zz' is not a number" in out
+
+
+@pytest.mark.parametrize("word", ["q", "quit", " Q ", "QUIT"])
+def test_human_agent_quits(word: str) -> None:
+    action, out, _ = _human_turn(f"abc\n{word}\n1\n")
+    assert action is None  # Quit is an EndOfInput: the match stops
+    assert out.count("your move (1-") == 2  # the line after quitting is never read
+
+
+@pytest.mark.parametrize("word", ["h", "help", "?", "HELP"])
+def test_human_agent_help_then_asks_again(word: str) -> None:
+    action, out, legal = _human_turn(f"{word}\n2\n")
+    assert action == legal[1]
+    assert "q, quit" in out and "h, help, ?" in out and ">left" in out and "draw" in out
+    assert out.count(f"your move (1-{len(legal)}): ") == 2
+
+
+def test_quit_ends_the_match_and_keeps_the_replay(tmp_path: Path) -> None:
+    replay = tmp_path / "m.jsonl"
+    proc = run_play(
+        ["--opponents", "random", "--seed", "2", "--replay", str(replay)], "h\n1\nquit\n1\n"
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stderr == ""
+    assert "q, quit" in proc.stdout
+    assert "you quit: match abandoned in hand 0" in proc.stdout
+    [record] = read_jsonl(replay)
+    assert record["winner"] is None
+    assert resimulate(record) == record["final_scores"]
+
+
+def test_rules_come_from_the_policy_file() -> None:
+    """Without --rules the opponents' policy file decides the rules (and the player count)."""
+    out = _play(["--opponents", "policy:policies/fives_2p.safetensors", "--seed", "1"], "q\n")
+    assert out.startswith("Bergen: fives (2p)")
+    out = _play(["--opponents", "policy:policies/partners_4p.safetensors", "--seed", "1"], "q\n")
+    assert out.startswith("Bergen: standard (4p partnerships)")

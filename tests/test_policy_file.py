@@ -17,7 +17,7 @@ import pytest
 from bergen_env import BergenState, Encoder
 from bergen_env.action_features import action_features
 from bergen_env.agents import PolicyAgent, make_agent
-from bergen_env.arena import run_tournament
+from bergen_env.arena import recorded_rules, run_tournament
 from bergen_env.observation import OBS_SIZE
 from bergen_env.policy_file import (
     HEADER_KEY,
@@ -415,6 +415,62 @@ def test_evaluate_cli_names_both_rules(capsys: pytest.CaptureFixture) -> None:
     assert main(["--agents", spec, "heuristic", "random", "--players", "3", "--no-progress"]) == 2
     err = capsys.readouterr().err
     assert "2 players" in err and "3 players" in err and "standard_2p.safetensors" in err
+
+
+def test_evaluate_cli_plays_the_rules_the_file_records(capsys: pytest.CaptureFixture) -> None:
+    from training.evaluate import main
+
+    spec = f"policy:{shipped('fives_2p')}"
+    assert main(["--agents", spec, "greedy", "--matches", "2", "--no-progress"]) == 0
+    assert capsys.readouterr().out.startswith("fives (2p): ")
+    spec = f"policy:{shipped('partners_4p')}"
+    assert main(["--agents", spec, "greedy", "--matches", "8", "--no-progress"]) == 0
+    assert capsys.readouterr().out.startswith("standard (4p partnerships): ")
+
+
+def test_arena_plays_the_rules_the_files_record() -> None:
+    fives = f"policy:{shipped('fives_2p')}"
+    result = run_tournament([fives, "greedy"], matches=2, seed=0)
+    assert result.config["rules"] == trained_rules("fives_2p").to_dict()
+    agent = make_agent(fives)  # an instance records its rules too
+    result = run_tournament([agent, make_agent("random")], matches=2, seed=0)
+    assert result.config["rules"] == trained_rules("fives_2p").to_dict()
+    assert recorded_rules(["greedy", "random"]) is None
+    with pytest.raises(ValueError, match="no rules given and no agent records"):
+        run_tournament(["greedy", "random"], matches=2)
+    other = f"policy:{shipped('draw_2p')}"
+    with pytest.raises(
+        PolicyFileError,
+        match=r"fives_2p.safetensors \('fives' rules, 2 players\) "
+        r"and .*draw_2p.safetensors \('draw' rules, 2 players\) were trained for "
+        r"different rules \(lead: 'rotate' vs 'highest_any'",
+    ):
+        run_tournament([fives, other], matches=2)
+    with pytest.raises(PolicyFileError, match="fives_2p.safetensors' was trained for 'fives'"):
+        run_tournament([fives, "greedy"], Rules.preset("standard"), matches=2)
+
+
+@pytest.mark.parametrize("value", [np.nan, np.inf, -np.inf])
+@pytest.mark.parametrize("tensor", ["layers.0.weight", "layers.1.bias"])
+def test_non_finite_weights_are_refused_at_load(tmp_path: Path, tensor: str, value: float) -> None:
+    path = _tiny(tmp_path)
+    from safetensors.numpy import load_file
+
+    array = load_file(str(path))[tensor].copy()
+    array.flat[3] = value
+    path = _tiny(tmp_path, **{f"tensor:{tensor}": array})
+    message = f"tiny.safetensors': tensor '{tensor}' holds 1 non-finite value"
+    with pytest.raises(PolicyFileError, match=message):
+        read_policy_file(path)
+    with pytest.raises(ValueError, match=message):
+        make_agent(f"policy:{path}")
+
+
+def test_non_finite_weights_are_not_written(tmp_path: Path) -> None:
+    w = [np.full((58, OBS_SIZE), np.nan, dtype=np.float32)]
+    with pytest.raises(PolicyFileError, match="tensor 'layers.0.weight' holds 13920 non-finite"):
+        save_policy_file(tmp_path / "nan", Rules.preset(), w, [np.zeros(58)], ["identity"])
+    assert not list(tmp_path.iterdir())
 
 
 # ---------------------------------------------------------------- bad files

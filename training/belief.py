@@ -15,7 +15,11 @@ held-out log-loss of the model and of the count-only prior in its provenance.
 
 from __future__ import annotations
 
-import argparse
+if __name__ == "__main__":  # run as its console script runs it (training.cli)
+    from .cli import program
+
+    raise SystemExit(program("belief"))
+
 import json
 import math
 import time
@@ -35,8 +39,11 @@ from bergen_env.agents.learned_belief import (
     save_belief_file,
 )
 from bergen_env.engine import BergenState
+from bergen_env.errors import BergenError
 from bergen_env.rules import Rules
 from bergen_env.tiles import NUM_TILES
+
+from .cli import ArgumentParser, UsageError, require_extra
 
 #: Sinkhorn passes while training (play time runs :func:`balance` to convergence).
 TRAIN_PASSES = 12
@@ -222,7 +229,7 @@ def train(
 
 
 def main(argv: Sequence[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(prog="python -m training.belief", description=__doc__)
+    parser = ArgumentParser(prog="python -m training.belief", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
     g = sub.add_parser("generate", help="play matches and record labelled positions")
     g.add_argument("--rules", default="standard")
@@ -246,7 +253,10 @@ def main(argv: Sequence[str] | None = None) -> None:
     t.add_argument("--seed", type=int, default=0)
     t.add_argument("--out", required=True)
     args = parser.parse_args(argv)
-    rules = Rules.preset(args.rules, num_players=args.players, partnerships=args.partnerships)
+    try:
+        rules = Rules.preset(args.rules, num_players=args.players, partnerships=args.partnerships)
+    except BergenError as exc:
+        raise UsageError(f"bad rules: {exc}") from None
     if args.command == "generate":
         start = time.perf_counter()
         data = generate(rules, args.matches, args.seed, args.agents)
@@ -257,6 +267,10 @@ def main(argv: Sequence[str] | None = None) -> None:
             f"{time.perf_counter() - start:.0f} s -> {args.out}"
         )
         return
+    require_extra("train", "python -m training.belief train", ["torch"])
+    missing = [p for p in args.data if not Path(p).is_file()]
+    if missing:
+        raise UsageError(f"data file {missing[0]!r} does not exist")
     data = _load(args.data)
     weights, biases, report = train(
         data,
@@ -277,7 +291,3 @@ def main(argv: Sequence[str] | None = None) -> None:
     path = save_belief_file(args.out, rules, weights, biases, activations, provenance)
     print(json.dumps(report, indent=1))
     print(f"wrote {path}")
-
-
-if __name__ == "__main__":
-    main()

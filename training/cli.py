@@ -11,7 +11,13 @@ console script          module                    needs
 ======================  ========================  ==============================
 
 Installed, the modules are ``bergen_env.training.<name>``; from a checkout of the repository
-``python -m training.<name>`` runs the same program.
+``python -m training.<name>`` runs the same program: each program module starts with
+``if __name__ == "__main__": raise SystemExit(program("<name>"))``, before its own imports, so a
+missing extra is reported exactly as the console script reports it (:data:`PROGRAMS` also holds
+the programs without a console script, ``expert_iteration``, ``tune_heuristic`` and ``belief``).
+
+Without ``--rules``, ``bergen-evaluate`` and ``bergen-play`` play the rules that the trained
+policies among the agents record (:func:`command_rules`).
 
 A user error (a bad option, file, config key or agent string, or a feature whose extra is not
 installed) is reported as one line, ``<program>: error: <the problem>``, on stderr with exit
@@ -26,14 +32,42 @@ import importlib
 import importlib.util
 import sys
 from collections.abc import Callable, Iterable, Sequence
-from typing import Any, NoReturn
+from typing import Any, NamedTuple, NoReturn
 
 from bergen_env.agents import parse_agent_spec, registered_agents
+from bergen_env.arena import recorded_rules
+from bergen_env.errors import BergenError
+from bergen_env.rules import PRESETS, Rules
 
 #: Top-level modules each extra brings (checked without importing them).
 EXTRA_MODULES: dict[str, tuple[str, ...]] = {
     "train": ("torch", "stable_baselines3", "sb3_contrib", "yaml"),
     "rllib": ("ray", "torch", "yaml"),
+    "vector": ("numba",),
+}
+
+
+class Program(NamedTuple):
+    """A command-line program: its name in messages and what it cannot start without."""
+
+    prog: str
+    #: ``(extra, modules)`` pairs checked before the module is imported (``None``: all of them).
+    needs: tuple[tuple[str, tuple[str, ...] | None], ...] = ()
+
+
+#: Every program of this package by module name (``training.<name>``).
+PROGRAMS: dict[str, Program] = {
+    "train": Program("bergen-train", (("train", None),)),
+    "evaluate": Program("bergen-evaluate"),
+    "play": Program("bergen-play"),
+    "replay": Program("bergen-replay"),
+    "train_rllib": Program("bergen-train-rllib", (("train", None), ("rllib", None))),
+    "export_policy": Program("bergen-export-policy"),
+    "expert_iteration": Program("python -m training.expert_iteration", (("train", None),)),
+    "tune_heuristic": Program(
+        "python -m training.tune_heuristic", (("train", ("yaml",)), ("vector", None))
+    ),
+    "belief": Program("python -m training.belief"),
 }
 
 Main = Callable[[Sequence[str] | None], Any]
@@ -113,6 +147,43 @@ def trust_pickle(specs: Iterable[str | None]) -> list[str | None]:
     return [None if spec is None else with_trust_pickle(spec) for spec in specs]
 
 
+def command_rules(
+    preset: str | None,
+    players: int | None,
+    partnerships: bool | None,
+    agents: Sequence[str],
+    overrides: dict[str, Any] | None = None,
+) -> Rules:
+    """The rules of a command line (``--rules``, ``--players``, ``--partnerships``, overrides).
+
+    Without ``--rules`` (``preset=None``) they come from the trained policies among ``agents``
+    (:func:`~bergen_env.arena.recorded_rules`): exactly the recorded rules (with ``overrides``)
+    when no player count or partnerships flag is given, else the preset they were built from
+    with those flags; agents that were trained for other rules are then refused when they are
+    reset. With no policy among the agents the preset is ``standard`` for 2 players. Policies
+    that record different rules, and bad rules, are a :class:`UsageError`.
+    """
+    overrides = overrides or {}
+    try:  # builds the agents: an unknown one or a missing file fails here, named
+        recorded = recorded_rules(agents) if preset is None else None
+    except (ValueError, OSError, BergenError) as exc:
+        raise UsageError(str(exc)) from None
+    try:
+        if recorded is not None:
+            if players is None and partnerships is None:
+                return recorded.replace(**overrides) if overrides else recorded
+            preset = recorded.name if recorded.name in PRESETS else None
+            players = recorded.num_players if players is None else players
+        return Rules.preset(
+            preset or "standard",
+            num_players=2 if players is None else players,
+            partnerships=partnerships,
+            **overrides,
+        )
+    except BergenError as exc:
+        raise UsageError(f"bad rules: {exc}") from None
+
+
 def run(prog: str, main: Main, argv: Sequence[str] | None = None) -> int:
     """Call ``main(argv)`` as program ``prog``: a :class:`UsageError` becomes one line on stderr
     and exit status 2, Ctrl-C exit status 130; otherwise ``main``'s int result (or 0)."""
@@ -127,15 +198,17 @@ def run(prog: str, main: Main, argv: Sequence[str] | None = None) -> int:
     return result if isinstance(result, int) else 0
 
 
-def _lazy(module: str, extras: Sequence[str] = ()) -> Main:
-    """``module``'s ``main``, imported only after the extras it needs are found."""
+def program(module: str, argv: Sequence[str] | None = None) -> int:
+    """Run the program of ``training.<module>`` (:data:`PROGRAMS`): its extras are checked before
+    the module is imported, so a missing one is a one-line error too."""
+    prog, needs = PROGRAMS[module]
 
-    def main(argv: Sequence[str] | None) -> Any:
-        for extra in extras:
-            require_extra(extra, "this command")
-        return importlib.import_module(f"{__package__}.{module}").main(argv)
+    def main(args: Sequence[str] | None) -> Any:
+        for extra, modules in needs:
+            require_extra(extra, "this command", modules)
+        return importlib.import_module(f"{__package__}.{module}").main(args)
 
-    return main
+    return run(prog, main, argv)
 
 
 # --- console scripts (``[project.scripts]`` in pyproject.toml)
@@ -143,24 +216,24 @@ def _lazy(module: str, extras: Sequence[str] = ()) -> Main:
 
 def train() -> int:
     """``bergen-train``: masked PPO from a YAML config (:mod:`.train`)."""
-    return run("bergen-train", _lazy("train", ["train"]))
+    return program("train")
 
 
 def evaluate() -> int:
     """``bergen-evaluate``: a duplicate tournament between agents (:mod:`.evaluate`)."""
-    return run("bergen-evaluate", _lazy("evaluate"))
+    return program("evaluate")
 
 
 def play() -> int:
     """``bergen-play``: play in the terminal against agents (:mod:`.play`)."""
-    return run("bergen-play", _lazy("play"))
+    return program("play")
 
 
 def replay() -> int:
     """``bergen-replay``: print or check recorded matches (:mod:`.replay`)."""
-    return run("bergen-replay", _lazy("replay"))
+    return program("replay")
 
 
 def train_rllib() -> int:
     """``bergen-train-rllib``: multi-agent PPO on Ray RLlib (:mod:`.train_rllib`)."""
-    return run("bergen-train-rllib", _lazy("train_rllib", ["train", "rllib"]))
+    return program("train_rllib")

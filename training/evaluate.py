@@ -8,12 +8,19 @@
 An agent is a scripted name (``random``, ``greedy``, ``heuristic``, ``search:samples=200``), a
 portable policy file ``policy:PATH.safetensors`` (numpy only), a MaskablePPO zip ``ppo:PATH`` or
 an RLlib checkpoint ``rllib:PATH`` (both unpickled, so only with ``--trust-pickle``; they need the
-train and rllib extras). The format and the statistics are described in :mod:`bergen_env.arena`;
-the same ``--seed`` gives the same numbers whatever ``--workers`` is, and on Ray (``--ray``,
-docs/scale.md).
+train and rllib extras). Without ``--rules`` the rules are those the policies among the agents
+were trained for (a policy file records them), or ``standard`` for 2 players if there is none;
+policies trained for other rules than those played are refused, by name. The format and the
+statistics are described in :mod:`bergen_env.arena`; the same ``--seed`` gives the same numbers
+whatever ``--workers`` is, and on Ray (``--ray``, docs/scale.md).
 """
 
 from __future__ import annotations
+
+if __name__ == "__main__":  # run as its console script runs it (training.cli)
+    from .cli import program
+
+    raise SystemExit(program("evaluate"))
 
 import argparse
 import csv
@@ -34,6 +41,7 @@ from bergen_env.rules import PRESETS, RULE_OPTIONS, Rules
 from .cli import (
     ArgumentParser,
     UsageError,
+    command_rules,
     register_policy_kinds,
     require_extra,
     run,
@@ -86,14 +94,24 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         help="allow ppo:PATH zips and rllib:PATH checkpoints, which are unpickled and so can run "
         "code: only for your own files (share policies as policy:FILE.safetensors instead)",
     )
-    p.add_argument("--players", type=int, default=2, help="seats: 2, 3 or 4 (default 2)")
+    p.add_argument(
+        "--players",
+        type=int,
+        default=None,
+        help="seats: 2, 3 or 4 (default: as a policy among the agents records, else 2)",
+    )
     p.add_argument(
         "--partnerships",
         action=argparse.BooleanOptionalAction,
         default=None,
         help="4 players in two teams (default: on for draw and fives, off otherwise)",
     )
-    p.add_argument("--rules", default="standard", help=f"rules preset: {', '.join(PRESETS)}")
+    p.add_argument(
+        "--rules",
+        default=None,
+        help=f"rules preset: {', '.join(PRESETS)} (default: the rules a policy among the agents "
+        "records, else standard)",
+    )
     p.add_argument(
         "--rule-override",
         nargs="+",
@@ -130,22 +148,15 @@ def _parse_value(text: str) -> Any:
 
 
 def build_rules(args: argparse.Namespace) -> Rules:
-    """The rules from --rules, --players, --partnerships and --rule-override."""
+    """The rules from --rules, --players, --partnerships and --rule-override; without --rules, the
+    rules the policies among the agents record (:func:`training.cli.command_rules`)."""
     overrides = {}
     for item in args.rule_override:
         key, eq, value = item.partition("=")
         if not eq or not key:
             raise UsageError(f"--rule-override expects key=value, got {item!r}")
         overrides[key] = _parse_value(value)
-    try:
-        return Rules.preset(
-            args.rules,
-            num_players=args.players,
-            partnerships=args.partnerships,
-            **overrides,
-        )
-    except BergenError as exc:
-        raise UsageError(f"bad rules: {exc}") from None
+    return command_rules(args.rules, args.players, args.partnerships, args.agents, overrides)
 
 
 def check_agents(agents: list[str], rules: Rules) -> None:
@@ -213,10 +224,10 @@ def tournament(argv: Sequence[str] | None = None) -> int:
         raise UsageError("--seed must be >= 0")
     if args.ray is not None and args.workers > 1:
         raise UsageError("--ray uses the Ray cluster's CPUs: leave out --workers")
-    rules = build_rules(args)
     register_policy_kinds(args.agents)
     if args.trust_pickle:
         args.agents = trust_pickle(args.agents)
+    rules = build_rules(args)
     try:
         seat_lineups(len(args.agents), rules)
     except ValueError as exc:
@@ -255,7 +266,3 @@ def tournament(argv: Sequence[str] | None = None) -> int:
         write_plot(result, args.plot)
         print(f"wrote {args.plot}")
     return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

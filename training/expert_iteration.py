@@ -39,6 +39,11 @@ The run folder ``runs/expert_iteration/<name>__<seed>__<time>/`` holds ``config.
 
 from __future__ import annotations
 
+if __name__ == "__main__":  # run as its console script runs it (training.cli)
+    from .cli import program
+
+    raise SystemExit(program("expert_iteration"))
+
 import argparse
 import csv
 import dataclasses
@@ -79,7 +84,7 @@ from bergen_env.symmetry import (
 from bergen_env.tiles import NUM_NUMBERS
 from bergen_env.validation import is_int, is_number
 
-from .cli import ArgumentParser, run
+from .cli import ArgumentParser
 from .config import ConfigError, EnvBlock, add_override_argument, load_dataclass_config
 from .ray_option import add_ray_argument, join_ray
 
@@ -1002,7 +1007,3 @@ def main(argv: list[str] | None = None) -> Path:
     )
     print(f"policy: {path}\nrun folder: {run_dir}")
     return path
-
-
-if __name__ == "__main__":
-    sys.exit(run(PROG, main))

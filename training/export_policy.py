@@ -14,11 +14,14 @@ Training calls :func:`export_model` to write ``final_model.safetensors`` beside 
 
 from __future__ import annotations
 
-import argparse
+if __name__ == "__main__":  # run as its console script runs it (training.cli)
+    from .cli import program
+
+    raise SystemExit(program("export_policy"))
+
 import hashlib
 import io
 import json
-import sys
 import zipfile
 from collections.abc import Mapping
 from pathlib import Path
@@ -29,6 +32,10 @@ import numpy as np
 from bergen_env.observation import HIDDEN_SIZE, OBS_SIZE
 from bergen_env.policy_file import SUFFIX, PolicyFileError, save_policy_file
 from bergen_env.rules import Rules
+
+from .cli import ArgumentParser, UsageError, require_extra, run
+
+PROG = "bergen-export-policy"
 
 #: torch activation classes the numpy network reproduces, by their qualified name.
 TORCH_ACTIVATIONS = {
@@ -161,8 +168,14 @@ def _read_provenance(config: Path | None, evaluation: Path | None) -> dict[str, 
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(
-        prog="bergen-export-policy",
+    """The command line: exit status 0, or 2 after a one-line error on stderr."""
+    return run(PROG, convert, argv)
+
+
+def convert(argv: list[str] | None = None) -> int:
+    """Check the arguments (a user error is a :class:`UsageError`) and convert every zip."""
+    p = ArgumentParser(
+        prog=PROG,
         description="Convert MaskablePPO policy zips to portable policy files (safetensors + "
         "JSON header), without unpickling them.",
     )
@@ -171,21 +184,19 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--config", type=Path, help="YAML training config to record as provenance")
     p.add_argument("--evaluation", type=Path, help="JSON evaluation to record as provenance")
     args = p.parse_args(argv)
+    if args.out is not None and len(args.zips) > 1:
+        raise UsageError("--out takes one ZIP only")
+    for extra in (args.config, args.evaluation):
+        if extra is not None and not extra.is_file():
+            raise UsageError(f"file {str(extra)!r} does not exist")
+    require_extra("train", "converting a policy zip", ["torch", "sb3_contrib"])
+    if args.config is not None:
+        require_extra("train", "--config", ["yaml"])
     try:
-        if args.out is not None and len(args.zips) > 1:
-            raise PolicyFileError("--out takes one ZIP only")
-        for extra in (args.config, args.evaluation):
-            if extra is not None and not extra.is_file():
-                raise PolicyFileError(f"file {str(extra)!r} does not exist")
         prov = _read_provenance(args.config, args.evaluation)
         for zip_path in args.zips:
             out = export_zip(zip_path, args.out, prov)
             print(f"wrote {out} ({out.stat().st_size:,} bytes)")
     except (PolicyFileError, OSError, ValueError) as exc:
-        print(f"bergen-export-policy: error: {exc}", file=sys.stderr)
-        return 2
+        raise UsageError(str(exc)) from None
     return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

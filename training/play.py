@@ -7,10 +7,18 @@
 You take one seat (``--seat``, default 0); the opponents fill the other seats in turn order (one
 name fills them all). On your turn you see the line and its ends, every hand size, the boneyard,
 the scores and your hand, and pick a legal move by its number. Input is read line by line, so a
-match can be played from a pipe; end of input stops the match with a message.
+match can be played from a pipe; end of input stops the match with a message. At the prompt,
+``q`` or ``quit`` leaves the match and ``h``, ``help`` or ``?`` explains the moves. Without
+``--rules`` the rules are those a policy among the opponents was trained for (``standard`` if
+there is none).
 """
 
 from __future__ import annotations
+
+if __name__ == "__main__":  # run as its console script runs it (training.cli)
+    from .cli import program
+
+    raise SystemExit(program("play"))
 
 import argparse
 import sys
@@ -29,13 +37,29 @@ from bergen_env.replay import MatchRecorder, hands_at_end, write_jsonl
 from bergen_env.rules import PRESETS, Rules
 from bergen_env.tiles import tile_str
 
-from .cli import ArgumentParser, UsageError, register_policy_kinds, run, trust_pickle
+from .cli import ArgumentParser, UsageError, command_rules, register_policy_kinds, trust_pickle
 
 PROG = "bergen-play"
 
 
 class EndOfInput(Exception):
     """The person's input stream ended before the match did."""
+
+
+class Quit(EndOfInput):
+    """The person typed ``q`` or ``quit``."""
+
+
+#: What the person may type at the move prompt besides a move number.
+QUIT_WORDS = ("q", "quit")
+HELP_WORDS = ("h", "help", "?")
+HELP_TEXT = """\
+type the number of a move and press Enter (the moves are listed under the position):
+  [a|b]>left, [a|b]>right   lay tile [a|b] on that end of the line
+  draw                      take a tile from the boneyard (the face-down stock)
+  pass                      give up the turn (when no tile fits and none can be drawn)
+  q, quit                   leave the match (a --replay file keeps it, unfinished)
+  h, help, ?                this help"""
 
 
 class HumanAgent(Agent):
@@ -73,13 +97,21 @@ class HumanAgent(Agent):
                 self._say()
                 raise EndOfInput
             text = line.strip()
+            if text.lower() in QUIT_WORDS:
+                raise Quit
+            if text.lower() in HELP_WORDS:
+                self._say(HELP_TEXT)
+                continue
             if not text:
-                self._say(f"please type the number of a move, 1 to {count}")
+                self._say(f"please type the number of a move, 1 to {count} (h for help)")
                 continue
             try:
                 choice = int(text)
             except ValueError:
-                self._say(f"{text!r} is not a number: type the number of a move, 1 to {count}")
+                self._say(
+                    f"{text!r} is not a number: type the number of a move, 1 to {count} "
+                    f"(h for help, q to quit)"
+                )
                 continue
             if not 1 <= choice <= count:
                 self._say(f"{choice} is not a move number: choose 1 to {count}")
@@ -187,8 +219,9 @@ def play_match(
                 if not state.terminal:
                     say(f"scores: {scores_str(rules, state.scores)}")
                     say(_hand_header(state, labels, human_seat))
-    except EndOfInput:
-        say(f"input ended: match abandoned in hand {state.hand_number}")
+    except EndOfInput as stop:
+        why = "you quit" if isinstance(stop, Quit) else "input ended"
+        say(f"{why}: match abandoned in hand {state.hand_number}")
         say(match_end_str(rules, state.scores, None))
         return recorder.finish()
     tied = state.winner is None
@@ -263,14 +296,26 @@ def build_parser() -> argparse.ArgumentParser:
         help="allow ppo:PATH zips and rllib:PATH checkpoints, which are unpickled and so can run "
         "code: only for your own files (share policies as policy:FILE.safetensors instead)",
     )
-    p.add_argument("--players", type=int, default=2, choices=(2, 3, 4), help="seats (default 2)")
+    p.add_argument(
+        "--players",
+        type=int,
+        default=None,
+        choices=(2, 3, 4),
+        help="seats (default: as a policy among the opponents records, else 2)",
+    )
     p.add_argument(
         "--partnerships",
         action=argparse.BooleanOptionalAction,
         default=None,
         help="4 players in two partnerships (default: on for draw and fives, off otherwise)",
     )
-    p.add_argument("--rules", default="standard", choices=PRESETS, help="rules preset")
+    p.add_argument(
+        "--rules",
+        default=None,
+        choices=PRESETS,
+        help="rules preset (default: the rules a policy among the opponents records, else "
+        "standard)",
+    )
     p.add_argument("--seed", type=int, default=None, help="match seed (default: random, printed)")
     p.add_argument("--seat", type=int, default=0, help="your seat, 0..players-1 (default 0)")
     p.add_argument(
@@ -290,16 +335,12 @@ def main(
     args = parser.parse_args(argv)
     out = stdout if stdout is not None else sys.stdout
     try:
-        rules = Rules.preset(args.rules, num_players=args.players, partnerships=args.partnerships)
-    except BergenError as exc:
-        parser.error(str(exc))
-    if not 0 <= args.seat < args.players:
-        parser.error(f"--seat {args.seat} is out of range 0..{args.players - 1}")
-    try:
-        specs = seat_opponents(args.opponents, args.players, args.seat)
         register_policy_kinds(args.opponents)
-        if args.trust_pickle:
-            specs = trust_pickle(specs)
+        opponents = trust_pickle(args.opponents) if args.trust_pickle else args.opponents
+        rules = command_rules(args.rules, args.players, args.partnerships, opponents)
+        if not 0 <= args.seat < rules.num_players:
+            parser.error(f"--seat {args.seat} is out of range 0..{rules.num_players - 1}")
+        specs = seat_opponents(opponents, rules.num_players, args.seat)
         agents: list[Agent] = [
             HumanAgent(stdin, out) if spec is None else make_agent(spec) for spec in specs
         ]
@@ -320,7 +361,3 @@ def main(
         write_jsonl(args.replay, [record], append=True)
         print(f"replay appended to {args.replay}", file=out)
     return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(run(PROG, main))

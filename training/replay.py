@@ -11,6 +11,11 @@ Replay files are written by ``training.play --replay`` and the arena (format in
 
 from __future__ import annotations
 
+if __name__ == "__main__":  # run as its console script runs it (training.cli)
+    from .cli import program
+
+    raise SystemExit(program("replay"))
+
 import argparse
 import sys
 from collections.abc import Sequence
@@ -21,7 +26,7 @@ from bergen_env.render import hand_end_str, match_end_str
 from bergen_env.replay import hands_at_end, read_jsonl, record_rules, resimulate
 from bergen_env.tiles import tile_str
 
-from .cli import ArgumentParser, run
+from .cli import ArgumentParser
 
 PROG = "bergen-replay"
 
@@ -118,7 +123,3 @@ def main(argv: Sequence[str] | None = None, stdout: TextIO | None = None) -> int
         parser.error(f"{args.file}, match {args.match}: malformed record ({exc!r})")
     print(text, file=out)
     return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(run(PROG, main))

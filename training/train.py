@@ -35,6 +35,11 @@ and only with ``trust_pickle`` (they are unpickled).
 
 from __future__ import annotations
 
+if __name__ == "__main__":  # run as its console script runs it (training.cli)
+    from .cli import program
+
+    raise SystemExit(program("train"))
+
 import argparse
 import csv
 import json
@@ -60,7 +65,7 @@ from bergen_env.agents.base import make_agent
 from bergen_env.rules import Rules, make_rules
 from bergen_env.single_agent import BergenSingleAgentEnv
 
-from .cli import ArgumentParser, UsageError, run
+from .cli import ArgumentParser, UsageError
 from .config import (
     ConfigError,
     TrainConfig,
@@ -550,7 +555,3 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         "final": final,
         "steps_per_s": steps_per_s,
     }
-
-
-if __name__ == "__main__":
-    sys.exit(run(PROG, main))

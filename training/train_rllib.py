@@ -26,6 +26,11 @@ plays in the arena as ``rllib:<run>/checkpoints/final[:POLICY]`` (:mod:`training
 
 from __future__ import annotations
 
+if __name__ == "__main__":  # run as its console script runs it (training.cli)
+    from .cli import program
+
+    raise SystemExit(program("train_rllib"))
+
 import argparse
 import csv
 import dataclasses
@@ -42,7 +47,7 @@ import yaml
 from bergen_env.rules import Rules
 from bergen_env.validation import is_int
 
-from .cli import ArgumentParser, run
+from .cli import ArgumentParser
 from .config import ConfigError, EnvBlock, add_override_argument, load_dataclass_config
 
 PROG = "bergen-train-rllib"
@@ -300,7 +305,3 @@ def main(argv: list[str] | None = None) -> Path:
         ray.shutdown()
     print(f"checkpoint: {final}\npolicies: {', '.join(pids)}\nrun folder: {run_dir}")
     return run_dir
-
-
-if __name__ == "__main__":
-    sys.exit(run(PROG, main))

@@ -27,6 +27,11 @@ and the hold-out result). Same seed, same result.
 
 from __future__ import annotations
 
+if __name__ == "__main__":  # run as its console script runs it (training.cli)
+    from .cli import program
+
+    raise SystemExit(program("tune_heuristic"))
+
 import argparse
 import csv
 import dataclasses
@@ -47,7 +52,7 @@ from bergen_env.rules import Rules, make_rules
 from bergen_env.stats import Z95, standard_error
 from bergen_env.validation import is_bool, is_int, is_number
 
-from .cli import ArgumentParser, require_extra, run
+from .cli import ArgumentParser, require_extra
 from .config import ConfigError, add_override_argument, load_dataclass_config
 
 PROG = "python -m training.tune_heuristic"
@@ -278,7 +283,3 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         f"{h['ci_high']:.4f}] over {h['matches']} duplicate streams\nrun folder: {run_dir}"
     )
     return result
-
-
-if __name__ == "__main__":
-    sys.exit(run(PROG, main))
