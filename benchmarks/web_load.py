@@ -142,6 +142,9 @@ async def run(args: argparse.Namespace, base: str) -> dict:
 def main(argv: list[str] | None = None) -> dict:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--tables", type=int, default=50)
+    parser.add_argument(
+        "--db", default=":memory:", help="the server's table store (an SQLite file; default none)"
+    )
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--timeout", type=float, default=600.0, help="seconds per match at most")
     parser.add_argument(
@@ -169,6 +172,13 @@ def main(argv: list[str] | None = None) -> dict:
             "0",
             "--max-tables",
             str(args.tables),
+            # every table comes from this one client address: lift the per-address limits
+            "--tables-per-address",
+            str(args.tables),
+            "--creations-per-minute",
+            str(max(60, 2 * args.tables)),
+            "--db",
+            args.db,
         ],
         env=env,
         stdout=subprocess.DEVNULL,

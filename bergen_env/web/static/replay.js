@@ -46,7 +46,7 @@ function render() {
       : t("ev_play", { who, tile, end: t(ev.action & 1 ? "right" : "left") });
   }
   $("what").textContent = what;
-  $("line").replaceChildren(f.line.length ? lineSVG(f.line) : document.createTextNode(t("empty_line")));
+  $("line").replaceChildren(f.line.length ? lineSVG(f.line, { width: Math.max(160, $("line").clientWidth - 16) }) : document.createTextNode(t("empty_line")));
   $("boneyard").textContent = t("boneyard_replay", { n: f.boneyard });
   const hands = $("hands");
   hands.replaceChildren();
@@ -103,7 +103,8 @@ async function load(res) {
 }
 
 async function upload(match) {
-  await load(await fetch(`/api/replay?match=${match}`, { method: "POST", body: fileText }));
+  const body = JSON.stringify({ text: fileText, match: Number(match) });
+  await load(await fetch("/api/replay", { method: "POST", headers: { "content-type": "application/json" }, body }));
 }
 
 async function main() {
