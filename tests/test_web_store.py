@@ -19,6 +19,7 @@ pytest.importorskip("starlette")
 pytest.importorskip("uvicorn")
 
 from starlette.testclient import TestClient  # noqa: E402
+from starlette.websockets import WebSocketDisconnect  # noqa: E402
 from web_server import free_port  # noqa: E402
 
 from bergen_env.rules import Rules  # noqa: E402
@@ -218,3 +219,43 @@ def test_kill_9_mid_match_loses_no_acknowledged_move(tmp_path) -> None:
     with sqlite3.connect(db) as con:
         status = con.execute("SELECT status FROM tables WHERE id = ?", (table_id,)).fetchone()
     assert status == (FINISHED,)
+
+
+def test_pages_are_told_what_happened_at_a_restart(tmp_path) -> None:
+    """A durable server going down says it restarts (1012); one keeping nothing says so."""
+    for db, code in ((tmp_path / "t.sqlite3", "restarting"), (Path(":memory:"), "stopping")):
+        client, manager = server(db)
+        with client:
+            r = client.post("/api/tables", json={"seats": ["person", "person"]})
+            token = r.json()["seats"][0]["link"][3:]
+            with client.websocket_connect(f"/ws/s/{token}") as ws:
+                assert ws.receive_json()["type"] == "state"
+                client.portal.call(manager.close_all)  # what the server does when it stops
+                while (msg := ws.receive_json())["type"] == "state":
+                    pass
+                assert msg["code"] == code
+                with pytest.raises(WebSocketDisconnect) as closed:
+                    ws.receive_json()
+                assert closed.value.code == 1012
+
+
+def test_quota_addresses_come_from_the_socket_unless_a_proxy_is_named(tmp_path) -> None:
+    port = free_port()
+    base = f"http://127.0.0.1:{port}"
+    body = {"seats": ["person", "person"]}
+    for allow, expected in (
+        ((), [201, 429, 429]),
+        (("--forwarded-allow", "127.0.0.1"), [201, 201, 429]),
+    ):
+        proc = start_server(Path(":memory:"), port, "--tables-per-address", "1", *allow)
+        try:
+            codes = [
+                httpx.post(
+                    f"{base}/api/tables", json=body, headers={"x-forwarded-for": address}
+                ).status_code
+                for address in ("198.51.100.1", "198.51.100.2", "198.51.100.1")
+            ]
+        finally:
+            proc.send_signal(signal.SIGTERM)
+            proc.wait(timeout=20)
+        assert codes == expected, allow

@@ -1,16 +1,21 @@
 """Where slow agents think, so that they cannot slow the other tables.
 
-:class:`AgentPool` runs ``agent.act`` for slow agents (search, networks) outside the event
-loop, in a bounded number of workers sized to the machine. Each table has at most one decision
-waiting at a time (its agents' loop awaits it), and waiting decisions are served first come,
-first served, so one table of many slow agents takes one worker's share, not the pool.
+:class:`AgentPool` runs a slow agent's decision (search, networks) in a pool of worker
+processes sized to the machine, so it holds neither the event loop nor the server's GIL. The
+agent travels to the worker with the decision's inputs and comes back with its state (its
+random generator moved on). Each table has at most one decision waiting at a time (its agents'
+loop awaits it) and waiting decisions are served first come, first served: a table with slow
+agents takes one worker's turn at a time, however many decisions it would like to make.
+An agent that cannot be sent to a process (it does not pickle) thinks in a thread instead.
 """
 
 from __future__ import annotations
 
 import asyncio
+import multiprocessing
 import os
-from concurrent.futures import ThreadPoolExecutor
+import pickle
+from concurrent.futures import Executor, ProcessPoolExecutor, ThreadPoolExecutor
 from typing import Any
 
 
@@ -22,17 +27,47 @@ def default_workers() -> int:
         return max(1, os.cpu_count() or 1)
 
 
+def _decide(agent: Any, obs: Any, mask: Any, view: Any) -> tuple[int, Any]:
+    """In a worker: the agent's action and the agent as it is after deciding."""
+    return int(agent.act(obs, mask, view)), agent
+
+
 class AgentPool:
-    """Bounded workers for slow agents' decisions (``workers``: one per core by default)."""
+    """Worker processes (``workers``: one per core by default) for slow agents' decisions.
 
-    def __init__(self, workers: int | None = None) -> None:
+    ``processes=False`` keeps every decision in threads of this process.
+    """
+
+    def __init__(self, workers: int | None = None, *, processes: bool = True) -> None:
         self.workers = workers or default_workers()
-        self._executor = ThreadPoolExecutor(self.workers, thread_name_prefix="bergen-agent")
+        self.processes = processes
+        self._threads = ThreadPoolExecutor(self.workers, thread_name_prefix="bergen-agent")
+        self._processes: Executor | None = None
+        self._picklable: dict[type, bool] = {}
+        if processes:
+            context = multiprocessing.get_context(
+                "forkserver" if "forkserver" in multiprocessing.get_all_start_methods() else "spawn"
+            )
+            self._processes = ProcessPoolExecutor(self.workers, mp_context=context)
 
-    async def act(self, table: str, agent: Any, obs: Any, mask: Any, view: Any) -> int:
-        """``agent.act(obs, mask, view)`` in a worker; ``table`` names whose decision it is."""
+    async def act(self, agent: Any, obs: Any, mask: Any, view: Any) -> tuple[int, Any]:
+        """``agent.act(obs, mask, view)`` in a worker: the action and the agent to keep."""
         loop = asyncio.get_running_loop()
-        return int(await loop.run_in_executor(self._executor, agent.act, obs, mask, view))
+        if self._processes is not None and self._can_send(agent):
+            return await loop.run_in_executor(self._processes, _decide, agent, obs, mask, view)
+        return await loop.run_in_executor(self._threads, _decide, agent, obs, mask, view)
+
+    def _can_send(self, agent: Any) -> bool:
+        kind = type(agent)
+        if kind not in self._picklable:
+            try:
+                pickle.dumps(agent)
+                self._picklable[kind] = True
+            except Exception:  # e.g. a bot holding a C++ object: it thinks in a thread
+                self._picklable[kind] = False
+        return self._picklable[kind]
 
     def close(self) -> None:
-        self._executor.shutdown(wait=False, cancel_futures=True)
+        self._threads.shutdown(wait=False, cancel_futures=True)
+        if self._processes is not None:
+            self._processes.shutdown(wait=False, cancel_futures=True)

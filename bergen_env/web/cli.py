@@ -108,6 +108,12 @@ def parser() -> argparse.ArgumentParser:
         help=f"workers for slow agents (default: one per core, here {default_workers()})",
     )
     p.add_argument(
+        "--agent-pool",
+        choices=("processes", "threads"),
+        default="processes",
+        help="where slow agents think: worker processes (default) or threads of the server",
+    )
+    p.add_argument(
         "--forwarded-allow",
         default="",
         metavar="IPS",
@@ -149,7 +155,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         idle_seconds=args.idle_minutes * 60,
         replay_days=args.replay_days,
     )
-    pool = AgentPool(args.workers or None)
+    pool = AgentPool(args.workers or None, processes=args.agent_pool == "processes")
     manager = TableManager(agents=agents, limits=limits, pace=args.pace, store=store, pool=pool)
     proxies = [a.strip() for a in args.forwarded_allow.split(",") if a.strip()]
     print(f"Bergen in the browser: http://{args.host}:{args.port}/  (Ctrl+C stops)", flush=True)

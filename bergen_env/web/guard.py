@@ -15,6 +15,7 @@ from starlette.responses import JSONResponse
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from bergen_env.web.errors import TableError, excerpt
+from bergen_env.web.options import refuse_unknown
 
 #: Every answer carries these (the seat token is in the URL: no referrer leaves the page).
 SECURITY_HEADERS = (
@@ -194,10 +195,5 @@ async def read_json(request: Request, keys: tuple[str, ...], max_bytes: int) -> 
     body = parse_json(raw)
     if not isinstance(body, dict):
         raise TableError(400, "bad_json", "the request body must be a JSON object")
-    unknown = sorted(set(body) - set(keys))
-    if unknown:
-        shown = [excerpt(k, 30) for k in unknown[:5]]
-        raise TableError(
-            400, "unknown_keys", f"unknown key(s) {', '.join(shown)}; valid: {list(keys)}"
-        )
+    refuse_unknown(body, keys, "key")
     return body

@@ -8,7 +8,8 @@ own type for each option). Both end in :func:`table_request`. Bad input is a
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import difflib
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -72,7 +73,7 @@ def _parse_bool(name: str, text: str) -> bool:
         return True
     if low in ("0", "false", "no", "off"):
         return False
-    return _raise(_bad_option(name, f"option {name!r} must be true or false, got {excerpt(text)}"))
+    raise _bad_option(name, f"option {name!r} must be true or false, got {excerpt(text)}")
 
 
 def _parse_int(name: str, text: str) -> int:
@@ -82,8 +83,20 @@ def _parse_int(name: str, text: str) -> int:
     return int(text)
 
 
-def _raise(exc: Exception) -> Any:
-    raise exc
+def refuse_unknown(names: Iterable[Any], valid: Sequence[str], what: str) -> None:
+    """A 400 naming the first unknown name of ``names`` and the closest valid one."""
+    unknown = sorted((str(n) for n in names if n not in valid), key=len)
+    if not unknown:
+        return
+    first = unknown[0][:30]
+    close = difflib.get_close_matches(first, valid, n=1)
+    hint = f" (did you mean {close[0]!r}?)" if close else ""
+    raise TableError(
+        400,
+        "unknown_option",
+        f"unknown {what} {excerpt(first, 34)}{hint}; valid: {list(valid)}",
+        option=first,
+    )
 
 
 def build_rules(
@@ -97,15 +110,7 @@ def build_rules(
     if text:
         num_players = _parse_int("players", str(num_players))
         partnerships = _parse_bool("partnerships", str(partnerships))
-    unknown = sorted(set(options) - set(RULE_OPTIONS))
-    if unknown:
-        shown = ", ".join(excerpt(k, 30) for k in unknown[:5])
-        raise TableError(
-            400,
-            "unknown_option",
-            f"unknown rule option(s) {shown}; valid: {list(RULE_OPTIONS)}",
-            option=str(unknown[0])[:30],
-        )
+    refuse_unknown(options, RULE_OPTIONS, "rule option")
     if not isinstance(preset, str) or len(preset) > 40:
         raise _bad_option("preset", f"'preset' must be a preset name, got {excerpt(preset)}")
     try:
@@ -212,15 +217,7 @@ def from_query(query: Mapping[str, Any]) -> TableRequest:
     """The table asked for by a ``/play?...`` link's query (every value text)."""
     if not all(isinstance(k, str) and isinstance(v, str) for k, v in query.items()):
         raise TableError(400, "bad_query", "a link's query holds text values only")
-    unknown = sorted(set(query) - set(PLAY_PARAMS) - set(RULE_OPTIONS))
-    if unknown:
-        shown = ", ".join(excerpt(k, 30) for k in unknown[:5])
-        raise TableError(
-            400,
-            "unknown_option",
-            f"unknown query parameter(s) {shown}; valid: {list(PLAY_PARAMS) + list(RULE_OPTIONS)}",
-            option=unknown[0][:30],
-        )
+    refuse_unknown(query, PLAY_PARAMS + RULE_OPTIONS, "query parameter")
     options = {k: query[k] for k in RULE_OPTIONS if k in query}
     players = query.get("players", query.get("num_players", "2"))
     preset = query.get("preset", query.get("rules", "standard"))

@@ -82,16 +82,21 @@ class Seat:
     kind: str
     token: str | None = None
     agent: Agent | None = None
-    #: The agent's slowest decision so far (seconds); a slow agent thinks in the agent pool.
-    slowest: float = float("inf")
 
 
 def new_token(nbytes: int = 18) -> str:
     return secrets.token_urlsafe(nbytes)
 
 
-#: An agent whose decisions all took less than this acts in the event loop.
+#: An agent whose decisions all took less than this (CPU seconds) acts in the event loop.
 INLINE_SECONDS = 0.002
+
+
+def _timed_act(agent: Agent, obs: Any, mask: Any, view: Any) -> tuple[int, float]:
+    """The agent's action and the CPU time of its thread it took to decide."""
+    start = time.thread_time()
+    action = int(agent.act(obs, mask, view))
+    return action, time.thread_time() - start
 
 
 class Table:
@@ -107,6 +112,7 @@ class Table:
         pace: float,
         clock: Callable[[], float],
         pool: AgentPool | None = None,
+        speeds: dict[str, float] | None = None,
         moves: Sequence[tuple[int, int]] = (),
         with_agents: bool = True,
     ) -> None:
@@ -117,6 +123,9 @@ class Table:
         self.limits = limits
         self.pace = pace
         self.pool = pool
+        #: The slowest decision of each agent of the menu so far (seconds), shared by the tables
+        #: of a server: an agent that has always been quick acts in the event loop.
+        self.speeds: dict[str, float] = speeds if speeds is not None else {}
         self._clock = clock
         self._agent_specs = agent_specs
         self.last_move = clock()
@@ -373,15 +382,17 @@ class Table:
             else None
         )
         mask = state.legal_mask()
-        start = time.perf_counter()
-        if seat.slowest < INLINE_SECONDS:  # quick agents act in the loop
-            action = agent.act(obs, mask, view)
+        slowest = self.speeds.get(seat.kind)
+        if slowest is None:  # a kind not seen yet: its first decision, timed in a thread
+            action, cpu = await asyncio.to_thread(_timed_act, agent, obs, mask, view)
+            self.speeds[seat.kind] = cpu
+        elif slowest < INLINE_SECONDS:  # quick agents act in the loop
+            action, cpu = _timed_act(agent, obs, mask, view)
+            self.speeds[seat.kind] = max(slowest, cpu)
         elif self.pool is not None:  # slow ones (search, a network) in the agent pool
-            action = await self.pool.act(self.id, agent, obs, mask, view)
+            action, seat.agent = await self.pool.act(agent, obs, mask, view)
         else:
             action = await asyncio.to_thread(agent.act, obs, mask, view)
-        elapsed = time.perf_counter() - start
-        seat.slowest = elapsed if seat.slowest == float("inf") else max(seat.slowest, elapsed)
         return int(action)
 
     def close(self) -> None:
@@ -468,6 +479,7 @@ class TableManager:
     clock: Callable[[], float] = time.monotonic
     store: TableStore = field(default_factory=lambda: SQLiteStore(":memory:"))
     pool: AgentPool | None = None
+    speeds: dict[str, float] = field(default_factory=dict)  # see Table.speeds
     tables: dict[str, Table] = field(default_factory=dict)  # live tables
     _tokens: dict[str, str] = field(default_factory=dict)
     _finished: OrderedDict[str, Table] = field(default_factory=OrderedDict)
@@ -527,6 +539,7 @@ class TableManager:
             pace=self.pace,
             clock=self.clock,
             pool=self.pool,
+            speeds=self.speeds,
             moves=moves,
             **kw,
         )
