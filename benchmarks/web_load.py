@@ -89,7 +89,11 @@ async def run(args: argparse.Namespace, base: str) -> dict:
     limits = httpx2.Limits(max_connections=400, max_keepalive_connections=400)
     async with httpx2.AsyncClient(base_url=base, limits=limits, timeout=args.timeout) as http:
         for i in range(args.search_tables):  # agents-only tables that keep the agents busy
-            body = {"seats": ["search", "search"], "seed": args.seed + 10_000 + i}
+            body = {
+                "seats": ["search", "search"],
+                "seed": args.seed + 10_000 + i,
+                "options": {"target": 500},  # long matches: busy for the whole run
+            }
             (await http.post("/api/tables", json=body)).raise_for_status()
         if args.search_tables:  # let the search tables reach their steady state first
             await asyncio.sleep(args.warmup)
@@ -175,7 +179,7 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument(
         "--warmup",
         type=float,
-        default=10.0,
+        default=5.0,
         help="seconds the search tables play before the measured tables start",
     )
     parser.add_argument(

@@ -1,17 +1,20 @@
 """Where slow agents think, so that they cannot slow the other tables.
 
 :class:`AgentPool` runs a slow agent's decision (search, networks) in a pool of worker
-processes sized to the machine, so it holds neither the event loop nor the server's GIL. The
-agent travels to the worker with the decision's inputs and comes back with its state (its
-random generator moved on). Each table has at most one decision waiting at a time (its agents'
-loop awaits it) and waiting decisions are served first come, first served: a table with slow
-agents takes one worker's turn at a time, however many decisions it would like to make.
-An agent that cannot be sent to a process (it does not pickle) thinks in a thread instead.
+processes sized to the machine (one core is left to the event loop) at a lower scheduling
+priority, so it holds neither the event loop, nor the server's GIL, nor the CPU the server
+needs to answer people. The agent travels to the worker with the decision's inputs and comes
+back with its state (its random generator moved on). Each table has at most one decision
+waiting at a time (its agents' loop awaits it) and waiting decisions are served first come,
+first served: a table with slow agents takes one worker's turn at a time, however many
+decisions it would like to make. An agent that cannot be sent to a process (it does not
+pickle) thinks in a thread instead.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import multiprocessing
 import os
 import pickle
@@ -20,11 +23,22 @@ from typing import Any
 
 
 def default_workers() -> int:
-    """One worker per core this process may use."""
+    """One worker per core this process may use but one, which the event loop keeps."""
     try:
-        return max(1, len(os.sched_getaffinity(0)))
+        cores = len(os.sched_getaffinity(0))
     except AttributeError:  # not Linux
-        return max(1, os.cpu_count() or 1)
+        cores = os.cpu_count() or 1
+    return max(1, cores - 1)
+
+
+#: How much lower the workers' scheduling priority is than the server's (``os.nice``).
+WORKER_NICENESS = 10
+
+
+def _lower_priority() -> None:
+    """In a new worker: yield the CPU to the server's event loop when both want it."""
+    with contextlib.suppress(OSError, AttributeError):
+        os.nice(WORKER_NICENESS)
 
 
 def _decide(agent: Any, obs: Any, mask: Any, view: Any) -> tuple[int, Any]:
@@ -33,7 +47,7 @@ def _decide(agent: Any, obs: Any, mask: Any, view: Any) -> tuple[int, Any]:
 
 
 class AgentPool:
-    """Worker processes (``workers``: one per core by default) for slow agents' decisions.
+    """Worker processes (``workers``: :func:`default_workers`) for slow agents' decisions.
 
     ``processes=False`` keeps every decision in threads of this process.
     """
@@ -48,7 +62,9 @@ class AgentPool:
             context = multiprocessing.get_context(
                 "forkserver" if "forkserver" in multiprocessing.get_all_start_methods() else "spawn"
             )
-            self._processes = ProcessPoolExecutor(self.workers, mp_context=context)
+            self._processes = ProcessPoolExecutor(
+                self.workers, mp_context=context, initializer=_lower_priority
+            )
 
     async def act(self, agent: Any, obs: Any, mask: Any, view: Any) -> tuple[int, Any]:
         """``agent.act(obs, mask, view)`` in a worker: the action and the agent to keep."""
@@ -70,4 +86,4 @@ class AgentPool:
     def close(self) -> None:
         self._threads.shutdown(wait=False, cancel_futures=True)
         if self._processes is not None:
-            self._processes.shutdown(wait=False, cancel_futures=True)
+            self._processes.shutdown(wait=True, cancel_futures=True)

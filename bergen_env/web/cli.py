@@ -105,7 +105,7 @@ def parser() -> argparse.ArgumentParser:
         "--workers",
         type=int,
         default=0,
-        help=f"workers for slow agents (default: one per core, here {default_workers()})",
+        help=f"worker processes for slow agents (default: cores - 1, here {default_workers()})",
     )
     p.add_argument(
         "--agent-pool",

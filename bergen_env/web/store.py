@@ -15,7 +15,7 @@ from __future__ import annotations
 import json
 import sqlite3
 import threading
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Protocol
 
 #: Table states as stored.
@@ -34,12 +34,10 @@ class TableRow:
     lang: str
     address: str
     created: float
-    last_move: float
     match: int = 0
     status: str = LIVE
     ended: float | None = None
     error: str | None = None
-    extra: dict[str, Any] = field(default_factory=dict)
 
 
 class TableStore(Protocol):

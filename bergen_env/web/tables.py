@@ -515,7 +515,6 @@ class TableManager:
             lang=lang,
             address=address,
             created=now,
-            last_move=now,
         )
         table = self._table(row)
         self._spend(address)

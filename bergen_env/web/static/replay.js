@@ -1,5 +1,5 @@
 // Step through a replay (a bergen-replay/1 file or a finished table), every hand shown.
-import { loadCatalog, t, translatePage, languageSelect, lang } from "./i18n.js";
+import { loadCatalog, t, translatePage, languageSelect, lang, errorText } from "./i18n.js";
 import { tileSVG, lineSVG } from "./tiles.js";
 import { resultLines, presetName, kindName } from "./describe.js";
 
@@ -88,8 +88,9 @@ function tallies(hands) {
 function go(i) { pos = Math.max(0, Math.min(data.frames.length - 1, i)); render(); }
 
 async function load(res) {
-  const body = await res.json();
-  if (!res.ok) { notice(body.error); return; }
+  let body;
+  try { body = await res.json(); } catch { body = { code: "network" }; }
+  if (!res.ok) { notice(errorText(body)); return; }
   notice("");
   data = body;
   $("viewer").hidden = false;
