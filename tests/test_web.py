@@ -558,3 +558,24 @@ def test_tuned_under_changed_options_is_a_clear_400() -> None:
         # the same options as the preset's are the preset: tuned plays them
         r = play(client, "preset=fives&players=2&opponents=tuned")
         assert r.status_code == 201
+
+
+def test_rematch_with_an_agent_rotates_the_seats_and_the_agent_plays_on() -> None:
+    client, manager = make_client()
+    with client:
+        body = {"seats": ["person", "greedy"], "seed": 6, "options": {"target": 3}}
+        token = client.post("/api/tables", json=body).json()["seats"][0]["link"][3:]
+        assert client.post(f"/api/s/{token}/rematch", json={}).json()["code"] == "match_not_over"
+        final = play_through(client, [token])
+        table = manager.by_id(final["table"])
+        assert final["seat"] == 0 and not manager.tables  # finished: the slot is free
+        r = client.post(f"/api/s/{token}/rematch", json={})
+        assert r.status_code == 200, r.text
+        view = r.json()
+        assert view["seat"] == 1 and view["match"] == 1 and not view["over"]
+        assert [s["kind"] for s in view["seats"]] == ["greedy", "person"]
+        assert manager.tables[table.id] is table  # live again
+        final = play_through(client, [token])
+        assert final["over"] and final["match"] == 1 and final["error"] is None
+        record = json.loads(client.get(f"/api/w/{table.id}/replay").text)
+        assert record["agents"] == ["greedy", "person"]  # the second match's record

@@ -41,9 +41,9 @@ def play_some(client: TestClient, tokens: list[str], moves: int) -> list[tuple[i
     made = []
     for _ in range(moves):
         views = [client.get(f"/api/s/{t}").json() for t in tokens]
-        mover = next(v for v in views if v["turn"] == v["seat"])
+        token, mover = next((t, v) for t, v in zip(tokens, views) if v["turn"] == v["seat"])
         action = mover["legal"][-1]["action"]
-        r = client.post(f"/api/s/{tokens[mover['seat']]}/move", json={"action": action})
+        r = client.post(f"/api/s/{token}/move", json={"action": action})
         assert r.status_code == 200, r.text
         made.append((mover["seat"], action))
     return made
@@ -259,3 +259,24 @@ def test_quota_addresses_come_from_the_socket_unless_a_proxy_is_named(tmp_path) 
             proc.send_signal(signal.SIGTERM)
             proc.wait(timeout=20)
         assert codes == expected, allow
+
+
+def test_a_rematched_table_is_restored_at_its_match(tmp_path) -> None:
+    db = tmp_path / "t.sqlite3"
+    client, manager = server(db)
+    with client:
+        body = {"seats": ["person", "person"], "seed": 9, "options": {"target": 3}}
+        tokens = [s["link"][3:] for s in client.post("/api/tables", json=body).json()["seats"]]
+        while not client.get(f"/api/s/{tokens[0]}").json()["over"]:
+            play_some(client, tokens, 1)
+        assert client.post(f"/api/s/{tokens[0]}/rematch", json={}).status_code == 200
+        play_some(client, tokens, 5)
+        before = [client.get(f"/api/s/{t}").json() for t in tokens]
+    manager.store.close()
+    client, manager = server(db)
+    with client:
+        after = [client.get(f"/api/s/{t}").json() for t in tokens]
+        for a, b in zip(before, after):
+            a.pop("version"), b.pop("version")
+            assert a == b and b["match"] == 1
+        assert [v["seat"] for v in after] == [1, 0]
