@@ -379,3 +379,21 @@ def test_new_tables_per_address_are_rate_limited() -> None:
     clock.now += wait
     assert client.post("/api/tables", json=person).status_code == 201
     assert client.post("/api/tables", json=person).status_code == 429
+
+
+def test_open_sockets_are_bounded_per_address() -> None:
+    client, manager = client_for(limits=Limits(sockets_per_address=3))
+    with client:
+        watch = new_table(client, seats=["person", "person"]).json()["watch"]
+        sockets = [client.websocket_connect(f"/ws{watch}") for _ in range(3)]
+        for ws in sockets:
+            ws.__enter__()
+            assert ws.receive_json()["type"] == "state"
+        with client.websocket_connect(f"/ws{watch}") as ws:
+            msg = ws.receive_json()
+            assert msg["code"] == "too_many_sockets"
+        sockets.pop().__exit__(None, None, None)
+        with client.websocket_connect(f"/ws{watch}") as ws:  # one closed: room for one more
+            assert ws.receive_json()["type"] == "state"
+        for ws in sockets:
+            ws.__exit__(None, None, None)

@@ -7,6 +7,7 @@ Every answer to a refused request is ``{"error", "code", "params"}`` with a 4xx 
 
 from __future__ import annotations
 
+import asyncio
 import json
 import time
 from typing import Any
@@ -149,17 +150,14 @@ async def table_replay(request: Request) -> Response:
 
 async def table_frames(request: Request) -> Response:
     table = manager(request).by_id(request.path_params["table"])
-    return JSONResponse(replay_frames(table.replay_record()))
+    record = table.replay_record()
+    key = (table.id, record["seed"], len(record["hands"]), table.row.match)
+    if table.frames[0] != key:  # re-simulated once per finished match, not per request
+        table.frames = (key, await asyncio.to_thread(replay_frames, record))
+    return JSONResponse(table.frames[1])
 
 
-async def upload_frames(request: Request) -> Response:
-    """Frames of an uploaded replay file: ``{"text": the file's text, "match": i}``."""
-    body = await read_json(request, ("text", "match"), manager(request).limits.max_body_bytes)
-    text, match = body.get("text"), body.get("match", 0)
-    if not isinstance(text, str):
-        raise TableError(400, "bad_replay", "'text' must be the replay file's text")
-    if isinstance(match, bool) or not isinstance(match, int):
-        raise TableError(400, "bad_replay", f"'match' must be an integer, got {excerpt(match)}")
+def _upload_frames(text: str, match: int) -> dict[str, Any]:
     try:
         records = parse_replay_text(text)
         if not 0 <= match < len(records):
@@ -174,6 +172,19 @@ async def upload_frames(request: Request) -> Response:
             400, "bad_replay", f"not a usable bergen-replay/1 file: {str(exc)[:300]}"
         ) from None
     out["matches"] = len(records)
+    return out
+
+
+async def upload_frames(request: Request) -> Response:
+    """Frames of an uploaded replay file: ``{"text": the file's text, "match": i}``."""
+    body = await read_json(request, ("text", "match"), manager(request).limits.max_body_bytes)
+    text, match = body.get("text"), body.get("match", 0)
+    if not isinstance(text, str):
+        raise TableError(400, "bad_replay", "'text' must be the replay file's text")
+    if isinstance(match, bool) or not isinstance(match, int):
+        raise TableError(400, "bad_replay", f"'match' must be an integer, got {excerpt(match)}")
+    # parsing and re-simulating a file is the heaviest request: off the event loop
+    out = await asyncio.to_thread(_upload_frames, text, match)
     return JSONResponse(out)
 
 

@@ -55,10 +55,15 @@ async def serve(
     ws: WebSocket, tables: TableManager, table: Table, snapshot: Callable[[], dict[str, Any]]
 ) -> None:
     """Send ``snapshot()`` now and after every change of ``table`` until either side closes."""
-    if table.connections >= tables.limits.max_connections_per_table:
-        await refuse(ws, TableError(429, "too_many_sockets", "too many connections to this table"))
+    address = ws.client.host if ws.client else "unknown"
+    if (
+        table.connections >= tables.limits.max_connections_per_table
+        or tables.sockets[address] >= tables.limits.sockets_per_address
+    ):
+        await refuse(ws, TableError(429, "too_many_sockets", "too many open connections"))
         return
     await ws.accept()
+    tables.sockets[address] += 1
     changed = table.listen()
     receiving = asyncio.ensure_future(ws.receive())
     sent = -1
@@ -93,6 +98,9 @@ async def serve(
     finally:
         receiving.cancel()
         table.unlisten(changed)
+        tables.sockets[address] -= 1
+        if tables.sockets[address] <= 0:
+            del tables.sockets[address]
 
 
 async def close_closed(ws: WebSocket, tables: TableManager, table: Table) -> None:

@@ -14,7 +14,7 @@ import contextlib
 import logging
 import secrets
 import time
-from collections import OrderedDict
+from collections import Counter, OrderedDict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -70,6 +70,7 @@ class Limits:
     max_hands: int = 100  # hands per match at a web table
     replay_days: float = 7.0  # finished matches stay readable this long
     max_connections_per_table: int = 32
+    sockets_per_address: int = 64  # open WebSockets of one client address
     max_body_bytes: int = 2 * 1024 * 1024  # request bodies (replay files are the largest)
     max_json_bytes: int = 16 * 1024  # JSON bodies of the API besides replay files
 
@@ -132,6 +133,8 @@ class Table:
         self.version = 0
         self.closed = False
         self.on_finish: Callable[[Table], None] | None = None
+        #: The replay frames of the last finished match, keyed by it (built on first request).
+        self.frames: tuple[Any, Any] = (None, None)
         self._changed: asyncio.Event | None = None
         self._listeners: set[asyncio.Event] = set()
         self._runner: asyncio.Task | None = None
@@ -484,6 +487,7 @@ class TableManager:
     _tokens: dict[str, str] = field(default_factory=dict)
     _finished: OrderedDict[str, Table] = field(default_factory=OrderedDict)
     _buckets: dict[str, tuple[float, float]] = field(default_factory=dict)
+    sockets: Counter[str] = field(default_factory=Counter)  # open WebSockets per address
 
     # ------------------------------------------------------------------ creation
 
