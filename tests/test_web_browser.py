@@ -177,7 +177,6 @@ def test_tuned_leaves_the_menu_under_changed_options(browser):
 # ---------------------------------------------------------------------- people and attacks
 
 PHONE = {"width": 390, "height": 844}
-DOCS_IMG = Path(__file__).resolve().parents[1] / "docs" / "img"
 
 
 def _people_table(manager, seed: int, **options):
@@ -214,8 +213,8 @@ def test_phone_layout_snake_line_and_header(browser):
         assert int(svg.get_attribute("data-rows")) >= 2  # the line wraps
         unit = float(svg.get_attribute("data-unit"))
         assert 2 * unit >= 32  # a tile along the line is at least 32 px
-        DOCS_IMG.mkdir(parents=True, exist_ok=True)
-        page.screenshot(path=str(DOCS_IMG / "web-phone.png"), full_page=False)
+        ARTIFACTS.mkdir(parents=True, exist_ok=True)
+        page.screenshot(path=str(ARTIFACTS / "phone.png"))  # docs/img/web-phone.png
         page.set_viewport_size({"width": 360, "height": 740})
         page.wait_for_timeout(300)
         assert page.evaluate("document.documentElement.scrollWidth") <= 360
@@ -300,6 +299,7 @@ def test_rematch_keeps_the_people_and_every_page_follows(browser):
         for page in pages:
             page.wait_for_selector("#over:not([hidden])")
             assert page.locator("#last-hand .previous-log li").count() > 0  # the hand's log
+        pages[1].screenshot(path=str(ARTIFACTS / "match-over-rematch.png"))
         pages[1].locator("#again").click()
         for index, page in enumerate(pages):
             wait_until(page, "document.body.dataset.match === '1'")

@@ -67,7 +67,12 @@ function renderOptions() {
       }
       input.value = value;
     } else if (typeof value === "boolean") { input.type = "checkbox"; input.checked = value; }
-    else if (typeof value === "number") { input.type = "number"; input.value = value; }
+    else if (typeof value === "number") {
+      input.type = "number";
+      input.min = 0;
+      if (name in meta.option_limits) input.max = meta.option_limits[name]; // a web table's bound
+      input.value = value;
+    }
     else input.value = value;
     label.appendChild(input);
     box.appendChild(label);
