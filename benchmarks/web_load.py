@@ -44,9 +44,12 @@ async def person(
     latencies: list[float],
     server_ms: list[float],
     timeout: float,
+    replies: list[float],
 ) -> dict:
-    """Play one seat to the match end; returns the last view."""
+    """Play one seat to the match end; returns the last view. ``replies``: in a 2-player
+    table, the seconds from a move's answer to the seat's next turn (the agent's reply)."""
     last: dict = {"version": -1}
+    waiting_since: float | None = None
     async with websockets.connect(f"{ws_url}/ws/s/{token}", max_size=2**22) as ws:
         deadline = time.monotonic() + timeout
         while True:
@@ -56,6 +59,11 @@ async def person(
             if msg["version"] <= last["version"]:
                 continue
             last = msg
+            back = last["over"] or last["turn"] == last["seat"]
+            if waiting_since is not None and back:
+                if len(last["seats"]) == 2:
+                    replies.append(time.perf_counter() - waiting_since)
+                waiting_since = None
             while not last["over"] and last["turn"] == last["seat"]:
                 legal = last["legal"]
                 action = legal[int(rng.integers(len(legal)))]["action"]
@@ -67,6 +75,8 @@ async def person(
                 if r.status_code != 200:
                     raise RuntimeError(f"move refused: {r.status_code} {r.text}")
                 last = r.json()
+                if not last["over"] and last["turn"] != last["seat"]:
+                    waiting_since = time.perf_counter()
             if last["over"]:
                 return last
 
@@ -75,8 +85,18 @@ async def run(args: argparse.Namespace, base: str) -> dict:
     ws_url = base.replace("http", "ws", 1)
     latencies: list[float] = []
     server_ms: list[float] = []
+    replies: list[float] = []
     limits = httpx2.Limits(max_connections=400, max_keepalive_connections=400)
-    async with httpx2.AsyncClient(base_url=base, limits=limits, timeout=60) as http:
+    async with httpx2.AsyncClient(base_url=base, limits=limits, timeout=args.timeout) as http:
+        for i in range(args.search_tables):  # agents-only tables that keep the agents busy
+            body = {
+                "seats": ["search", "search"],
+                "seed": args.seed + 10_000 + i,
+                "options": {"target": 500},  # long matches: busy for the whole run
+            }
+            (await http.post("/api/tables", json=body)).raise_for_status()
+        if args.search_tables:  # let the search tables reach their steady state first
+            await asyncio.sleep(args.warmup)
         tables = []
         for i in range(args.tables):
             if i % 2 == 0:
@@ -106,6 +126,7 @@ async def run(args: argparse.Namespace, base: str) -> dict:
                             latencies,
                             server_ms,
                             args.timeout,
+                            replies,
                         )
                     )
         start = time.perf_counter()
@@ -123,7 +144,10 @@ async def run(args: argparse.Namespace, base: str) -> dict:
             moves += sum(len(h["events"]) for h in record["hands"])
     unfinished = sum(1 for f in finals if not f["over"])
     lat = np.array(latencies) * 1000
+    reply = np.array(replies or [0.0]) * 1000
     return {
+        "search_tables": args.search_tables,
+        "agent_pool": args.agent_pool,
         "tables": args.tables,
         "person_seats": len(jobs),
         "unfinished": unfinished,
@@ -136,12 +160,37 @@ async def run(args: argparse.Namespace, base: str) -> dict:
         "person_move_ms_p99": round(float(np.percentile(lat, 99)), 2),
         "server_ms_p50": round(float(np.percentile(server_ms, 50)), 3),
         "server_ms_p99": round(float(np.percentile(server_ms, 99)), 3),
+        "greedy_replies": len(replies),
+        "greedy_reply_ms_p50": round(float(np.percentile(reply, 50)), 2),
+        "greedy_reply_ms_p99": round(float(np.percentile(reply, 99)), 2),
+        "greedy_reply_ms_max": round(float(reply.max()), 2),
     }
 
 
 def main(argv: list[str] | None = None) -> dict:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--tables", type=int, default=50)
+    parser.add_argument(
+        "--search-tables",
+        type=int,
+        default=0,
+        help="agents-only tables of two `search` agents playing during the run",
+    )
+    parser.add_argument(
+        "--warmup",
+        type=float,
+        default=5.0,
+        help="seconds the search tables play before the measured tables start",
+    )
+    parser.add_argument(
+        "--agent-pool",
+        choices=("processes", "threads"),
+        default="processes",
+        help="the server's --agent-pool",
+    )
+    parser.add_argument(
+        "--db", default=":memory:", help="the server's table store (an SQLite file; default none)"
+    )
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--timeout", type=float, default=600.0, help="seconds per match at most")
     parser.add_argument(
@@ -168,7 +217,16 @@ def main(argv: list[str] | None = None) -> dict:
             "--pace",
             "0",
             "--max-tables",
-            str(args.tables),
+            str(args.tables + args.search_tables),
+            "--agent-pool",
+            args.agent_pool,
+            # every table comes from this one client address: lift the per-address limits
+            "--tables-per-address",
+            str(args.tables + args.search_tables),
+            "--creations-per-minute",
+            str(max(60, 2 * (args.tables + args.search_tables))),
+            "--db",
+            args.db,
         ],
         env=env,
         stdout=subprocess.DEVNULL,

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import re
 from typing import Any
+from urllib.parse import parse_qsl
 
 import numpy as np
 import pytest
@@ -41,9 +42,19 @@ def make_client(**kwargs: Any) -> tuple[TestClient, TableManager]:
     return TestClient(create_app(manager)), manager
 
 
+def play(client: TestClient, query: str):
+    """What the page of a ``/play?query`` link does: POST the link's query to ``/api/play``."""
+    return client.post("/api/play", json={"query": dict(parse_qsl(query))})
+
+
 def seat_token(response) -> str:
-    assert response.status_code == 303, response.text
-    return re.search(r"/s/([^?]+)", response.headers["location"]).group(1)
+    assert response.status_code == 201, response.text
+    return re.search(r"/s/([^?]+)", response.json()["open"]).group(1)
+
+
+def watched_table(response) -> str:
+    assert response.status_code == 201, response.text
+    return response.json()["open"].split("/w/")[1]
 
 
 def play_through(client: TestClient, tokens: list[str]) -> dict[str, Any]:
@@ -82,10 +93,10 @@ def play_through(client: TestClient, tokens: list[str]) -> dict[str, Any]:
 def test_whole_match_against_agents(preset: str, players: int, partnerships: bool) -> None:
     client, manager = make_client()
     with client:
-        r = client.get(
-            f"/play?preset={preset}&players={players}&partnerships={partnerships}"
+        r = play(
+            client,
+            f"preset={preset}&players={players}&partnerships={partnerships}"
             "&opponents=greedy&seed=5",
-            follow_redirects=False,
         )
         token = seat_token(r)
         final = play_through(client, [token])
@@ -124,9 +135,7 @@ def test_two_people_and_a_spectator() -> None:
 def test_agents_only_table_is_watched() -> None:
     client, manager = make_client()
     with client:
-        r = client.get("/play?seats=greedy,search&seed=2", follow_redirects=False)
-        assert r.status_code == 303 and r.headers["location"].startswith("/w/")
-        table_id = r.headers["location"].split("/w/")[1].split("?")[0]
+        table_id = watched_table(play(client, "seats=greedy,search&seed=2"))
         with client.websocket_connect(f"/ws/w/{table_id}") as ws:
             for _ in range(5000):
                 msg = ws.receive_json()
@@ -138,7 +147,7 @@ def test_agents_only_table_is_watched() -> None:
 def test_refused_moves() -> None:
     client, manager = make_client()
     with client:
-        token = seat_token(client.get("/play?seats=person,person&seed=3", follow_redirects=False))
+        token = seat_token(play(client, "seats=person,person&seed=3"))
         table, seat = manager.by_token(token)
         other = table.seats[1 - seat].token
         state = client.get(f"/api/s/{token}").json()
@@ -153,7 +162,11 @@ def test_refused_moves() -> None:
         assert client.post(f"/api/s/{on_turn}/move", json={"action": True}).status_code == 422
         r = client.post(f"/api/s/{on_turn}/move", json={"action": "[9|9]>left"})
         assert r.status_code == 422 and "9" in r.json()["error"]
-        r = client.post(f"/api/s/{on_turn}/move", content=b"{not json")
+        r = client.post(
+            f"/api/s/{on_turn}/move",
+            content=b"{not json",
+            headers={"content-type": "application/json"},
+        )
         assert r.status_code == 400 and "JSON" in r.json()["error"]
         assert client.post(f"/api/s/{on_turn}/move", json={"move": 1}).status_code == 400
         assert client.post("/api/s/not-a-token/move", json={"action": 1}).status_code == 404
@@ -166,28 +179,30 @@ def test_refused_moves() -> None:
 def test_bad_tables_name_the_problem() -> None:
     client, manager = make_client(limits=Limits(max_tables=1, max_body_bytes=1000))
     with client:
-        r = client.get("/play?players=2&foo=1")
-        assert r.status_code == 400 and "foo" in r.text
-        r = client.get("/play?players=2&target=-3")
+        r = play(client, "players=2&foo=1")
+        assert r.status_code == 400 and "foo" in r.text and r.json()["code"] == "unknown_option"
+        r = play(client, "players=2&target=-3")
         assert r.status_code == 400 and "target" in r.text
-        r = client.get("/play?players=2&end_caps=maybe")
+        r = play(client, "players=2&end_caps=maybe")
         assert r.status_code == 400 and "end_caps" in r.text
-        r = client.get("/play?preset=nope")
+        r = play(client, "preset=nope")
         assert r.status_code == 400 and "nope" in r.text
-        r = client.get("/play?opponents=wizard")
-        assert r.status_code == 400 and "wizard" in r.text
-        r = client.get("/play?players=3&opponents=greedy,random,random")
+        r = play(client, "opponents=wizard")
+        assert r.status_code == 400 and "wizard" in r.text and r.json()["params"]["seat"] == 1
+        r = play(client, "players=3&opponents=greedy,random,random")
         assert r.status_code == 400 and "opponents" in r.text
         r = client.post("/api/tables", json={"num_players": 2, "colour": "red"})
         assert r.status_code == 400 and "colour" in r.json()["error"]
         r = client.post("/api/tables", json={"options": {"sets": 3}})
         assert r.status_code == 400 and "sets" in r.json()["error"]
-        r = client.post("/api/tables", content=b"x" * 2000)
+        r = client.post(
+            "/api/tables", content=b"x" * 2000, headers={"content-type": "application/json"}
+        )
         assert r.status_code == 413 and "1000" in r.json()["error"]
-        assert client.get("/play?lang=xx").status_code == 400
-        assert client.get("/play", follow_redirects=False).status_code == 303
-        r = client.get("/play", follow_redirects=False)
-        assert r.status_code == 503 and "limit" in r.text
+        assert play(client, "lang=xx").status_code == 400
+        assert play(client, "").status_code == 201
+        r = play(client, "")
+        assert r.status_code == 503 and "limit" in r.text and r.headers["retry-after"] == "60"
         assert client.get("/api/s/unknown").status_code == 404
         assert client.get("/api/w/unknown").status_code == 404
 
@@ -240,7 +255,7 @@ def TILES_OF(t: int) -> tuple[int, int]:
 def test_reconnect_loses_nothing() -> None:
     client, manager = make_client()
     with client:
-        token = seat_token(client.get("/play?opponents=random&seed=11", follow_redirects=False))
+        token = seat_token(play(client, "opponents=random&seed=11"))
         with client.websocket_connect(f"/ws/s/{token}") as ws:
             first = ws.receive_json()
         # the tab is closed; the same link brings back the same view
@@ -255,24 +270,34 @@ def test_reconnect_loses_nothing() -> None:
         assert final["over"]
 
 
-def test_idle_tables_expire() -> None:
+def test_idle_tables_expire_by_moves_not_sockets() -> None:
     clock = Clock()
     client, manager = make_client(limits=Limits(idle_seconds=60), clock=clock)
     with client:
-        token = seat_token(client.get("/play?seed=1", follow_redirects=False))
-        table_id = manager.by_token(token)[0].id
+        token = seat_token(play(client, "seats=person,person&seed=1"))
+        table = manager.by_token(token)[0]
         clock.now = 59
+        assert manager.expire() == []
+        on_turn = table.seats[table.state.current_player].token
+        legal = client.get(f"/api/s/{on_turn}").json()["legal"]
+        assert client.post(f"/api/s/{on_turn}/move", json={"action": legal[0]["action"]}).is_success
+        clock.now = 100  # 41 s after the move: still live
         assert manager.expire() == []
         with client.websocket_connect(f"/ws/s/{token}") as ws:
             ws.receive_json()
-            clock.now = 500
-            assert manager.expire() == []  # someone is connected
-        clock.now = 1000
-        assert manager.expire() == [table_id]
+            clock.now = 500  # an open socket does not keep a table without moves
+            assert manager.expire() == [table.id]
+            while (msg := ws.receive_json())["type"] == "state":
+                pass
+            assert msg["code"] == "expired" and "60 minutes" not in msg["error"]
+            assert "1 minutes without a move" in msg["error"]
         r = client.get(f"/api/s/{token}")
-        assert r.status_code == 404 and "expired" in r.json()["error"]
+        assert r.status_code == 410 and r.json()["code"] == "expired"
         with client.websocket_connect(f"/ws/s/{token}") as ws:
-            assert "expired" in ws.receive_json()["error"]
+            assert ws.receive_json()["code"] == "expired"
+        r = client.get("/api/s/never-made")
+        assert r.status_code == 404 and r.json()["code"] == "unknown_link"
+        assert "expired" not in r.json()["error"]  # an unknown link is not called expired
 
 
 def test_replay_upload_and_frames(tmp_path) -> None:
@@ -289,17 +314,18 @@ def test_replay_upload_and_frames(tmp_path) -> None:
     write_jsonl(path, [rec.finish(), rec.finish()])
     client, _ = make_client()
     with client:
-        r = client.post("/api/replay?match=1", content=path.read_bytes())
+        text = path.read_text()
+        r = client.post("/api/replay", json={"text": text, "match": 1})
         assert r.status_code == 200, r.text
         out = r.json()
         assert out["matches"] == 2 and out["final_scores"] == state.scores
         assert out["frames"][-1]["scores"] == state.scores
-        r = client.post("/api/replay", content=b'{"format": "x"}\n')
+        r = client.post("/api/replay", json={"text": '{"format": "x"}\n'})
         assert r.status_code == 400 and "line 1" in r.json()["error"]
-        assert client.post("/api/replay?match=5", content=path.read_bytes()).status_code == 400
+        assert client.post("/api/replay", json={"text": text, "match": 5}).status_code == 400
         bad = rec.finish()
         bad["final_scores"] = [99, 0, 0]
-        r = client.post("/api/replay", content=json.dumps(bad).encode())
+        r = client.post("/api/replay", json={"text": json.dumps(bad)})
         assert r.status_code == 400 and "final scores" in r.json()["error"]
 
 
@@ -331,7 +357,7 @@ def test_frames_of_a_finished_table_show_every_hand() -> None:
         table.move(table.state.current_player, table.state.legal_actions()[0])
     frames = replay_frames(table.replay_record())["frames"]
     dealt = sum(1 for f in frames if f["event"] is None)
-    assert dealt == len(table.results) + (table.results[-1]["reason"] == "target" and 0)
+    assert dealt == table.hands_done
     assert sum(len(h) for h in frames[0]["hands"]) == 2 * table.rules.hand_size
 
 
@@ -339,20 +365,19 @@ def test_points_are_explained() -> None:
     """Each scoring play says why (a header with its number), and the points add up."""
     manager = TableManager(agents=dict(FAST_AGENTS), pace=0)
     table = manager.create(Rules.preset("standard", num_players=3), ["person"] * 3, seed=2)
-    total = [0, 0, 0]
-    events = []
+    results = []
     while not table.terminal:
         table.move(table.state.current_player, table.state.legal_actions()[-1])
-        if not table.events:
-            events.append(table.results[-1])
-    for result in table.results:
-        for side, p in enumerate(result["points"] or []):
-            total[side] += p
+        if not table.events:  # a hand ended: the last result carries its whole log
+            last = table.last_result
+            assert last["hand"] == len(results) and last["events"][-1]["scores"] == last["scores"]
+            results.append(last)
+    assert len(results) == table.hands_done > 1
     headers = 0
     # events of finished hands are gone from the table; replay them from the record
     record = table.replay_record()
     state = BergenState(table.rules, seed=0, deals=[h["deal"] for h in record["hands"]])
-    from bergen_env.web.tables import play_score_reason
+    from bergen_env.web.messages import play_score_reason
 
     for hand in record["hands"]:
         for ev in hand["events"]:
@@ -432,8 +457,7 @@ def test_a_failing_agent_stops_its_table_visibly() -> None:
     client, manager = make_client()
     manager.agents["broken"] = "broken_for_test"
     with client:
-        r = client.get("/play?seats=broken,broken&seed=1", follow_redirects=False)
-        table_id = r.headers["location"].split("/w/")[1].split("?")[0]
+        table_id = watched_table(play(client, "seats=broken,broken&seed=1"))
         table = manager.by_id(table_id)
         with client.websocket_connect(f"/ws/w/{table_id}") as ws:
             for _ in range(50):
@@ -481,9 +505,9 @@ def test_an_agent_that_refuses_the_rules_is_a_clear_400() -> None:
     register_agent("two_only_for_test", TwoPlayersOnly, overwrite=True)
     client, manager = make_client()
     manager.agents["net"] = "two_only_for_test"
-    r = client.get("/play?players=3&opponents=net")
+    r = play(client, "players=3&opponents=net")
     assert r.status_code == 400 and "trained for 2 players" in r.text and "seat 1" in r.text
-    assert client.get("/play?players=2&opponents=net", follow_redirects=False).status_code == 303
+    assert play(client, "players=2&opponents=net").status_code == 201
 
 
 @pytest.mark.parametrize(("players", "partnerships"), SEATINGS)
@@ -493,10 +517,9 @@ def test_a_match_against_tuned(players: int, partnerships: bool) -> None:
 
     client, manager = make_client()
     with client:
-        r = client.get(
-            f"/play?preset=draw&players={players}&partnerships={partnerships}"
-            "&opponents=tuned&seed=4",
-            follow_redirects=False,
+        r = play(
+            client,
+            f"preset=draw&players={players}&partnerships={partnerships}&opponents=tuned&seed=4",
         )
         token = seat_token(r)
         table = manager.by_token(token)[0]
@@ -513,7 +536,7 @@ def test_tuned_under_changed_options_is_a_clear_400() -> None:
     """Rules with a changed option are no preset: ``tuned`` is refused before any table starts."""
     client, manager = make_client()
     with client:
-        r = client.get("/play?players=2&opponents=tuned&target=5")
+        r = play(client, "players=2&opponents=tuned&target=5")
         assert r.status_code == 400
         assert (
             "seat 1: agent 'tuned' plays the presets' rules only" in r.text
@@ -533,5 +556,26 @@ def test_tuned_under_changed_options_is_a_clear_400() -> None:
         assert "no tuned heuristic weights" in error
         assert not manager.tables  # nothing was created
         # the same options as the preset's are the preset: tuned plays them
-        r = client.get("/play?preset=fives&players=2&opponents=tuned", follow_redirects=False)
-        assert r.status_code == 303
+        r = play(client, "preset=fives&players=2&opponents=tuned")
+        assert r.status_code == 201
+
+
+def test_rematch_with_an_agent_rotates_the_seats_and_the_agent_plays_on() -> None:
+    client, manager = make_client()
+    with client:
+        body = {"seats": ["person", "greedy"], "seed": 6, "options": {"target": 3}}
+        token = client.post("/api/tables", json=body).json()["seats"][0]["link"][3:]
+        assert client.post(f"/api/s/{token}/rematch", json={}).json()["code"] == "match_not_over"
+        final = play_through(client, [token])
+        table = manager.by_id(final["table"])
+        assert final["seat"] == 0 and not manager.tables  # finished: the slot is free
+        r = client.post(f"/api/s/{token}/rematch", json={})
+        assert r.status_code == 200, r.text
+        view = r.json()
+        assert view["seat"] == 1 and view["match"] == 1 and not view["over"]
+        assert [s["kind"] for s in view["seats"]] == ["greedy", "person"]
+        assert manager.tables[table.id] is table  # live again
+        final = play_through(client, [token])
+        assert final["over"] and final["match"] == 1 and final["error"] is None
+        record = json.loads(client.get(f"/api/w/{table.id}/replay").text)
+        assert record["agents"] == ["greedy", "person"]  # the second match's record

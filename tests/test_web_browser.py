@@ -46,6 +46,16 @@ def browser():
         b.close()
 
 
+def wait_until(page, expression: str, timeout: float = 30_000) -> None:
+    """Poll ``expression`` in the page until it is true (the pages' CSP forbids Playwright's
+    eval-based ``wait_for_function``; ``evaluate`` runs outside the page's policy)."""
+    for _ in range(int(timeout / 20)):
+        if page.evaluate(expression):
+            return
+        page.wait_for_timeout(20)
+    raise AssertionError(f"not true within {timeout / 1000:g} s: {expression}")
+
+
 def _version(page) -> int:
     return int(page.evaluate("document.body.dataset.version || -1"))
 
@@ -57,13 +67,15 @@ def test_quick_start_match_to_the_end(browser):
         page = browser.new_page(viewport={"width": 1200, "height": 820})
         errors: list[str] = []
         page.on("pageerror", lambda exc: errors.append(str(exc)))
+        page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
         page.goto(f"{base}/play?players=2&opponents=greedy&seed=7&lang=en")
-        assert "/s/" in page.url
+        page.wait_for_url("**/s/**")  # the link's page made the table with a JSON POST
         moves = 0
         shots = 0
         shots_table = False
         for _ in range(2000):
-            page.wait_for_function(
+            wait_until(
+                page,
                 "document.body.dataset.over === 'true' || "
                 "document.querySelector('#status.go') !== null",
                 timeout=30_000,
@@ -86,7 +98,7 @@ def test_quick_start_match_to_the_end(browser):
                     ends.last.click()
             else:
                 page.locator(".act").first.click()  # draw or pass, the only legal moves
-            page.wait_for_function(f"Number(document.body.dataset.version) > {before}")
+            wait_until(page, f"Number(document.body.dataset.version) > {before}")
             moves += 1
         else:
             pytest.fail("the match did not end")
@@ -159,4 +171,162 @@ def test_tuned_leaves_the_menu_under_changed_options(browser):
         default = page.locator("input[name=target]").get_attribute("data-default")
         page.fill("input[name=target]", default)
         assert seat.locator("option[value=tuned]").count() == 1
+        page.close()
+
+
+# ---------------------------------------------------------------------- people and attacks
+
+PHONE = {"width": 390, "height": 844}
+
+
+def _people_table(manager, seed: int, **options):
+    from bergen_env.rules import Rules
+
+    rules = Rules.preset("double_set", num_players=2, **options)
+    return manager.create(rules, ["person", "person"], seed=seed)
+
+
+def _long_line(manager, length: int):
+    """A person-person table whose line holds at least ``length`` tiles (moves made directly)."""
+    for seed in range(40):
+        table = _people_table(manager, seed)
+        while not table.over and table.hands_done == 0:
+            if len(table.state.line) >= length:
+                return table
+            legal = table.state.legal_actions()
+            plays = [a for a in legal if a < 56]
+            table.move(table.state.current_player, (plays or legal)[0])
+    raise AssertionError(f"no line of {length} tiles in 40 deals")
+
+
+def test_phone_layout_snake_line_and_header(browser):
+    manager = TableManager(pace=0.01)
+    with running_server(manager) as base:
+        table = _long_line(manager, 16)
+        seat = table.state.current_player
+        page = browser.new_page(viewport=PHONE)
+        page.goto(f"{base}/s/{table.seats[seat].token}?lang=ru")  # the longest texts
+        page.wait_for_selector(".line-svg")
+        width = page.evaluate("document.documentElement.scrollWidth")
+        assert width <= 390, width
+        svg = page.locator(".line-svg")
+        assert int(svg.get_attribute("data-rows")) >= 2  # the line wraps
+        unit = float(svg.get_attribute("data-unit"))
+        assert 2 * unit >= 32  # a tile along the line is at least 32 px
+        ARTIFACTS.mkdir(parents=True, exist_ok=True)
+        page.screenshot(path=str(ARTIFACTS / "phone.png"))  # docs/img/web-phone.png
+        page.set_viewport_size({"width": 360, "height": 740})
+        page.wait_for_timeout(300)
+        assert page.evaluate("document.documentElement.scrollWidth") <= 360
+        assert page.evaluate("document.querySelector('header').scrollWidth") <= 360
+        page.close()
+        desktop = browser.new_page(viewport={"width": 1366, "height": 900})
+        desktop.goto(f"{base}/s/{table.seats[seat].token}?lang=en")
+        desktop.wait_for_selector(".line-svg")
+        assert float(desktop.locator(".line-svg").get_attribute("data-unit")) >= 16
+        assert desktop.evaluate("document.documentElement.scrollWidth") <= 1366
+        desktop.close()
+
+
+def test_one_move_in_flight_and_errors_in_the_page_language(browser):
+    import httpx2 as httpx
+
+    manager = TableManager(pace=0.01)
+    with running_server(manager) as base:
+        table = _people_table(manager, 3)
+        seat = table.state.current_player
+        token = table.seats[seat].token
+        page = browser.new_page(viewport=PHONE)
+        page.goto(f"{base}/s/{token}?lang=fi")
+        page.wait_for_selector("#status.go")
+        # three clicks before any answer: one move reaches the server
+        page.evaluate(
+            "() => { const b = document.querySelector('.tile-btn.legal');"
+            " b.click(); b.click(); b.click(); }"
+        )
+        wait_until(page, "!document.querySelector('#status.go')")
+        page.wait_for_timeout(300)
+        assert len(table.state.moves) == 1
+        assert page.locator("#notice").is_hidden()
+        # the other seat moves; then this seat tries a move while another tab made one first
+        other = table.seats[1 - seat].token
+        view = httpx.get(f"{base}/api/s/{other}").json()
+        httpx.post(f"{base}/api/s/{other}/move", json={"action": view["legal"][0]["action"]})
+        page.wait_for_selector("#status.go")
+
+        def another_tab_first(route):  # moves until the turn passes to the other seat
+            for _ in range(30):
+                mine = httpx.get(f"{base}/api/s/{token}").json()
+                if mine["turn"] != mine["seat"]:
+                    break
+                action = mine["legal"][0]["action"]
+                httpx.post(f"{base}/api/s/{token}/move", json={"action": action})
+            route.continue_()
+
+        page.route("**/move", another_tab_first)
+        page.locator(".act, .tile-btn.legal").first.click()
+        if page.locator("#choose").is_visible():
+            page.locator(".end-btn").first.click()
+        page.wait_for_selector("#notice:not([hidden])")
+        text = page.locator("#notice").inner_text()
+        # the server said seat index 1 - seat; the page numbers seats from 1, in Finnish
+        assert text == f"Ei ole sinun vuorosi: vuorossa on paikka {2 - seat}.", text
+        page.close()
+
+
+def test_rematch_keeps_the_people_and_every_page_follows(browser):
+    import httpx2 as httpx
+
+    manager = TableManager(pace=0.01)
+    with running_server(manager) as base:
+        table = _people_table(manager, 5, target=3)
+        tokens = [s.token for s in table.seats]
+        pages = []
+        for token in tokens:
+            page = browser.new_page(viewport={"width": 1200, "height": 820})
+            page.goto(f"{base}/s/{token}?lang=en")
+            page.wait_for_selector("#status")
+            pages.append(page)
+        for _ in range(500):  # both people play by the API until the match ends
+            views = [httpx.get(f"{base}/api/s/{t}").json() for t in tokens]
+            if views[0]["over"]:
+                break
+            mover = next(v for v in views if v["turn"] == v["seat"])
+            httpx.post(
+                f"{base}/api/s/{tokens[mover['seat']]}/move",
+                json={"action": mover["legal"][0]["action"]},
+            )
+        for page in pages:
+            page.wait_for_selector("#over:not([hidden])")
+            assert page.locator("#last-hand .previous-log li").count() > 0  # the hand's log
+        pages[1].screenshot(path=str(ARTIFACTS / "match-over-rematch.png"))
+        pages[1].locator("#again").click()
+        for index, page in enumerate(pages):
+            wait_until(page, "document.body.dataset.match === '1'")
+            assert page.locator("#over").is_hidden()
+            assert page.evaluate("document.body.dataset.seat") == str(1 - index)  # rotated
+        assert table.row.tokens == tokens[::-1] and table.row.match == 1
+        for page in pages:
+            page.close()
+
+
+def test_attacks_in_a_real_browser(browser):
+    """The reflected-XSS link runs nothing; another site cannot frame the game or start one."""
+    manager = TableManager(pace=0.01)
+    with running_server(manager) as base:
+        page = browser.new_page()
+        dialogs: list[str] = []
+        page.on("dialog", lambda d: (dialogs.append(d.message), d.dismiss()))
+        page.goto(f"{base}/rules?lang=<img src=x onerror=alert(document.domain)>")
+        page.wait_for_timeout(300)
+        assert dialogs == [] and page.locator("img").count() == 0
+        page.set_content(
+            f'<iframe src="{base}/play?players=2&opponents=greedy"></iframe>'
+            f'<form method="post" action="{base}/api/tables" enctype="text/plain">'
+            '<input name=\'{"seats": ["person", "greedy"], "x": "\' value=\'"}\'></form>'
+        )
+        page.wait_for_timeout(500)
+        page.evaluate("document.forms[0].submit()")
+        page.wait_for_timeout(800)
+        assert not manager.tables
         page.close()

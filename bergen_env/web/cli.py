@@ -1,9 +1,10 @@
 """``bergen-web``: serve the browser game (127.0.0.1:8000 by default).
 
-    bergen-web --port 8000 --pace 0.8 --agent net=policy:policies/standard_2p.safetensors
+    bergen-web --port 8000 --db tables.sqlite3 --agent net=policy:policies/standard_2p.safetensors
 
 ``--agent NAME=SPEC`` adds an agent to the menu a table may seat (any agent string the agent
-registry knows). Only the server's operator names files: a person at a table picks from the menu.
+registry knows; a trained network as a portable ``policy:`` file). Only the server's operator
+names files: a person at a table picks from the menu.
 """
 
 from __future__ import annotations
@@ -13,7 +14,13 @@ import sys
 from collections.abc import Sequence
 
 from bergen_env.agents.base import make_agent, parse_agent_spec, registered_agents
-from bergen_env.web.tables import DEFAULT_AGENTS, PERSON, Limits, TableManager
+from bergen_env.web.agent_pool import AgentPool, default_workers
+from bergen_env.web.options import PERSON
+from bergen_env.web.store import SQLiteStore
+from bergen_env.web.tables import DEFAULT_AGENTS, Limits, TableManager
+
+#: The table store's file when ``--db`` is not given (in the working directory).
+DEFAULT_DB = "bergen-web.sqlite3"
 
 
 def _agent_entry(text: str) -> tuple[str, str]:
@@ -27,48 +34,106 @@ def _agent_entry(text: str) -> tuple[str, str]:
 
 def _check_agent(name: str, spec: str) -> None:
     kind, _ = parse_agent_spec(spec)
-    if kind == "ppo" and kind not in registered_agents():
-        try:
-            import bergen_env.training.policies  # noqa: F401  (registers "ppo"; the train extra)
-        except ImportError as exc:
-            raise SystemExit(
-                f"--agent {name}={spec}: 'ppo' needs the train extra ({exc})"
-            ) from None
+    if kind not in registered_agents():
+        hint = (
+            "; serve a trained network as a portable policy file: "
+            "`python -m training.export_policy MODEL.zip` writes MODEL.safetensors, then "
+            f"--agent {name}=policy:MODEL.safetensors"
+            if kind == "ppo"
+            else ""
+        )
+        raise SystemExit(
+            f"--agent {name}={spec}: unknown agent kind {kind!r}; known: "
+            f"{registered_agents()}{hint}"
+        )
     try:  # built once now (a missing file fails here); each table checks it fits its rules
         make_agent(spec)
     except (ValueError, OSError) as exc:
         raise SystemExit(f"--agent {name}={spec}: {exc}") from None
 
 
-def main(argv: Sequence[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
         prog="bergen-web", description="Serve the browser game (127.0.0.1:8000 by default)."
     )
-    parser.add_argument("--host", default="127.0.0.1", help="address to listen on")
-    parser.add_argument("--port", type=int, default=8000, help="port to listen on")
-    parser.add_argument(
+    p.add_argument("--host", default="127.0.0.1", help="address to listen on")
+    p.add_argument("--port", type=int, default=8000, help="port to listen on")
+    p.add_argument(
         "--pace", type=float, default=0.8, help="seconds an agent waits before each move"
     )
-    parser.add_argument(
+    p.add_argument(
         "--agent",
         type=_agent_entry,
         action="append",
         default=[],
         metavar="NAME=SPEC",
-        help="add an agent to the menu, e.g. ppo2p=ppo:policies/standard_2p.zip",
+        help="add an agent to the menu, e.g. net=policy:policies/standard_2p.safetensors",
     )
-    parser.add_argument(
-        "--max-tables", type=int, default=Limits.max_tables, help="tables held at once"
+    p.add_argument(
+        "--db",
+        default=DEFAULT_DB,
+        help=f"the table store, an SQLite file (default ./{DEFAULT_DB}); :memory: keeps nothing",
     )
-    parser.add_argument(
+    p.add_argument(
+        "--max-tables", type=int, default=Limits.max_tables, help="tables played at once"
+    )
+    p.add_argument(
+        "--tables-per-address",
+        type=int,
+        default=Limits.tables_per_address,
+        help="tables played at once that one client address created",
+    )
+    p.add_argument(
+        "--creations-per-minute",
+        type=float,
+        default=Limits.creations_per_minute,
+        help="new tables per client address and minute (429 above it)",
+    )
+    p.add_argument(
         "--idle-minutes",
         type=float,
         default=Limits.idle_seconds / 60,
-        help="remove a table after this many minutes with no move and nobody connected",
+        help="a table with no move for this many minutes expires",
     )
-    args = parser.parse_args(argv)
-    if args.pace < 0 or args.max_tables < 1 or args.idle_minutes <= 0:
-        parser.error("--pace must be >= 0, --max-tables >= 1 and --idle-minutes > 0")
+    p.add_argument(
+        "--replay-days",
+        type=float,
+        default=Limits.replay_days,
+        help="finished matches stay readable as replays this many days",
+    )
+    p.add_argument(
+        "--workers",
+        type=int,
+        default=0,
+        help=f"worker processes for slow agents (default: cores - 1, here {default_workers()})",
+    )
+    p.add_argument(
+        "--agent-pool",
+        choices=("processes", "threads"),
+        default="processes",
+        help="where slow agents think: worker processes (default) or threads of the server",
+    )
+    p.add_argument(
+        "--forwarded-allow",
+        default="",
+        metavar="IPS",
+        help="comma-separated addresses of trusted reverse proxies whose X-Forwarded-For "
+        "names the client (default: none; the client is the socket's address)",
+    )
+    return p
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    p = parser()
+    args = p.parse_args(argv)
+    positive = (args.max_tables, args.tables_per_address, args.creations_per_minute)
+    if args.pace < 0 or min(positive) <= 0 or args.idle_minutes <= 0 or args.replay_days <= 0:
+        p.error(
+            "--pace must be >= 0; --max-tables, --tables-per-address, --creations-per-minute, "
+            "--idle-minutes and --replay-days > 0"
+        )
+    if args.workers < 0:
+        p.error("--workers must be >= 0 (0: one per core)")
     agents = dict(DEFAULT_AGENTS)
     for name, spec in args.agent:
         _check_agent(name, spec)
@@ -79,13 +144,31 @@ def main(argv: Sequence[str] | None = None) -> None:
         sys.exit("bergen-web needs the web extra: pip install 'bergen_env[web]'")
     from bergen_env.web.app import create_app
 
-    manager = TableManager(
-        agents=agents,
-        limits=Limits(max_tables=args.max_tables, idle_seconds=args.idle_minutes * 60),
-        pace=args.pace,
+    try:
+        store = SQLiteStore(args.db)
+    except OSError as exc:
+        sys.exit(str(exc))
+    limits = Limits(
+        max_tables=args.max_tables,
+        tables_per_address=args.tables_per_address,
+        creations_per_minute=args.creations_per_minute,
+        idle_seconds=args.idle_minutes * 60,
+        replay_days=args.replay_days,
     )
-    print(f"Bergen in the browser: http://{args.host}:{args.port}/  (Ctrl+C stops)")
-    uvicorn.run(create_app(manager), host=args.host, port=args.port, log_level="warning")
+    pool = AgentPool(args.workers or None, processes=args.agent_pool == "processes")
+    manager = TableManager(agents=agents, limits=limits, pace=args.pace, store=store, pool=pool)
+    proxies = [a.strip() for a in args.forwarded_allow.split(",") if a.strip()]
+    print(f"Bergen in the browser: http://{args.host}:{args.port}/  (Ctrl+C stops)", flush=True)
+    uvicorn.run(
+        create_app(manager),
+        host=args.host,
+        port=args.port,
+        log_level="warning",
+        proxy_headers=bool(proxies),
+        forwarded_allow_ips=proxies or None,
+    )
+    pool.close()
+    store.close()
 
 
 if __name__ == "__main__":

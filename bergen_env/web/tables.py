@@ -1,42 +1,47 @@
-"""Tables in memory: seats and links, moves, agents at a watchable pace, what each seat sees.
+"""Tables: seats and links, moves kept in a store, agents at a watchable pace, rematches.
 
-No HTTP here: :class:`TableManager` holds the tables and :class:`Table` one match. The app layer
-(:mod:`bergen_env.web.app`) turns requests into calls on these and errors into 4xx answers.
-
-Every message a seat receives is built by :meth:`Table.snapshot` from that seat's
-:meth:`~bergen_env.engine.BergenState.public_view` and the table's public log (moves as
-everyone saw them, hands revealed at a hand's end), never from the state itself.
+No HTTP here: :class:`TableManager` holds the live tables and :class:`Table` one table (the
+match being played and, after a rematch, the next). Every move is written to the
+:class:`~bergen_env.web.store.TableStore` before it is applied, so a move a player was told
+was accepted survives a restart; :meth:`TableManager.restore` rebuilds every live table from
+its seed and moves. A finished table frees its slot at once and stays readable as a replay.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import secrets
 import time
+from collections import Counter, OrderedDict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
-from bergen_env.actions import DOUBLE_PLAY, DRAW, NUM_PLAY_ACTIONS, PASS, action_str, parse_action
+from bergen_env.actions import DOUBLE_PLAY, DRAW
 from bergen_env.agents.base import Agent, agent_factory, make_agent, parse_agent_spec
-from bergen_env.engine import BergenState, PublicView
-from bergen_env.errors import BergenError, IllegalActionError
+from bergen_env.engine import BergenState
+from bergen_env.errors import IllegalActionError
 from bergen_env.observation import Encoder
 from bergen_env.replay import MatchRecorder, hands_at_end
 from bergen_env.rules import Rules
-from bergen_env.tiles import IS_DOUBLE, OTHER_HALF, PIPS, TILES
+from bergen_env.web.agent_pool import AgentPool
+from bergen_env.web.errors import TableError
+from bergen_env.web.messages import (
+    build_message,
+    hand_summary,
+    move_dict,
+    parse_move,
+    play_score_reason,
+)
+from bergen_env.web.options import PERSON, TableRequest
 from bergen_env.web.replays import place
+from bergen_env.web.store import EXPIRED, FINISHED, LIVE, SQLiteStore, TableRow, TableStore
 
 logger = logging.getLogger(__name__)
-
-#: The seat kind of a person (every other kind names an agent of the menu).
-PERSON = "person"
-
-#: An agent whose decisions all took less than this acts in the event loop, not in a thread.
-INLINE_SECONDS = 0.002
 
 #: The agents a table may seat, by menu name: what :func:`make_agent` builds for each.
 DEFAULT_AGENTS: dict[str, str] = {
@@ -54,13 +59,20 @@ def presets_only(spec: str) -> bool:
     return bool(getattr(factory, "presets_only", False))
 
 
-class TableError(Exception):
-    """A request the tables refuse; ``status`` is the HTTP status the app answers with."""
+@dataclass
+class Limits:
+    """Bounds that keep one server fair and healthy with many tables and hostile clients."""
 
-    def __init__(self, status: int, message: str) -> None:
-        super().__init__(message)
-        self.status = status
-        self.message = message
+    max_tables: int = 200  # tables being played at once (finished ones hold no slot)
+    tables_per_address: int = 8  # tables being played that one client address created
+    creations_per_minute: float = 6.0  # new tables per client address (a burst of as many)
+    idle_seconds: float = 1800.0  # a table with no move for this long expires
+    max_hands: int = 100  # hands per match at a web table
+    replay_days: float = 7.0  # finished matches stay readable this long
+    max_connections_per_table: int = 32
+    sockets_per_address: int = 64  # open WebSockets of one client address
+    max_body_bytes: int = 2 * 1024 * 1024  # request bodies (replay files are the largest)
+    max_json_bytes: int = 16 * 1024  # JSON bodies of the API besides replay files
 
 
 @dataclass
@@ -71,78 +83,79 @@ class Seat:
     kind: str
     token: str | None = None
     agent: Agent | None = None
-    #: The agent's slowest decision so far (seconds); a slow agent thinks in a worker thread.
-    slowest: float = float("inf")
 
 
-@dataclass
-class Limits:
-    """Bounds that keep one server healthy with many tables and careless clients."""
-
-    max_tables: int = 200
-    idle_seconds: float = 1800.0  # a table nobody touched for this long is removed
-    max_connections_per_table: int = 32
-    max_body_bytes: int = 2 * 1024 * 1024  # request bodies (replay files are the largest)
-
-
-def _new_token(nbytes: int = 18) -> str:
+def new_token(nbytes: int = 18) -> str:
     return secrets.token_urlsafe(nbytes)
 
 
+#: An agent whose decisions all took less than this (CPU seconds) acts in the event loop.
+INLINE_SECONDS = 0.002
+
+
+def _timed_act(agent: Agent, obs: Any, mask: Any, view: Any) -> tuple[int, float]:
+    """The agent's action and the CPU time of its thread it took to decide."""
+    start = time.thread_time()
+    action = int(agent.act(obs, mask, view))
+    return action, time.thread_time() - start
+
+
 class Table:
-    """One match: the engine state, its seats, its public log and its listeners."""
+    """One table: its row in the store, the match being played, its public log, listeners."""
 
     def __init__(
         self,
-        rules: Rules,
-        kinds: Sequence[str],
+        row: TableRow,
         agent_specs: dict[str, str],
         *,
-        seed: int,
+        store: TableStore,
+        limits: Limits,
         pace: float,
         clock: Callable[[], float],
-        lang: str = "en",
+        pool: AgentPool | None = None,
+        speeds: dict[str, float] | None = None,
+        moves: Sequence[tuple[int, int]] = (),
+        with_agents: bool = True,
     ) -> None:
-        if len(kinds) != rules.num_players:
-            raise TableError(
-                400, f"'seats' names {len(kinds)} seat(s) but the game has {rules.num_players}"
-            )
-        self.id = _new_token(9)
-        self.rules = rules
-        self.seed = seed
+        self.row = row
+        self.id = row.id
+        self.rules = Rules.from_dict(row.rules)
+        self.store = store
+        self.limits = limits
         self.pace = pace
-        self.lang = lang
+        self.pool = pool
+        #: The slowest decision of each agent of the menu so far (seconds), shared by the tables
+        #: of a server: an agent that has always been quick acts in the event loop.
+        self.speeds: dict[str, float] = speeds if speeds is not None else {}
         self._clock = clock
-        self.created = self.last_active = clock()
+        self._agent_specs = agent_specs
+        self.last_move = clock()
+        self.version = 0
+        self.closed = False
+        self.on_finish: Callable[[Table], None] | None = None
+        #: The replay frames of the last finished match, keyed by it (built on first request).
+        self.frames: tuple[Any, Any] = (None, None)
+        self._changed: asyncio.Event | None = None
+        self._listeners: set[asyncio.Event] = set()
+        self._runner: asyncio.Task | None = None
+        self._deal(with_agents)
+        for seat, action in moves:
+            self._apply(seat, action, persist=False)
+
+    def _deal(self, with_agents: bool) -> None:
+        """Seat everyone and deal the match ``row.match`` of this table."""
+        rules, row, match = self.rules, self.row, self.row.match
         self.seats: list[Seat] = []
-        for index, kind in enumerate(kinds):
+        for index, (kind, token) in enumerate(zip(row.kinds, row.tokens)):
             if kind == PERSON:
-                self.seats.append(Seat(index, kind, token=_new_token()))
+                self.seats.append(Seat(index, kind, token=token))
                 continue
-            if kind not in agent_specs:
-                raise TableError(
-                    400,
-                    f"seat {index}: unknown seat kind {kind!r}; choose {PERSON!r} or an agent "
-                    f"of {sorted(agent_specs)}",
-                )
-            rng = np.random.default_rng(np.random.SeedSequence(seed, spawn_key=(1, index)))
-            try:
-                agent = make_agent(agent_specs[kind])
-                agent.reset(rules, index, rng)
-            except (ValueError, OSError) as exc:  # e.g. a policy trained for other rules
-                message = f"seat {index}: agent {kind!r} cannot play this game: {exc}"
-                if presets_only(agent_specs[kind]):
-                    message = (
-                        f"seat {index}: agent {kind!r} plays the presets' rules only and these "
-                        f"change an option; keep the preset's options or choose another agent "
-                        f"({exc})"
-                    )
-                raise TableError(400, message) from None
+            agent = self._make_agent(index, kind) if with_agents else None
             self.seats.append(Seat(index, kind, agent=agent))
-        self.state = BergenState(
-            rules, seed=np.random.default_rng(np.random.SeedSequence(seed, spawn_key=(0,)))
-        )
-        self.recorder = MatchRecorder(self.state, [s.kind for s in self.seats], seed=seed)
+        key = (0,) if match == 0 else (0, match)
+        rng = np.random.default_rng(np.random.SeedSequence(row.seed, spawn_key=key))
+        self.state = BergenState(rules, seed=rng)
+        self.recorder = MatchRecorder(self.state, [s.kind for s in self.seats], seed=row.seed)
         self.encoder = (
             Encoder(rules)
             if any(
@@ -152,55 +165,110 @@ class Table:
             else None
         )
         self.events: list[dict[str, Any]] = []  # public log of the hand being played
-        self.results: list[dict[str, Any]] = []  # per finished hand: result and revealed hands
-        self.version = 0
-        self.closed = False
-        self.error: str | None = None  # set when an agent failed and the table stopped
-        self._changed: asyncio.Event | None = None
-        self._listeners: set[asyncio.Event] = set()
-        self._runner: asyncio.Task | None = None
+        self.last_result: dict[str, Any] | None = None  # the last finished hand, with its log
+        self.hands_done = 0
+        self.moves_made = 0  # moves of this match so far (the store's move numbers)
+
+    def _make_agent(self, index: int, kind: str) -> Agent:
+        specs = self._agent_specs
+        if kind not in specs:
+            raise TableError(
+                400,
+                "unknown_agent",
+                f"seat {index}: unknown seat kind {kind!r}; choose {PERSON!r} or an agent "
+                f"of {sorted(specs)}",
+                seat=index,
+            )
+        key = (1, index) if self.row.match == 0 else (1, index, self.row.match)
+        rng = np.random.default_rng(np.random.SeedSequence(self.row.seed, spawn_key=key))
+        try:
+            agent = make_agent(specs[kind])
+            agent.reset(self.rules, index, rng)
+        except (ValueError, OSError) as exc:  # e.g. a policy trained for other rules
+            message = f"seat {index}: agent {kind!r} cannot play this game: {exc}"
+            if presets_only(specs[kind]):
+                message = (
+                    f"seat {index}: agent {kind!r} plays the presets' rules only and these "
+                    f"change an option; keep the preset's options or choose another agent "
+                    f"({exc})"
+                )
+            raise TableError(400, "agent_refuses", message, seat=index) from None
+        return agent
 
     # ------------------------------------------------------------------ queries
 
     @property
+    def over(self) -> bool:
+        """The match has ended: a side reached the target, or the hand cap was reached."""
+        return self.state.terminal or self.state.hand_number >= self.limits.max_hands
+
+    @property
     def terminal(self) -> bool:
-        return self.state.terminal
+        return self.over
+
+    @property
+    def end_reason(self) -> str | None:
+        if self.state.terminal:
+            return "one_hand" if self.rules.single_hand else "target"
+        return "hand_cap" if self.over else None
 
     @property
     def host(self) -> int | None:
-        """The first person's seat: the one who made the table and shares its links."""
+        """The first person's seat: the one who shares the table's links."""
         return next((s.index for s in self.seats if s.kind == PERSON), None)
 
     @property
     def has_agents(self) -> bool:
         return any(s.agent is not None for s in self.seats)
 
-    def touch(self) -> None:
-        self.last_active = self._clock()
+    @property
+    def error(self) -> str | None:
+        return self.row.error
+
+    def seat_of(self, token: str) -> int:
+        """The seat ``token`` plays in the current match (seats rotate at a rematch)."""
+        return self.row.tokens.index(token)
 
     # ------------------------------------------------------------------ moves
 
     def move(self, seat: int, action: Any) -> None:
         """A person's move; raises :class:`TableError` (409/422) when it may not be made."""
-        if self.state.terminal:
-            raise TableError(409, "the match is over; no more moves")
+        if self.over:
+            raise TableError(409, "match_over", "the match is over; no more moves")
+        if self.closed:
+            raise TableError(410, "expired", "this table has closed")
         if self.seats[seat].kind != PERSON:
-            raise TableError(403, f"seat {seat} is played by an agent")
-        if seat != self.state.current_player:
+            raise TableError(403, "agent_seat", f"seat {seat} is played by an agent", seat=seat)
+        turn = self.state.current_player
+        if seat != turn:
             raise TableError(
-                409, f"it is not your turn: player_{self.state.current_player} is on turn"
+                409,
+                "not_your_turn",
+                f"it is not your turn: seat {turn} is on turn (seats count from 0)",
+                turn=turn,
             )
         a = parse_move(action, self.rules.num_actions)
         if not self.state.is_legal(a):
             raise TableError(
                 422,
-                f"action {a} ({action_str(a)}) is not legal now; legal: "
+                "illegal_move",
+                f"action {a} ({move_dict(a)['text']}) is not legal now; legal: "
                 f"{self.state.legal_actions_text()}",
+                action=a,
             )
         self._apply(seat, a)
 
-    def _apply(self, seat: int, a: int) -> None:
+    def _apply(self, seat: int, a: int, *, persist: bool = True) -> None:
         state = self.state
+        if persist:  # on disk before anyone is told
+            try:
+                self.store.add_move(self.id, self.row.match, self.moves_made, seat, a)
+            except Exception as exc:
+                logger.exception("table %s: the store refused a move", self.id)
+                raise TableError(
+                    503, "store_failed", f"the move could not be kept, try again ({exc})"[:200]
+                ) from None
+        self.moves_made += 1
         side = self.rules.side_of[seat]
         before = state.scores[:]
         num_results = len(state.hand_results)
@@ -223,24 +291,54 @@ class Table:
             final = hands_at_end(hand_record["deal"], hand_record["events"])
             if a < DRAW or a >= DOUBLE_PLAY:
                 place(line, a)
-            summary = hand_summary(self.rules, len(self.results), hand_record["result"], final)
+            summary = hand_summary(self.rules, self.hands_done, hand_record["result"], final)
             summary["line"] = [list(pair) for pair in line]
             summary["scores"] = state.scores[:]
-            self.results.append(summary)
+            summary["events"] = self.events
+            self.last_result = summary
+            self.hands_done += 1
             self.events = []
-        self.touch()
+        self.last_move = self._clock()
+        if persist and self.over:
+            self.finish()
         self.notify()
+
+    def finish(self) -> None:
+        """Keep the finished match's record and mark the table finished (frees its slot)."""
+        now = time.time()
+        self.store.add_replay(self.id, self.row.match, self.recorder.finish(), now)
+        self.row.status, self.row.ended = FINISHED, now
+        self.store.save(self.row)
+        if self.on_finish is not None:
+            self.on_finish(self)
+
+    def rematch(self) -> None:
+        """The next match at this table: the same people and links, seats rotated one on."""
+        if not self.over:
+            raise TableError(409, "match_not_over", "the match is still being played")
+        row = self.row
+        row.match += 1
+        row.kinds = row.kinds[-1:] + row.kinds[:-1]
+        row.tokens = row.tokens[-1:] + row.tokens[:-1]
+        row.status, row.ended, row.error = LIVE, None, None
+        self._deal(with_agents=True)
+        self.store.save(row)
+        self.last_move = self._clock()
+        self.closed = False
+        self.notify()
+        self.start()
 
     # ------------------------------------------------------------------ agents
 
     def start(self) -> None:
         """Start the agents' loop (inside the running event loop) if any seat is an agent."""
-        if self.has_agents and self._runner is None and not self.state.terminal:
+        running = self._runner is not None and not self._runner.done()
+        if self.has_agents and not running and not self.over and not self.closed:
             self._changed = asyncio.Event()
             self._runner = asyncio.get_running_loop().create_task(self._run_agents())
 
     async def _run_agents(self) -> None:
-        while not self.closed and not self.state.terminal:
+        while not self.closed and not self.over:
             seat = self.seats[self.state.current_player]
             if seat.agent is None:
                 assert self._changed is not None
@@ -250,37 +348,55 @@ class Table:
             if self.pace:
                 await asyncio.sleep(self.pace)
             state = self.state
-            agent = seat.agent
-            view = state.public_view(seat.index) if getattr(agent, "needs_view", True) else None
-            obs = (
-                self.encoder.observe(state, seat.index)
-                if self.encoder is not None and getattr(agent, "needs_observation", True)
-                else None
-            )
-            mask = state.legal_mask()
             hand = state.hand_number
             try:
-                start = time.perf_counter()
-                if seat.slowest < INLINE_SECONDS:  # quick agents act in the loop
-                    action = agent.act(obs, mask, view)
-                else:  # a slow one (search, a network) must not hold up the other tables
-                    action = await asyncio.to_thread(agent.act, obs, mask, view)
-                elapsed = time.perf_counter() - start
-                seat.slowest = (
-                    elapsed if seat.slowest == float("inf") else max(seat.slowest, elapsed)
-                )
-                if self.closed:
+                action = await self._decide(seat)
+                if self.closed or state is not self.state:
                     return
                 if not state.is_legal(int(action)):
                     raise IllegalActionError(f"chose the illegal action {action!r}")
+            except asyncio.CancelledError:
+                raise
             except Exception as exc:  # a broken agent stops its table, visibly
-                self.error = f"agent {seat.kind!r} (seat {seat.index}) failed: {exc}"
-                logger.exception(self.error)
-                self.notify()
+                self._stop(f"agent {seat.kind!r} (seat {seat.index}) failed: {exc}")
                 return
-            self._apply(seat.index, int(action))
+            try:
+                self._apply(seat.index, int(action))
+            except Exception as exc:  # the store refused the move: nothing was applied
+                self._stop(f"the table could not keep a move: {exc}")
+                return
             if self.pace and self.state.hand_number != hand:
                 await asyncio.sleep(3 * self.pace)  # time to read the hand's end
+
+    def _stop(self, error: str) -> None:
+        self.row.error = error[:300]
+        logger.exception(self.row.error)
+        with contextlib.suppress(Exception):
+            self.store.save(self.row)
+        self.notify()
+
+    async def _decide(self, seat: Seat) -> int:
+        state, agent = self.state, seat.agent
+        assert agent is not None
+        view = state.public_view(seat.index) if getattr(agent, "needs_view", True) else None
+        obs = (
+            self.encoder.observe(state, seat.index)
+            if self.encoder is not None and getattr(agent, "needs_observation", True)
+            else None
+        )
+        mask = state.legal_mask()
+        slowest = self.speeds.get(seat.kind)
+        if slowest is None:  # a kind not seen yet: its first decision, timed in a thread
+            action, cpu = await asyncio.to_thread(_timed_act, agent, obs, mask, view)
+            self.speeds[seat.kind] = cpu
+        elif slowest < INLINE_SECONDS:  # quick agents act in the loop
+            action, cpu = _timed_act(agent, obs, mask, view)
+            self.speeds[seat.kind] = max(slowest, cpu)
+        elif self.pool is not None:  # slow ones (search, a network) in the agent pool
+            action, seat.agent = await self.pool.act(agent, obs, mask, view)
+        else:
+            action = await asyncio.to_thread(agent.act, obs, mask, view)
+        return int(action)
 
     def close(self) -> None:
         self.closed = True
@@ -314,6 +430,7 @@ class Table:
     def snapshot(self, seat: int | None) -> dict[str, Any]:
         """Everything ``seat`` (None: a spectator) may know now, as a JSON-able dict."""
         view = self.state.public_view(0 if seat is None else seat)
+        over = self.over
         return build_message(
             view,
             seat=seat,
@@ -321,199 +438,35 @@ class Table:
             table=self.id,
             seat_kinds=[s.kind for s in self.seats],
             events=self.events,
-            results=self.results,
-            over=self.state.terminal,
-            winner=self.state.winner,
-            lang=self.lang,
+            last_result=self.last_result,
+            hands_done=self.hands_done,
+            over=over,
+            winner=self.state.winner if over else None,
+            lang=self.row.lang,
             error=self.error,
+            match=self.row.match,
+            end_reason=self.end_reason,
         )
 
     def replay_record(self) -> dict[str, Any]:
-        """The match as a ``bergen-replay/1`` record (hands shown): finished tables only."""
-        if not self.state.terminal:
-            raise TableError(409, "the match is still being played; its replay opens at the end")
-        return self.recorder.finish()
+        """The last finished match as a ``bergen-replay/1`` record (hands shown)."""
+        record = self.store.replay(self.id)
+        if record is None:
+            raise TableError(
+                409, "match_not_over", "the match is still being played; its replay opens then"
+            )
+        return record
 
-
-# ---------------------------------------------------------------------- message parts
-
-
-def parse_move(action: Any, num_actions: int) -> int:
-    """An action id from a request: an id, or move text such as ``"[3|5]>left"`` or ``"draw"``."""
-    if isinstance(action, bool) or not isinstance(action, (int, str)):
-        raise TableError(422, f"'action' must be an action id or move text, got {action!r}")
-    try:
-        a = parse_action(action) if isinstance(action, str) else action
-    except BergenError as exc:
-        raise TableError(422, str(exc)) from None
-    if not 0 <= a < num_actions:
-        raise TableError(422, f"action {a} is out of range 0..{num_actions - 1}")
-    return a
-
-
-def move_dict(a: int) -> dict[str, Any]:
-    """A public description of action ``a``: kind, tile and end (no hidden tile for a draw)."""
-    if a < NUM_PLAY_ACTIONS:
+    def links(self) -> dict[str, Any]:
+        """Every person seat's link and the spectator link (paths; the page makes them absolute)."""
         return {
-            "action": a,
-            "kind": "play",
-            "tile": list(TILES[a >> 1]),
-            "end": a & 1,
-            "text": action_str(a),
+            "table": self.id,
+            "seats": [
+                {"seat": s.index, "kind": s.kind, "link": f"/s/{s.token}" if s.token else None}
+                for s in self.seats
+            ],
+            "watch": f"/w/{self.id}",
         }
-    if a == DRAW:
-        return {"action": a, "kind": "draw", "text": "draw"}
-    if a == PASS:
-        return {"action": a, "kind": "pass", "text": "pass"}
-    n = a - DOUBLE_PLAY
-    return {"action": a, "kind": "double_play", "tile": [n, n], "text": action_str(a)}
-
-
-def end_count(line: Sequence[Sequence[int]]) -> int:
-    """The Fives count of a line: each end's number, a double end twice; one tile: its pips."""
-    if not line:
-        return 0
-    if len(line) == 1:
-        return sum(line[0])
-    (a, b), (c, d) = line[0], line[-1]
-    return (2 * a if a == b else a) + (2 * d if c == d else d)
-
-
-def play_score_reason(rules: Rules, state: BergenState, a: int) -> dict[str, Any]:
-    """What the play ``a`` (legal now, not yet applied) scores for and why, from public facts.
-
-    Bergen: a header when both ends then show one number (``number``, with ``doubles`` crosswise
-    double ends; ``full`` is its value before end caps). Fives: the ends' ``count``.
-    """
-    if a >= DOUBLE_PLAY:  # both [n|n] at once: two double ends
-        n = a - DOUBLE_PLAY
-        ends, doubles = (n, n), (True, True)
-    else:
-        t, e = a >> 1, a & 1
-        if state.lead_tile is not None or not state.line:  # the first tile of the hand
-            x, y = TILES[t]
-            ends, doubles = (x, y), (IS_DOUBLE[t], IS_DOUBLE[t])
-        else:
-            new = OTHER_HALF[t * 7 + state.end_num[e]]
-            other = state.end_num[1 - e]
-            ends = (new, other)
-            doubles = (IS_DOUBLE[t], state.end_dbl[1 - e])
-    first = not state.line
-    if getattr(rules, "play_scoring", "headers") == "fives":
-        count = (
-            sum(TILES[a >> 1])
-            if first and a < DOUBLE_PLAY
-            else sum(2 * n if d else n for n, d in zip(ends, doubles))
-        )
-        return {"kind": "fives", "count": count}
-    if ends[0] != ends[1]:
-        return {"kind": "none"}
-    if a >= DOUBLE_PLAY:
-        full = 5
-    elif first:
-        full = 2  # the opening double: both ends show its number
-    else:
-        full = (2, 3, 4)[doubles[0] + doubles[1]]
-    return {
-        "kind": "header",
-        "number": ends[0],
-        "doubles": 0 if first else int(doubles[0]) + int(doubles[1]),
-        "full": full,
-    }
-
-
-def hand_summary(
-    rules: Rules,
-    number: int,
-    result: dict[str, Any] | None,
-    final_hands: list[list[int]],
-) -> dict[str, Any]:
-    """A finished hand as everyone sees it at its end: why it ended, points, the hands shown."""
-    result = dict(result or {})
-    tallies = []
-    for side in range(rules.num_sides):
-        tiles = [t for s, h in enumerate(final_hands) if rules.side_of[s] == side for t in h]
-        doubles = [TILES[t][0] for t in tiles if IS_DOUBLE[t]]
-        tallies.append(
-            {
-                "doubles": len(doubles),
-                "lowest_double": min(doubles) if doubles else None,
-                "pips": sum(PIPS[t] for t in tiles),
-            }
-        )
-    return {
-        "hand": number,
-        "reason": result.get("reason"),
-        "winner": result.get("winner"),
-        "seat": result.get("seat"),
-        "points": result.get("points"),
-        "blocked_rule": result.get("blocked_rule"),
-        "hands": [[list(TILES[t]) for t in h] for h in final_hands],
-        "tallies": tallies,
-    }
-
-
-def build_message(
-    view: PublicView,
-    *,
-    seat: int | None,
-    version: int,
-    table: str,
-    seat_kinds: Sequence[str],
-    events: Sequence[dict[str, Any]],
-    results: Sequence[dict[str, Any]],
-    over: bool,
-    winner: int | None,
-    lang: str = "en",
-    error: str | None = None,
-) -> dict[str, Any]:
-    """The message for ``seat`` (None: a spectator) from its public view and the public log."""
-    rules = view.rules
-    own = seat is not None
-    legal = []
-    if own and not over:
-        for a in view.legal_actions:
-            legal.append(move_dict(a))
-    return {
-        "type": "state",
-        "version": version,
-        "table": table,
-        "lang": lang,
-        "seat": seat,
-        "game": game_dict(rules),
-        "seats": [
-            {
-                "seat": i,
-                "kind": kind,
-                "side": rules.side_of[i],
-                "hand_size": view.hand_sizes[i],
-            }
-            for i, kind in enumerate(seat_kinds)
-        ],
-        "turn": None if over else view.current_player,
-        "hand_number": view.hand_number,
-        "line": [list(pair) for pair in view.line],
-        "ends": list(view.ends) if view.ends is not None else None,
-        "end_doubles": list(view.end_doubles),
-        "boneyard": view.boneyard_size,
-        "drawable": view.drawable,
-        "scores": list(view.scores),
-        "hand": [list(TILES[t]) + [t] for t in view.hand] if own else None,
-        "legal": legal,
-        "events": list(events),
-        "results": list(results),
-        "over": over,
-        "winner": winner,
-        "error": error,
-    }
-
-
-def game_dict(rules: Rules) -> dict[str, Any]:
-    """The rules as the page shows them (every option, the preset's name, sides and target)."""
-    out = rules.to_dict()
-    out["num_sides"] = rules.num_sides
-    out["side_of"] = list(rules.side_of)
-    return out
 
 
 # ---------------------------------------------------------------------- the manager
@@ -521,74 +474,241 @@ def game_dict(rules: Rules) -> dict[str, Any]:
 
 @dataclass
 class TableManager:
-    """All tables of one server: creation within limits, look-up by link, idle expiry."""
+    """All tables of one server: creation within quotas, look-up by link, expiry, restore."""
 
     agents: dict[str, str] = field(default_factory=lambda: dict(DEFAULT_AGENTS))
     limits: Limits = field(default_factory=Limits)
     pace: float = 0.8
     clock: Callable[[], float] = time.monotonic
-    tables: dict[str, Table] = field(default_factory=dict)
-    _tokens: dict[str, tuple[str, int]] = field(default_factory=dict)
+    store: TableStore = field(default_factory=lambda: SQLiteStore(":memory:"))
+    pool: AgentPool | None = None
+    speeds: dict[str, float] = field(default_factory=dict)  # see Table.speeds
+    tables: dict[str, Table] = field(default_factory=dict)  # live tables
+    _tokens: dict[str, str] = field(default_factory=dict)
+    _finished: OrderedDict[str, Table] = field(default_factory=OrderedDict)
+    _buckets: dict[str, tuple[float, float]] = field(default_factory=dict)
+    sockets: Counter[str] = field(default_factory=Counter)  # open WebSockets per address
+
+    # ------------------------------------------------------------------ creation
 
     def create(
-        self, rules: Rules, kinds: Sequence[str], *, seed: int | None = None, lang: str = "en"
+        self,
+        rules: Rules,
+        kinds: Sequence[str],
+        *,
+        seed: int | None = None,
+        lang: str = "en",
+        address: str = "local",
     ) -> Table:
+        """A new live table (its agents not started: call :meth:`Table.start`)."""
         self.expire()
+        self._admit(address)
+        if len(kinds) != rules.num_players:
+            raise TableError(
+                400,
+                "bad_seats",
+                f"'seats' names {len(kinds)} seat(s) but the game has {rules.num_players}",
+            )
+        now = time.time()
+        row = TableRow(
+            id=new_token(9),
+            rules=rules.to_dict(),
+            kinds=list(kinds),
+            tokens=[new_token() if k == PERSON else None for k in kinds],
+            seed=secrets.randbits(32) if seed is None else seed,
+            lang=lang,
+            address=address,
+            created=now,
+        )
+        table = self._table(row)
+        self._spend(address)
+        self.store.save(row)
+        self._add(table)
+        return table
+
+    def create_from(self, request: TableRequest, address: str) -> Table:
+        table = self.create(
+            request.rules, request.kinds, seed=request.seed, lang=request.lang, address=address
+        )
+        table.start()
+        return table
+
+    def _table(self, row: TableRow, moves: Sequence[tuple[int, int]] = (), **kw: Any) -> Table:
+        return Table(
+            row,
+            self.agents,
+            store=self.store,
+            limits=self.limits,
+            pace=self.pace,
+            clock=self.clock,
+            pool=self.pool,
+            speeds=self.speeds,
+            moves=moves,
+            **kw,
+        )
+
+    def _add(self, table: Table) -> None:
+        table.on_finish = self._finished_table
+        self.tables[table.id] = table
+        for token in table.row.tokens:
+            if token is not None:
+                self._tokens[token] = table.id
+
+    def _admit(self, address: str) -> None:
+        """Refuse a new live table over the server's or the address's quota (429/503)."""
         if len(self.tables) >= self.limits.max_tables:
             raise TableError(
                 503,
-                f"the server already has {self.limits.max_tables} tables (its limit); "
-                "try again when one has finished",
+                "server_full",
+                f"the server is playing {self.limits.max_tables} tables (its limit); "
+                "try again in a minute",
+                retry_after=60,
             )
-        if seed is None:
-            seed = secrets.randbits(32)
-        table = Table(
-            rules, kinds, self.agents, seed=seed, pace=self.pace, clock=self.clock, lang=lang
-        )
-        self.tables[table.id] = table
-        for s in table.seats:
-            if s.token is not None:
-                self._tokens[s.token] = (table.id, s.index)
+        mine = sum(1 for t in self.tables.values() if t.row.address == address)
+        if mine >= self.limits.tables_per_address:
+            raise TableError(
+                429,
+                "too_many_tables",
+                f"your address already plays {mine} tables (the limit); finish one first",
+                retry_after=60,
+            )
+        tokens, _ = self._bucket(address)
+        if tokens < 1:
+            rate = self.limits.creations_per_minute / 60
+            wait = max(1, int((1 - tokens) / rate) + 1)
+            raise TableError(
+                429,
+                "too_many_new_tables",
+                f"too many new tables from your address; try again in {wait} s",
+                retry_after=wait,
+            )
+
+    def _bucket(self, address: str) -> tuple[float, float]:
+        now = self.clock()
+        burst = self.limits.creations_per_minute
+        tokens, then = self._buckets.get(address, (burst, now))
+        tokens = min(burst, tokens + (now - then) * burst / 60)
+        return tokens, now
+
+    def _spend(self, address: str) -> None:
+        tokens, now = self._bucket(address)
+        self._buckets[address] = (tokens - 1, now)
+        if len(self._buckets) > 10_000:  # forget addresses whose bucket is full again
+            for key in [k for k in self._buckets if self._bucket(k)[0] >= 1][:5000]:
+                del self._buckets[key]
+
+    def rematch(self, table: Table, address: str) -> Table:
+        """The next match at a finished table: it takes a live slot again."""
+        if not table.over:
+            raise TableError(409, "match_not_over", "the match is still being played")
+        if len(self.tables) >= self.limits.max_tables:
+            self._admit(address)
+        self._finished.pop(table.id, None)
+        table.rematch()
+        self._add(table)
         return table
+
+    # ------------------------------------------------------------------ look-up
 
     def by_id(self, table_id: str) -> Table:
-        table = self.tables.get(table_id)
-        if table is None:
-            raise TableError(404, self.gone_message("table"))
-        return table
+        table = self.tables.get(table_id) or self._finished.get(table_id)
+        if table is not None:
+            return table
+        return self._from_store(table_id if len(table_id) < 40 else "", "table")
 
     def by_token(self, token: str) -> tuple[Table, int]:
-        found = self._tokens.get(token)
-        table = self.tables.get(found[0]) if found else None
-        if table is None:
-            raise TableError(404, self.gone_message("seat link"))
-        return table, found[1]
+        table_id = self._tokens.get(token)
+        if table_id is None and len(token) < 60:
+            table_id = self.store.find_token(token)
+        table = self.by_id(table_id) if table_id else self._from_store("", "seat link")
+        return table, table.seat_of(token)
 
-    def gone_message(self, what: str) -> str:
-        minutes = self.limits.idle_seconds / 60
-        return (
-            f"no such {what}: it is mistyped, or its table expired after {minutes:g} minutes "
-            "without a move"
-        )
+    def _from_store(self, table_id: str, what: str) -> Table:
+        row = self.store.load(table_id) if table_id else None
+        if row is None:
+            kept = "" if self.store.durable else ", or the server restarted (it keeps no tables)"
+            raise TableError(404, "unknown_link", f"no such {what}: it is mistyped{kept}")
+        if row.status == EXPIRED:
+            minutes = self.limits.idle_seconds / 60
+            raise TableError(
+                410,
+                "expired",
+                f"this table expired after {minutes:g} minutes without a move",
+                minutes=minutes,
+            )
+        live = row.status == LIVE  # live in the store but not here: restore it
+        table = self._table(row, self.store.moves(row.id, row.match), with_agents=live)
+        if live:
+            self._resume(table)
+        else:
+            self._keep_finished(table)
+        return table
+
+    def _resume(self, table: Table) -> None:
+        self._add(table)
+        if table.over:  # its last move was kept but the server stopped before the match's end
+            table.finish()
+        else:
+            table.start()
+
+    # ------------------------------------------------------------------ ends
+
+    def _finished_table(self, table: Table) -> None:
+        """A match ended: its slot is free at once; it stays readable."""
+        self.tables.pop(table.id, None)
+        for seat in table.seats:
+            seat.agent = None
+        self._keep_finished(table)
+
+    def _keep_finished(self, table: Table) -> None:
+        self._finished[table.id] = table
+        self._finished.move_to_end(table.id)
+        while len(self._finished) > self.limits.max_tables:
+            old, gone = self._finished.popitem(last=False)
+            for token in gone.row.tokens:
+                if token is not None and self._tokens.get(token) == old:
+                    del self._tokens[token]
+        for token in table.row.tokens:
+            if token is not None:
+                self._tokens[token] = table.id
 
     def expire(self) -> list[str]:
-        """Remove tables with no move nor connection for longer than the limit; their ids."""
+        """Close live tables without a move for longer than the limit; their ids."""
         now = self.clock()
         gone = [
-            tid
-            for tid, t in self.tables.items()
-            if now - t.last_active > self.limits.idle_seconds and t.connections == 0
+            tid for tid, t in self.tables.items() if now - t.last_move > self.limits.idle_seconds
         ]
         for tid in gone:
             table = self.tables.pop(tid)
+            table.row.status, table.row.ended = EXPIRED, time.time()
+            self.store.save(table.row)
             table.close()
-            for s in table.seats:
-                if s.token is not None:
-                    self._tokens.pop(s.token, None)
+            for token in table.row.tokens:
+                if token is not None:
+                    self._tokens.pop(token, None)
+        if gone or secrets.randbelow(100) == 0:
+            self.store.purge(time.time() - self.limits.replay_days * 86400)
         return gone
+
+    def restore(self) -> int:
+        """Rebuild every live table of the store and start its agents; how many."""
+        count = 0
+        for row in self.store.live():
+            try:
+                table = self._table(row, self.store.moves(row.id, row.match))
+            except Exception as exc:  # e.g. its agent left the menu: the table cannot go on
+                logger.warning("table %s cannot be restored: %s", row.id, exc)
+                row.status, row.ended = EXPIRED, time.time()
+                row.error = f"could not be restored: {exc}"[:300]
+                self.store.save(row)
+                continue
+            self._resume(table)
+            count += 1
+        return count
 
     def close_all(self) -> None:
         for table in self.tables.values():
             table.close()
         self.tables.clear()
         self._tokens.clear()
+        self._finished.clear()

@@ -54,3 +54,26 @@ export function languageSelect(onChange) {
   });
   return select;
 }
+
+// A refused request's answer ({error, code, params}) in the page's language: seats numbered
+// from 1 as the page numbers them; the English message when the catalog has no text for it.
+export function errorText(body) {
+  if (!body || typeof body !== "object") return t("err_network");
+  const key = `err_${body.code}`;
+  if (!body.code || !(key in catalog.en)) return body.error || t("err_network");
+  const fields = { ...(body.params || {}), detail: body.error };
+  for (const k of ["seat", "turn"]) if (typeof fields[k] === "number") fields[k] += 1;
+  return t(key, fields);
+}
+
+// fetch that answers {ok, status, body}; a network failure or a non-JSON answer is a code too.
+export async function request(url, options = {}) {
+  try {
+    const res = await fetch(url, options);
+    let body;
+    try { body = await res.json(); } catch { body = { code: "network" }; }
+    return { ok: res.ok, status: res.status, body };
+  } catch {
+    return { ok: false, status: 0, body: { code: "network" } };
+  }
+}

@@ -1,5 +1,5 @@
 // The home page: quick start, a table of any preset, seating and options, and its links.
-import { loadCatalog, t, translatePage, languageSelect, lang } from "./i18n.js";
+import { loadCatalog, t, translatePage, languageSelect, lang, errorText, request } from "./i18n.js";
 import { kindName, presetName } from "./describe.js";
 
 const $ = (id) => document.getElementById(id);
@@ -67,7 +67,12 @@ function renderOptions() {
       }
       input.value = value;
     } else if (typeof value === "boolean") { input.type = "checkbox"; input.checked = value; }
-    else if (typeof value === "number") { input.type = "number"; input.value = value; }
+    else if (typeof value === "number") {
+      input.type = "number";
+      input.min = 0;
+      if (name in meta.option_limits) input.max = meta.option_limits[name]; // a web table's bound
+      input.value = value;
+    }
     else input.value = value;
     label.appendChild(input);
     box.appendChild(label);
@@ -103,9 +108,12 @@ async function create(event) {
     seats: [...$("seats").querySelectorAll("select")].map((s) => s.value),
     options, lang,
   };
-  const res = await fetch("/api/tables", { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(body) });
-  const out = await res.json();
-  if (!res.ok) { $("notice").textContent = out.error; $("notice").hidden = false; return; }
+  const button = $("create").querySelector("button[type=submit]");
+  button.disabled = true; // one table per press
+  const res = await request("/api/tables", { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(body) });
+  button.disabled = false;
+  const out = res.body;
+  if (!res.ok) { $("notice").textContent = errorText(out); $("notice").hidden = false; return; }
   $("notice").hidden = true;
   const people = out.seats.filter((s) => s.link);
   if (people.length === 1) { location.href = `${people[0].link}?lang=${lang}`; return; }

@@ -1,5 +1,5 @@
 // Step through a replay (a bergen-replay/1 file or a finished table), every hand shown.
-import { loadCatalog, t, translatePage, languageSelect, lang } from "./i18n.js";
+import { loadCatalog, t, translatePage, languageSelect, lang, errorText } from "./i18n.js";
 import { tileSVG, lineSVG } from "./tiles.js";
 import { resultLines, presetName, kindName } from "./describe.js";
 
@@ -46,7 +46,7 @@ function render() {
       : t("ev_play", { who, tile, end: t(ev.action & 1 ? "right" : "left") });
   }
   $("what").textContent = what;
-  $("line").replaceChildren(f.line.length ? lineSVG(f.line) : document.createTextNode(t("empty_line")));
+  $("line").replaceChildren(f.line.length ? lineSVG(f.line, { width: Math.max(160, $("line").clientWidth - 16) }) : document.createTextNode(t("empty_line")));
   $("boneyard").textContent = t("boneyard_replay", { n: f.boneyard });
   const hands = $("hands");
   hands.replaceChildren();
@@ -88,8 +88,9 @@ function tallies(hands) {
 function go(i) { pos = Math.max(0, Math.min(data.frames.length - 1, i)); render(); }
 
 async function load(res) {
-  const body = await res.json();
-  if (!res.ok) { notice(body.error); return; }
+  let body;
+  try { body = await res.json(); } catch { body = { code: "network" }; }
+  if (!res.ok) { notice(errorText(body)); return; }
   notice("");
   data = body;
   $("viewer").hidden = false;
@@ -103,7 +104,8 @@ async function load(res) {
 }
 
 async function upload(match) {
-  await load(await fetch(`/api/replay?match=${match}`, { method: "POST", body: fileText }));
+  const body = JSON.stringify({ text: fileText, match: Number(match) });
+  await load(await fetch("/api/replay", { method: "POST", headers: { "content-type": "application/json" }, body }));
 }
 
 async function main() {

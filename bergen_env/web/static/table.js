@@ -1,6 +1,6 @@
 // A table's page: a seat (/s/TOKEN) or a spectator (/w/TABLE). The server sends the whole view
 // the seat may know on every change (WebSocket); moves go to the API, which decides legality.
-import { loadCatalog, t, translatePage, languageSelect, lang } from "./i18n.js";
+import { loadCatalog, t, translatePage, languageSelect, lang, errorText, request } from "./i18n.js";
 import { tileSVG, lineSVG } from "./tiles.js";
 import { eventText, resultLines, seatName, sideName, kindName, presetName, tileText } from "./describe.js";
 
@@ -12,6 +12,7 @@ let msg = null;
 let choosing = null; // tile id whose end is being chosen
 let retry = 500;
 let fatal = false;
+let busy = false; // a move (or rematch) is on its way: no second one until it is answered
 
 const $ = (id) => document.getElementById(id);
 function node(tag, cls, text) {
@@ -28,21 +29,26 @@ function notice(text, kind = "error") {
   box.hidden = !text;
 }
 
-async function move(action) {
+async function post(path, payload) {
+  if (busy) return;
+  busy = true;
   choosing = null;
-  const res = await fetch(`${api}/move`, {
-    method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ action }),
+  render();
+  const res = await request(`${api}/${path}`, {
+    method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(payload),
   });
-  const body = await res.json();
-  if (!res.ok) { notice(body.error); return; }
-  notice("");
-  show(body);
+  busy = false;
+  if (!res.ok) notice(errorText(res.body));
+  else { notice(""); show(res.body); }
+  render(); // the buttons again, whichever view is the newest
 }
+
+const move = (action) => post("move", { action });
 
 function show(next) {
   if (msg && next.version < msg.version && next.table === msg.table) return; // an older view
   msg = next;
-  if (msg.error) notice(msg.error);
+  if (msg.error) notice(msg.error); // an agent failed: the table stopped
   render();
 }
 
@@ -50,6 +56,8 @@ function render() {
   if (!msg) return;
   document.body.dataset.version = msg.version; // for tests and tools: the view shown
   document.body.dataset.over = msg.over;
+  document.body.dataset.match = msg.match;
+  document.body.dataset.seat = msg.seat === null ? "" : msg.seat;
   translatePage();
   $("rules-link").href = `/rules?lang=${lang}`;
   const g = msg.game;
@@ -103,7 +111,7 @@ function renderOpponents() {
 function renderBoard() {
   const line = $("line");
   line.replaceChildren();
-  if (msg.line.length) line.appendChild(lineSVG(msg.line));
+  if (msg.line.length) line.appendChild(lineSVG(msg.line, { width: Math.max(160, line.clientWidth) }));
   else line.appendChild(node("div", "empty", t("empty_line")));
   const ends = msg.ends;
   for (const [i, id] of [[0, "end-left"], [1, "end-right"]]) {
@@ -143,7 +151,7 @@ function renderMe() {
     button.appendChild(tileSVG(a, b, { u: 34 }));
     button.dataset.tile = `${a}-${b}`;
     button.setAttribute("aria-label", tileText([a, b]));
-    if (moves.length) {
+    if (moves.length && !busy) {
       button.classList.add("legal");
       if (choosing === id) button.classList.add("chosen");
       button.addEventListener("click", () => {
@@ -162,6 +170,7 @@ function renderMe() {
     for (const m of moves) {
       const b = node("button", "end-btn", t(m.end ? "on_right" : "on_left", { n: msg.ends[m.end] }));
       b.dataset.end = m.end ? "right" : "left";
+      b.disabled = busy;
       b.addEventListener("click", () => move(m.action));
       choose.appendChild(b);
     }
@@ -173,6 +182,7 @@ function renderMe() {
     const label = m.kind === "draw" ? t("draw") : m.kind === "pass" ? t("pass") : t("double_play", { tile: tileText(m.tile) });
     const b = node("button", `act act-${m.kind}`, label);
     b.dataset.action = m.kind;
+    b.disabled = busy;
     b.addEventListener("click", () => move(m.action));
     actions.appendChild(b);
   }
@@ -186,12 +196,21 @@ function renderLog() {
     log.appendChild(li);
   }
   log.scrollTop = log.scrollHeight;
-  const last = msg.results[msg.results.length - 1];
+  const last = msg.last_result;
   const box = $("last-hand");
   box.hidden = !last;
   if (!last) return;
   box.replaceChildren(node("h3", "", t("hand_ended", { n: last.hand + 1 })));
   for (const line of resultLines(msg, last, last.tallies)) box.appendChild(node("p", "", line));
+  if (last.events && last.events.length) { // the ended hand's log stays readable
+    const details = node("details", "previous-log");
+    details.open = msg.events.length === 0;
+    details.appendChild(node("summary", "", t("previous_hand_log", { n: last.hand + 1 })));
+    const ol = node("ol", "log");
+    for (const ev of last.events) ol.appendChild(node("li", ev.points > 0 ? "scored" : "", eventText(msg, ev)));
+    details.appendChild(ol);
+    box.appendChild(details);
+  }
   box.appendChild(node("div", "revealed-title", t("revealed")));
   last.hands.forEach((tiles, seat) => {
     const row = node("div", "revealed");
@@ -213,18 +232,22 @@ function renderOver() {
   else title = t("wins", { side: sideName(msg, msg.winner) });
   box.replaceChildren(node("h2", "", t("match_over") + " — " + title));
   box.appendChild(node("p", "", msg.scores.map((s, side) => `${sideName(msg, side)}: ${s}`).join(" · ")));
+  if (msg.end_reason === "hand_cap") box.appendChild(node("p", "", t("hand_cap", { n: msg.hands_done })));
   const row = node("div", "links");
-  const again = new URLSearchParams({
-    preset: g.name, players: g.num_players, partnerships: g.partnerships,
-    seats: msg.seats.map((s) => (s.seat === msg.seat ? "person" : s.kind)).join(","), lang,
-  });
   const add = (href, text, id) => {
     const a = node("a", "button", text);
     a.href = href;
     a.id = id;
     row.appendChild(a);
   };
-  if (msg.seat !== null) add(`/play?${again}`, t("new_match"), "again");
+  if (msg.seat !== null) {
+    const b = node("button", "", t("rematch"));
+    b.id = "again";
+    b.disabled = busy;
+    b.addEventListener("click", () => post("rematch", {}));
+    row.appendChild(b);
+  }
+  add(`/?lang=${lang}`, t("new_table"), "new-table");
   add(`/replay/${msg.table}?lang=${lang}`, t("view_replay"), "replay");
   add(`/api/w/${msg.table}/replay`, t("download_replay"), "download");
   box.appendChild(row);
@@ -256,25 +279,27 @@ function connect() {
   ws.onmessage = (e) => {
     const data = JSON.parse(e.data);
     if (data.type === "state") show(data);
-    else if (data.type === "error") { notice(data.error); }
+    else if (data.type === "error") notice(errorText(data), data.code === "restarting" ? "info" : "error");
   };
   ws.onclose = (e) => {
     if (e.code >= 4400 && e.code < 4500) { fatal = true; return; }
     if (fatal) return;
-    notice(t("reconnecting"), "info");
+    if (e.code !== 1012) notice(t("reconnecting"), "info"); // 1012: the server said it restarts
     setTimeout(connect, retry);
     retry = Math.min(retry * 2, 5000);
   };
 }
 
+let resizing = null;
+window.addEventListener("resize", () => { clearTimeout(resizing); resizing = setTimeout(render, 100); });
+
 async function main() {
   await loadCatalog();
   translatePage();
   $("lang-slot").appendChild(languageSelect(render));
-  const res = await fetch(api);
-  const body = await res.json();
-  if (!res.ok) { notice(body.error); $("table").hidden = true; return; }
-  show(body);
+  const res = await request(api);
+  if (!res.ok) { notice(errorText(res.body)); $("table").hidden = true; return; }
+  show(res.body);
   connect();
 }
 

@@ -53,22 +53,48 @@ export function tileSVG(a, b, { u = 40, vertical = true, faceDown = false, cls =
   return svg;
 }
 
-// The line left to right in one SVG that scales to its box; doubles stand crosswise.
-export function lineSVG(line, { u = 40, gap = 3, highlight = null } = {}) {
-  let width = 0;
-  for (const [a, b] of line) width += (a === b ? u : 2 * u) + gap;
-  width = Math.max(width - gap, 2 * u);
-  const svg = el("svg", { viewBox: `0 0 ${width} ${2 * u}`, class: "line-svg", preserveAspectRatio: "xMidYMid meet" });
-  svg.style.maxWidth = `${width * 1.4}px`;
-  let x = 0;
-  line.forEach(([a, b], i) => {
-    const cls = highlight !== null && highlight.includes(i) ? "last" : "";
-    if (a === b) {
-      drawTile(svg, a, b, x, 0, u, { vertical: true, cls });
-      x += u + gap;
-    } else {
-      drawTile(svg, a, b, x, u / 2, u, { vertical: false, cls });
-      x += 2 * u + gap;
+// The line in one SVG of `width` px: one row, the tiles as large as fit (up to `maxU` px a half);
+// when the row would make a half smaller than `minU` px, the line wraps like a snake: the next
+// row runs back the other way, its tiles turned so that touching halves still match.
+// Doubles stand crosswise.
+export function lineSVG(line, { width = 800, maxU = 40, minU = 20, gapU = 0.08, highlight = null } = {}) {
+  const units = (tile) => (tile[0] === tile[1] ? 1 : 2) + gapU; // a tile's length in halves
+  const total = line.reduce((sum, tile) => sum + units(tile), 0) - gapU;
+  let u = Math.min(maxU, width / Math.max(total, 2));
+  const rows = [];
+  if (u >= minU) rows.push(line.map((tile, i) => i));
+  else {
+    u = minU;
+    const room = width / u + gapU;
+    let row = [];
+    let used = 0;
+    line.forEach((tile, i) => {
+      if (row.length && used + units(tile) > room) { rows.push(row); row = []; used = 0; }
+      row.push(i);
+      used += units(tile);
+    });
+    if (row.length) rows.push(row);
+  }
+  const rowGap = u * 0.3;
+  const height = rows.length * 2 * u + (rows.length - 1) * rowGap;
+  const svg = el("svg", { viewBox: `0 0 ${width} ${height}`, width, height, class: "line-svg" });
+  svg.dataset.rows = rows.length;
+  svg.dataset.unit = u.toFixed(1);
+  rows.forEach((row, r) => {
+    const y0 = r * (2 * u + rowGap);
+    const rowWidth = row.reduce((sum, i) => sum + units(line[i]), 0) * u - gapU * u;
+    const back = r % 2 === 1; // a row that runs right to left
+    let x = rows.length === 1 ? (width - rowWidth) / 2 : back ? width : 0;
+    for (const i of row) {
+      const [a, b] = line[i];
+      const cls = highlight !== null && highlight.includes(i) ? "last" : "";
+      const w = (a === b ? 1 : 2) * u;
+      if (back) x -= w;
+      if (a === b) drawTile(svg, a, b, x, y0, u, { vertical: true, cls });
+      else if (back) drawTile(svg, b, a, x, y0 + u / 2, u, { cls });
+      else drawTile(svg, a, b, x, y0 + u / 2, u, { cls });
+      if (back) x -= gapU * u;
+      else x += w + gapU * u;
     }
   });
   return svg;

@@ -1,0 +1,89 @@
+"""Where slow agents think, so that they cannot slow the other tables.
+
+:class:`AgentPool` runs a slow agent's decision (search, networks) in a pool of worker
+processes sized to the machine (one core is left to the event loop) at a lower scheduling
+priority, so it holds neither the event loop, nor the server's GIL, nor the CPU the server
+needs to answer people. The agent travels to the worker with the decision's inputs and comes
+back with its state (its random generator moved on). Each table has at most one decision
+waiting at a time (its agents' loop awaits it) and waiting decisions are served first come,
+first served: a table with slow agents takes one worker's turn at a time, however many
+decisions it would like to make. An agent that cannot be sent to a process (it does not
+pickle) thinks in a thread instead.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import multiprocessing
+import os
+import pickle
+from concurrent.futures import Executor, ProcessPoolExecutor, ThreadPoolExecutor
+from typing import Any
+
+
+def default_workers() -> int:
+    """One worker per core this process may use but one, which the event loop keeps."""
+    try:
+        cores = len(os.sched_getaffinity(0))
+    except AttributeError:  # not Linux
+        cores = os.cpu_count() or 1
+    return max(1, cores - 1)
+
+
+#: How much lower the workers' scheduling priority is than the server's (``os.nice``).
+WORKER_NICENESS = 10
+
+
+def _lower_priority() -> None:
+    """In a new worker: yield the CPU to the server's event loop when both want it."""
+    with contextlib.suppress(OSError, AttributeError):
+        os.nice(WORKER_NICENESS)
+
+
+def _decide(agent: Any, obs: Any, mask: Any, view: Any) -> tuple[int, Any]:
+    """In a worker: the agent's action and the agent as it is after deciding."""
+    return int(agent.act(obs, mask, view)), agent
+
+
+class AgentPool:
+    """Worker processes (``workers``: :func:`default_workers`) for slow agents' decisions.
+
+    ``processes=False`` keeps every decision in threads of this process.
+    """
+
+    def __init__(self, workers: int | None = None, *, processes: bool = True) -> None:
+        self.workers = workers or default_workers()
+        self.processes = processes
+        self._threads = ThreadPoolExecutor(self.workers, thread_name_prefix="bergen-agent")
+        self._processes: Executor | None = None
+        self._picklable: dict[type, bool] = {}
+        if processes:
+            context = multiprocessing.get_context(
+                "forkserver" if "forkserver" in multiprocessing.get_all_start_methods() else "spawn"
+            )
+            self._processes = ProcessPoolExecutor(
+                self.workers, mp_context=context, initializer=_lower_priority
+            )
+
+    async def act(self, agent: Any, obs: Any, mask: Any, view: Any) -> tuple[int, Any]:
+        """``agent.act(obs, mask, view)`` in a worker: the action and the agent to keep."""
+        loop = asyncio.get_running_loop()
+        if self._processes is not None and self._can_send(agent):
+            return await loop.run_in_executor(self._processes, _decide, agent, obs, mask, view)
+        return await loop.run_in_executor(self._threads, _decide, agent, obs, mask, view)
+
+    def _can_send(self, agent: Any) -> bool:
+        kind = type(agent)
+        if kind not in self._picklable:
+            try:
+                pickle.dumps(agent)
+                self._picklable[kind] = True
+            except Exception:  # e.g. a bot holding a C++ object: it thinks in a thread
+                self._picklable[kind] = False
+        return self._picklable[kind]
+
+    def close(self) -> None:
+        self._threads.shutdown(wait=False, cancel_futures=True)
+        if self._processes is not None:
+            self._processes.shutdown(wait=True, cancel_futures=True)

@@ -1,0 +1,130 @@
+"""Live updates: a seat's or a spectator's view over a WebSocket, sent again after every change.
+
+A socket only listens: moves go to the API. A table's socket count is bounded; a socket of a
+table that expires gets the reason and is closed with ``4410``; an unknown link closes with
+``4404`` (the page stops reconnecting on any 44xx).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from typing import Any
+
+from starlette.routing import WebSocketRoute
+from starlette.websockets import WebSocket, WebSocketDisconnect
+
+from bergen_env.web.api import seat_message
+from bergen_env.web.errors import TableError
+from bergen_env.web.store import EXPIRED
+from bergen_env.web.tables import Table, TableManager
+
+
+def _error(exc: TableError) -> dict[str, Any]:
+    return {"type": "error", "error": exc.message, "code": exc.code, "params": exc.params}
+
+
+async def refuse(ws: WebSocket, exc: TableError) -> None:
+    await ws.accept()
+    await ws.send_json(_error(exc))
+    await ws.close(4000 + exc.status)
+
+
+async def seat_socket(ws: WebSocket) -> None:
+    tables: TableManager = ws.app.state.tables
+    token = ws.path_params["token"]
+    try:
+        table, _ = tables.by_token(token)
+    except TableError as exc:
+        await refuse(ws, exc)
+        return
+    await serve(ws, tables, table, lambda: seat_message(table, table.seat_of(token)))
+
+
+async def watch_socket(ws: WebSocket) -> None:
+    tables: TableManager = ws.app.state.tables
+    try:
+        table = tables.by_id(ws.path_params["table"])
+    except TableError as exc:
+        await refuse(ws, exc)
+        return
+    await serve(ws, tables, table, lambda: table.snapshot(None))
+
+
+async def serve(
+    ws: WebSocket, tables: TableManager, table: Table, snapshot: Callable[[], dict[str, Any]]
+) -> None:
+    """Send ``snapshot()`` now and after every change of ``table`` until either side closes."""
+    address = ws.client.host if ws.client else "unknown"
+    if (
+        table.connections >= tables.limits.max_connections_per_table
+        or tables.sockets[address] >= tables.limits.sockets_per_address
+    ):
+        await refuse(ws, TableError(429, "too_many_sockets", "too many open connections"))
+        return
+    await ws.accept()
+    tables.sockets[address] += 1
+    changed = table.listen()
+    receiving = asyncio.ensure_future(ws.receive())
+    sent = -1
+    try:
+        while True:
+            changed.clear()
+            if table.version != sent:
+                sent = table.version
+                await ws.send_json(snapshot())
+            if table.closed:
+                await close_closed(ws, tables, table)
+                return
+            waiting = asyncio.ensure_future(changed.wait())
+            done, _ = await asyncio.wait({receiving, waiting}, return_when=asyncio.FIRST_COMPLETED)
+            if receiving in done:
+                waiting.cancel()
+                message = receiving.result()
+                if message["type"] == "websocket.disconnect":
+                    return
+                await ws.send_json(
+                    _error(
+                        TableError(
+                            400,
+                            "socket_listens",
+                            "this socket only sends updates; POST moves to the API",
+                        )
+                    )
+                )
+                receiving = asyncio.ensure_future(ws.receive())
+    except (WebSocketDisconnect, RuntimeError):
+        return
+    finally:
+        receiving.cancel()
+        table.unlisten(changed)
+        tables.sockets[address] -= 1
+        if tables.sockets[address] <= 0:
+            del tables.sockets[address]
+
+
+async def close_closed(ws: WebSocket, tables: TableManager, table: Table) -> None:
+    """Say why a table's updates stop: it expired (4410), or the server is stopping (1012)."""
+    if table.row.status == EXPIRED:
+        minutes = tables.limits.idle_seconds / 60
+        exc = TableError(
+            410,
+            "expired",
+            f"this table expired after {minutes:g} minutes without a move",
+            minutes=minutes,
+        )
+        await ws.send_json(_error(exc))
+        await ws.close(4410)
+        return
+    if tables.store.durable:
+        exc = TableError(503, "restarting", "the server is restarting; the table is kept")
+    else:
+        exc = TableError(503, "stopping", "the server is stopping and keeps no tables")
+    await ws.send_json(_error(exc))
+    await ws.close(1012)
+
+
+ROUTES = [
+    WebSocketRoute("/ws/s/{token}", seat_socket),
+    WebSocketRoute("/ws/w/{table}", watch_socket),
+]
