@@ -42,6 +42,7 @@ from __future__ import annotations
 import copy
 import itertools
 import math
+import os
 import pickle
 from collections.abc import Iterator, Sequence
 from dataclasses import asdict, dataclass, field
@@ -57,6 +58,7 @@ from bergen_env.agents.base import Agent, make_agent, parse_agent_spec
 from bergen_env.engine import BergenState
 from bergen_env.errors import IllegalActionError
 from bergen_env.observation import Encoder
+from bergen_env.parent_watch import die_with_parent
 from bergen_env.ratings import elo_ratings
 from bergen_env.rules import Rules
 from bergen_env.stats import mean_interval, wilson_interval
@@ -357,9 +359,10 @@ class _Table:
 _WORKER_TABLE: _Table | None = None
 
 
-def _worker_init(plan: _Plan, kinds: Sequence[tuple[str, str, Any]]) -> None:
-    """Make the parent's agent kinds known in this process, then build the agents once."""
+def _worker_init(plan: _Plan, kinds: Sequence[tuple[str, str, Any]], parent: int) -> None:
+    """End with process ``parent``; make its agent kinds known here, then build the agents once."""
     global _WORKER_TABLE
+    die_with_parent(parent)
     for kind, module, factory in kinds:
         if agent_base.agent_factory(kind) is None:
             import_module(module)  # registering modules register on import
@@ -409,9 +412,13 @@ def _play_all(
         max_workers=workers,
         mp_context=context,
         initializer=_worker_init,
-        initargs=(plan, _kinds_for_workers(plan.sources)),
+        initargs=(plan, _kinds_for_workers(plan.sources), os.getpid()),
     ) as pool:
-        yield from pool.map(_worker_play, _chunks(specs, chunk))
+        try:
+            yield from pool.map(_worker_play, _chunks(specs, chunk))
+        except BaseException:  # Ctrl-C, SIGTERM, an error: drop the chunks not yet started
+            pool.shutdown(wait=False, cancel_futures=True)
+            raise
 
 
 # ---------------------------------------------------------------------- the tournament

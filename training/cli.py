@@ -22,13 +22,16 @@ need their extra; scripted agents need nothing beyond the base install.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
 import importlib.util
+import signal
 import sys
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any, NoReturn
 
 from bergen_env.agents import parse_agent_spec, registered_agents
+from bergen_env.atomic_files import OutputError
 
 #: Top-level modules each extra brings (checked without importing them).
 EXTRA_MODULES: dict[str, tuple[str, ...]] = {
@@ -113,17 +116,31 @@ def trust_pickle(specs: Iterable[str | None]) -> list[str | None]:
     return [None if spec is None else with_trust_pickle(spec) for spec in specs]
 
 
+class Terminated(KeyboardInterrupt):
+    """SIGTERM (``kill PID``, job schedulers), raised in the main thread as Ctrl-C is; a message
+    given to it ends the program's one-line report."""
+
+
+def raise_terminated(signum: int, frame: Any) -> None:
+    """The SIGTERM handler :func:`run` installs."""
+    raise Terminated
+
+
 def run(prog: str, main: Main, argv: Sequence[str] | None = None) -> int:
-    """Call ``main(argv)`` as program ``prog``: a :class:`UsageError` becomes one line on stderr
-    and exit status 2, Ctrl-C exit status 130; otherwise ``main``'s int result (or 0)."""
+    """Call ``main(argv)`` as program ``prog``: a :class:`UsageError` or an unwritable output
+    (:class:`OutputError`) becomes one line on stderr and exit status 2, Ctrl-C exit status 130,
+    SIGTERM exit status 143; otherwise ``main``'s int result (or 0)."""
+    with contextlib.suppress(ValueError):  # only the main thread sets handlers
+        signal.signal(signal.SIGTERM, raise_terminated)
     try:
         result = main(argv)
-    except UsageError as exc:
+    except (UsageError, OutputError) as exc:
         print(f"{prog}: error: {exc}", file=sys.stderr)
         return 2
-    except KeyboardInterrupt:
-        print(f"\n{prog}: interrupted", file=sys.stderr)
-        return 130
+    except KeyboardInterrupt as exc:
+        stopped = "terminated" if isinstance(exc, Terminated) else "interrupted"
+        print(f"\n{prog}: {stopped}" + (f": {exc}" if str(exc) else ""), file=sys.stderr)
+        return 143 if isinstance(exc, Terminated) else 130
     return result if isinstance(result, int) else 0
 
 

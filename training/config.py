@@ -25,6 +25,7 @@ from typing import Any, TypeVar
 
 import yaml
 
+from bergen_env.atomic_files import write_text
 from bergen_env.env_options import REWARD_MODES, EnvOptions
 from bergen_env.single_agent import REWARD_MODES as SINGLE_AGENT_REWARD_MODES
 from bergen_env.validation import is_bool, is_int, is_number
@@ -386,4 +387,4 @@ def load_config(path: str | Path, overrides: list[str] | None = None) -> TrainCo
 
 def save_config(cfg: TrainConfig, path: str | Path) -> None:
     """Write the resolved config as a loadable YAML file."""
-    Path(path).write_text(yaml.safe_dump({"default": cfg.to_dict()}, sort_keys=False))
+    write_text(path, yaml.safe_dump({"default": cfg.to_dict()}, sort_keys=False))

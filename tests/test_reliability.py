@@ -1,0 +1,319 @@
+"""Faults of long jobs: cut-off writes, full disks, kill -9 and SIGTERM, two runs in one folder.
+
+Every test here is one row of docs/reliability.md.
+"""
+
+from __future__ import annotations
+
+import errno
+import multiprocessing
+import os
+import signal
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from bergen_env.atomic_files import (
+    OutputError,
+    atomic_path,
+    check_writable,
+    is_temp_name,
+    write_text,
+)
+from tests.faults import Command, marked_pids
+
+pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
+
+
+def no_full_disk(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Make every fsync fail as on a full disk (ENOSPC)."""
+
+    def full(fd: int) -> None:
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(os, "fsync", full)
+
+
+# ---------------------------------------------------------------------- atomic writes
+
+
+def test_atomic_write_replaces_whole_or_not_at_all(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    target = tmp_path / "results.json"
+    write_text(target, "old")
+    assert target.read_text() == "old"
+    with pytest.raises(RuntimeError), atomic_path(target) as tmp:
+        tmp.write_text("half")
+        raise RuntimeError("killed mid-write")
+    assert target.read_text() == "old"
+    no_full_disk(monkeypatch)
+    with pytest.raises(OutputError, match=r"cannot write '.*results.json': No space left"):
+        write_text(target, "new")
+    assert target.read_text() == "old"
+    assert [p.name for p in tmp_path.iterdir()] == ["results.json"]  # no temporary left
+
+
+def test_policy_file_write_on_a_full_disk_keeps_the_old_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from bergen_env.policy_file import read_policy_file, save_policy_file
+    from bergen_env.rules import Rules
+
+    rules = Rules.preset("standard")
+    shipped = read_policy_file(Path(__file__).parents[1] / "policies" / "standard_2p.safetensors")
+    weights, biases = shipped.network.arrays()[:2]
+    activations = shipped.network.arrays()[2]
+    path = save_policy_file(tmp_path / "p.safetensors", rules, weights, biases, activations, {})
+    before = path.read_bytes()
+    no_full_disk(monkeypatch)
+    zeros = [np.zeros_like(w) for w in weights]
+    with pytest.raises(OutputError, match="No space left"):
+        save_policy_file(path, rules, zeros, biases, activations, {})
+    assert path.read_bytes() == before
+    assert not [p for p in tmp_path.iterdir() if is_temp_name(p)]
+
+
+def test_unwritable_outputs_are_found_before_the_work(tmp_path: Path) -> None:
+    with pytest.raises(OutputError, match="does not exist"):
+        check_writable(tmp_path / "missing" / "out.json", "--json")
+    with pytest.raises(OutputError, match="is a folder"):
+        check_writable(tmp_path, "--json")
+    with pytest.raises(OutputError, match="cannot write"):
+        check_writable(Path("/proc/bergen_out.json"), "--json")
+    check_writable(tmp_path / "out.json")
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_evaluate_refuses_an_unwritable_json_before_playing() -> None:
+    cmd = Command(
+        ["-m", "training.evaluate", "--agents", "random", "greedy", "--matches", "100000"]
+        + ["--json", "/proc/bergen_out.json", "--no-progress"]
+    )
+    code, out, err = cmd.finish(timeout=60)
+    assert code == 2 and out == ""
+    assert err.strip().splitlines() == [
+        "bergen-evaluate: error: --json '/proc/bergen_out.json': cannot write: "
+        + err.split("cannot write: ")[1].strip()
+    ]
+
+
+# ---------------------------------------------------------------------- run folders
+
+
+def _hold_lock(path: str, ready: multiprocessing.synchronize.Event) -> None:
+    from training.run_folder import lock_run_dir
+
+    lock_run_dir(Path(path))
+    ready.set()
+    time.sleep(120)
+
+
+def test_a_locked_run_folder_is_refused_and_freed_by_kill_9(tmp_path: Path) -> None:
+    pytest.importorskip("sb3_contrib")
+    from training.cli import UsageError
+    from training.run_folder import lock_run_dir, unlock
+
+    ctx = multiprocessing.get_context("spawn")
+    ready = ctx.Event()
+    holder = ctx.Process(target=_hold_lock, args=(str(tmp_path), ready))
+    holder.start()
+    try:
+        assert ready.wait(60)
+        with pytest.raises(UsageError, match="is in use by another run"):
+            lock_run_dir(tmp_path)
+    finally:
+        os.kill(holder.pid, signal.SIGKILL)
+        holder.join(30)
+    lock_run_dir(tmp_path)  # the kernel dropped the dead holder's lock
+    unlock(tmp_path)
+
+
+def test_default_run_folders_never_collide(tmp_path: Path) -> None:
+    pytest.importorskip("sb3_contrib")
+    from training.run_folder import new_run_dir
+
+    made = [new_run_dir(tmp_path, "quick__0") for _ in range(5)]  # same second
+    assert len(set(made)) == 5 and all(p.is_dir() for p in made)
+
+
+# ---------------------------------------------------------------------- workers die with the parent
+
+
+def _worker_forever(parent: int) -> None:
+    from bergen_env.parent_watch import die_with_parent
+
+    die_with_parent(parent)
+    while True:
+        time.sleep(0.05)
+
+
+PARENT = """
+import multiprocessing, os, sys, time
+sys.path.insert(0, {root!r})
+from tests.test_reliability import _worker_forever
+ctx = multiprocessing.get_context({method!r})
+for _ in range(2):
+    ctx.Process(target=_worker_forever, args=(os.getpid(),)).start()
+print("ready", flush=True)
+time.sleep(120)
+"""
+
+
+@pytest.mark.parametrize("method", ["fork", "spawn"])
+def test_workers_die_with_a_killed_parent(method: str) -> None:
+    root = str(Path(__file__).parents[1])
+    cmd = Command(["-c", PARENT.format(root=root, method=method)])
+    assert cmd.proc.stdout.readline() == "ready\n"
+    cmd.wait_for(lambda: len(cmd.children()) >= 2)  # spawn adds a resource tracker
+    cmd.signal(signal.SIGKILL)
+    cmd.finish()
+    assert cmd.survivors() == []
+
+
+# ---------------------------------------------------------------------- long commands
+
+
+TINY_TRAIN = [
+    "vec_env=subproc",
+    "n_envs=2",
+    "n_steps=64",
+    "batch_size=64",
+    "n_epochs=1",
+    "net_arch=[16]",
+    "eval_every=0",
+    "final_eval_matches=2",
+    "eval_workers=2",
+    "checkpoint_every=128",
+    "imitation_teacher=null",
+    "opponents=[random]",
+    "eval_opponents=[random]",
+    "reward=match",
+]
+
+
+def train_args(*extra: str, steps: int = 10**7) -> list[str]:
+    sets = [x for s in [*TINY_TRAIN, f"total_timesteps={steps}"] for x in ("--set", s)]
+    return ["-m", "training.train", *sets, *extra]
+
+
+def checkpoints(run: Path) -> list[Path]:
+    folder = run / "checkpoints"
+    return sorted(folder.glob("ckpt_*_steps.zip")) if folder.is_dir() else []
+
+
+@pytest.fixture(scope="module")
+def sb3() -> None:
+    pytest.importorskip("sb3_contrib")
+
+
+@pytest.mark.parametrize("sig", [signal.SIGKILL, signal.SIGTERM])
+def test_train_stopped_by_a_signal_leaves_no_process_and_resumes(
+    sb3: None, tmp_path: Path, sig: int
+) -> None:
+    run = tmp_path / "run"
+    cmd = Command(train_args("--config", "configs/quick.yaml", "--run-dir", str(run)))
+    cmd.wait_for(lambda: len(checkpoints(run)) >= 2)
+    assert len(cmd.children()) >= 2  # the env workers
+    cmd.signal(sig)
+    code, _, err = cmd.finish()
+    assert cmd.survivors() == []
+    if sig == signal.SIGTERM:
+        assert code == 143
+        last = err.strip().splitlines()[-1]
+        assert last.startswith("bergen-train: terminated: stopped at ")
+        assert f"continue with --resume {run}" in last
+    else:
+        assert code == -signal.SIGKILL
+    newest = max(int(p.name.split("_")[1]) for p in checkpoints(run))
+    target = newest + 128
+    again = Command(train_args("--resume", str(run), steps=target))
+    code, out, err = again.finish()
+    assert code == 0, err[-3000:]
+    assert f"at {newest} steps" in out
+    assert (run / "checkpoints" / f"ckpt_{target}_steps.zip").is_file()
+    assert again.survivors() == []
+
+
+def test_resume_skips_a_cut_off_checkpoint_and_a_second_run_is_refused(
+    sb3: None, tmp_path: Path
+) -> None:
+    run = tmp_path / "run"
+    cmd = Command(train_args("--config", "configs/quick.yaml", "--run-dir", str(run), steps=256))
+    code, _, err = cmd.finish()
+    assert code == 0, err[-3000:]
+    # a checkpoint cut off by kill -9 or a full disk in an older version: newest, damaged
+    good = run / "checkpoints" / "ckpt_256_steps.zip"
+    cut = run / "checkpoints" / "ckpt_384_steps.zip"
+    cut.write_bytes(good.read_bytes()[:5000])
+    config_before = (run / "config.yaml").read_bytes()
+
+    # a resume that finds nothing to resume from changes nothing
+    empty = tmp_path / "empty"
+    (empty / "checkpoints").mkdir(parents=True)
+    (empty / "config.yaml").write_bytes(config_before)
+    (empty / "checkpoints" / "ckpt_128_steps.zip").write_bytes(b"PK\x03\x04 cut")
+    refused = Command(train_args("--resume", str(empty), "--set", "seed=5"))
+    code, _, err = refused.finish()
+    assert code == 2
+    assert "no checkpoint to resume from" in err and len(err.strip().splitlines()) == 1
+    assert (empty / "config.yaml").read_bytes() == config_before
+    assert sorted(p.name for p in empty.rglob("*")) == [
+        "checkpoints",
+        "ckpt_128_steps.zip",
+        "config.yaml",
+    ]
+
+    resumed = Command(train_args("--resume", str(run), steps=512))
+    resumed.wait_for(lambda: (run / "checkpoints" / "ckpt_384_steps.zip").stat().st_size > 5000)
+    # while it runs, the folder is locked: a second resume and a new run are refused
+    for args in (
+        train_args("--resume", str(run), steps=512),
+        train_args("--config", "configs/quick.yaml", "--run-dir", str(run)),
+    ):
+        code, _, err = Command(args).finish()
+        assert code == 2
+        assert err.strip().splitlines() == [
+            f"bergen-train: error: run folder {str(run)!r} is in use by another run (it holds "
+            "the folder's lock); wait for it to end or choose another folder"
+        ]
+    code, out, err = resumed.finish()
+    assert code == 0, err[-3000:]
+    assert err.splitlines()[0] == (
+        "bergen-train: checkpoint ckpt_384_steps.zip is damaged (not a readable zip file: "
+        "File is not a zip file); resuming from ckpt_256_steps.zip"
+    )
+    assert "from ckpt_256_steps.zip at 256 steps" in out
+    # a finished folder takes no second run
+    code, _, err = Command(
+        train_args("--config", "configs/quick.yaml", "--run-dir", str(run))
+    ).finish()
+    assert code == 2 and "already holds a run; continue it with --resume" in err
+
+
+@pytest.mark.parametrize("sig", [signal.SIGKILL, signal.SIGTERM])
+def test_evaluate_stopped_by_a_signal_leaves_no_process(sig: int) -> None:
+    cmd = Command(
+        ["-m", "training.evaluate", "--agents", "greedy", "random"]
+        + ["--matches", "200000", "--workers", "2", "--no-progress"]
+    )
+    cmd.wait_for(lambda: len(cmd.children()) >= 2)
+    time.sleep(1.0)  # the workers are playing
+    cmd.signal(sig)
+    code, out, err = cmd.finish(timeout=60)
+    assert cmd.survivors() == []
+    if sig == signal.SIGTERM:
+        assert code == 143 and err.strip().splitlines() == ["bergen-evaluate: terminated"]
+
+
+def test_no_process_of_a_finished_command_is_left() -> None:
+    cmd = Command(
+        ["-m", "training.evaluate", "--agents", "greedy", "random"]
+        + ["--matches", "8", "--workers", "2", "--no-progress"]
+    )
+    code, _, err = cmd.finish()
+    assert code == 0, err
+    assert cmd.survivors() == [] and marked_pids(cmd.mark) == []
