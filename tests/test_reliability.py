@@ -317,3 +317,93 @@ def test_no_process_of_a_finished_command_is_left() -> None:
     code, _, err = cmd.finish()
     assert code == 0, err
     assert cmd.survivors() == [] and marked_pids(cmd.mark) == []
+
+
+# ---------------------------------------------------------------------- expert iteration
+
+
+def expert_config(tmp_path: Path, **changes: object) -> Path:
+    import dataclasses
+
+    import yaml
+
+    from tests.test_expert_iteration import tiny
+
+    config = tmp_path / "tiny.yaml"
+    fields = dataclasses.asdict(tiny(**changes))
+    config.write_text(yaml.safe_dump({"default": fields}))
+    return config
+
+
+def tensors(path: Path) -> dict[str, np.ndarray]:
+    from safetensors.numpy import load_file
+
+    return load_file(str(path))
+
+
+def test_expert_iteration_resumes_at_the_job_where_it_stopped(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pytest.importorskip("torch")
+    import training.expert_iteration as ei
+    from training.run_folder import unlock
+
+    config = expert_config(tmp_path, iterations=2)
+    whole, cut = tmp_path / "whole", tmp_path / "cut"
+    ei.main(["--config", str(config), "--run-dir", str(whole), "--no-progress"])
+
+    jobs: list[int] = []
+    collect = ei._collect_job
+
+    def interrupted(args: tuple) -> ei.Decisions:
+        jobs.append(args[3])
+        if len(jobs) == 4:  # iteration 1, its second job of two
+            raise KeyboardInterrupt
+        return collect(args)
+
+    monkeypatch.setattr(ei, "_collect_job", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        ei.main(["--config", str(config), "--run-dir", str(cut), "--no-progress"])
+    assert (cut / "state_0.safetensors").is_file() and not (cut / "state_1.safetensors").exists()
+    assert [p.name for p in (cut / "jobs_1").iterdir()] == ["job_0.npz"]
+    unlock(cut)
+
+    done = len(jobs)
+    ei.main(["--resume", str(cut), "--no-progress"])
+    assert jobs[done:] == jobs[3:4]  # only the unfinished job is collected again
+    assert not (cut / "jobs_1").exists()
+    for name in ("iter_0.safetensors", "iter_1.safetensors", "state_1.safetensors"):
+        a, b = tensors(whole / name), tensors(cut / name)
+        assert a.keys() == b.keys()
+        for key in a:
+            np.testing.assert_array_equal(a[key], b[key], err_msg=f"{name}:{key}")
+    timing = ("collect_s", "fit_s", "eval_s", "time_s")
+    rows = [
+        [
+            {k: v for k, v in row.items() if k not in timing}
+            for row in ei.read_metrics(d / "metrics.csv", 9)
+        ]
+        for d in (whole, cut)
+    ]
+    assert rows[0] == rows[1] and len(rows[0]) == 2
+    unlock(whole)
+    unlock(cut)
+
+
+@pytest.mark.parametrize("sig", [signal.SIGKILL, signal.SIGTERM])
+def test_expert_iteration_stopped_by_a_signal_leaves_no_process(tmp_path: Path, sig: int) -> None:
+    pytest.importorskip("torch")
+    config = expert_config(tmp_path, decisions=100000, job_decisions=8, workers=2)
+    run = tmp_path / "run"
+    cmd = Command(
+        ["-m", "training.expert_iteration", "--config", str(config), "--run-dir", str(run)]
+        + ["--no-progress"]
+    )
+    cmd.wait_for(lambda: (run / "jobs_0").is_dir() and len(list((run / "jobs_0").iterdir())) > 1)
+    assert len(cmd.children()) >= 2
+    cmd.signal(sig)
+    code, _, err = cmd.finish(timeout=60)
+    assert cmd.survivors() == []
+    if sig == signal.SIGTERM:
+        assert code == 143
+        assert err.strip().splitlines()[-1] == "python -m training.expert_iteration: terminated"

@@ -994,9 +994,7 @@ def train(
             run_dir / "config.yaml",
             yaml.safe_dump({"default": dataclasses.asdict(cfg)}, sort_keys=False),
         )
-    sets: list[Decisions] = []
-    for k in range(begin if cfg.keep_data else max(begin - 1, 0), begin):
-        sets.append(iteration_data(run_dir, k, data_files))
+    sets = [iteration_data(run_dir, k, data_files) for k in range(begin)] if cfg.keep_data else []
     path = run_dir / "policy.safetensors"
     start = time.perf_counter() - (rows[-1]["time_s"] if rows else 0.0)
     for k in range(begin, cfg.iterations):
