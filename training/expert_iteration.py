@@ -81,10 +81,10 @@ from bergen_env.symmetry import (
     relabel_gathers,
 )
 from bergen_env.tiles import NUM_NUMBERS
-from bergen_env.validation import is_int, is_number
 
 from .cli import ArgumentParser, UsageError, run
 from .config import ConfigError, EnvBlock, add_override_argument, load_dataclass_config
+from .config_ranges import EXPERT_ITERATION, check_ranges
 from .run_folder import (
     lock_run_dir,
     make_run_dir,
@@ -188,71 +188,11 @@ class ExpertIterationConfig(EnvBlock):
 
     def validate(self, source: str = "<config>") -> None:
         """Check every field; errors name ``source`` and the key."""
+        check_ranges(self, EXPERT_ITERATION, source)
 
         def bad(key: str, why: str) -> ConfigError:
             return ConfigError(f"{source}: key {key!r} {why}, got {getattr(self, key)!r}")
 
-        for key in (
-            "iterations",
-            "decisions",
-            "job_decisions",
-            "workers",
-            "epochs",
-            "batch_size",
-            "torch_threads",
-            "eval_workers",
-        ):
-            if not is_int(getattr(self, key)) or getattr(self, key) < 1:
-                raise bad(key, "must be a positive int")
-        if not is_int(self.eval_matches) or self.eval_matches < 0:
-            raise bad("eval_matches", "must be an int >= 0")
-        if not is_int(self.seed) or not 0 <= self.seed < 2**32:
-            raise bad("seed", "must be an int in [0, 2**32)")
-        if not isinstance(self.name, str) or not self.name:
-            raise bad("name", "must be a non-empty string")
-        for key in ("temperature", "learning_rate"):
-            if not is_number(getattr(self, key)) or getattr(self, key) <= 0:
-                raise bad(key, "must be a number > 0")
-        for key in ("regret_weight", "value_weight", "weight_decay"):
-            if not is_number(getattr(self, key)) or getattr(self, key) < 0:
-                raise bad(key, "must be a number >= 0")
-        if self.lr_schedule not in ("constant", "cosine"):
-            raise bad("lr_schedule", "must be 'constant' or 'cosine'")
-        if not is_number(self.relabel) or not 0 <= self.relabel <= 1:
-            raise bad("relabel", "must be a number in [0, 1]")
-        if not is_number(self.held_out) or not 0 < self.held_out < 1:
-            raise bad("held_out", "must be a number in (0, 1)")
-        for key in ("keep_data", "mirror"):
-            if not isinstance(getattr(self, key), bool):
-                raise bad(key, "must be true or false")
-        if self.activation not in ("relu", "tanh"):
-            raise bad("activation", "must be 'relu' or 'tanh'")
-        if (
-            not isinstance(self.net_arch, list)
-            or not self.net_arch
-            or not all(is_int(x) and x > 0 for x in self.net_arch)
-        ):
-            raise bad("net_arch", "must be a non-empty list of positive ints")
-        if not isinstance(self.scorer, list) or not all(is_int(x) and x > 0 for x in self.scorer):
-            raise bad("scorer", "must be a list of positive ints (hidden layers; empty: none)")
-        for key in ("player", "opponents"):
-            value = getattr(self, key)
-            if (
-                not isinstance(value, list)
-                or not value
-                or not all(isinstance(x, str) for x in value)
-            ):
-                raise bad(key, "must be a non-empty list of agent strings")
-        if not isinstance(self.eval_opponents, list) or not all(
-            isinstance(x, str) for x in self.eval_opponents
-        ):
-            raise bad("eval_opponents", "must be a list of agent strings")
-        if self.init_policy is not None and not isinstance(self.init_policy, str):
-            raise bad("init_policy", "must be the path of a policy file or null")
-        if self.reward != "match":
-            raise bad("reward", "must be 'match' (the targets are search's values, not rewards)")
-        if self.partner not in ("learner", "opponents"):
-            raise bad("partner", "must be 'learner' or 'opponents'")
         rules = self.env_options(source).rules
         if self.relabel and (rules.play_scoring != "headers" or rules.out_scoring != "fixed"):
             raise bad(
