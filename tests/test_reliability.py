@@ -407,3 +407,71 @@ def test_expert_iteration_stopped_by_a_signal_leaves_no_process(tmp_path: Path, 
     if sig == signal.SIGTERM:
         assert code == 143
         assert err.strip().splitlines()[-1] == "python -m training.expert_iteration: terminated"
+
+
+# ---------------------------------------------------------------------- keep what is finished
+
+
+def test_rating_table_stopped_keeps_its_finished_pairs(tmp_path: Path) -> None:
+    results = tmp_path / "pairs.json"
+    cmd = Command(
+        ["-m", "benchmarks.rating_table", "--agents", "random", "greedy", "heuristic"]
+        + ["--matches", "100000", "--matches-for", "greedy", "4", "--results", str(results)]
+    )
+    cmd.wait_for(lambda: results.is_file() and results.read_text().count('"agents"') == 2)
+    cmd.signal(signal.SIGINT)
+    code, _, err = cmd.finish(timeout=60)
+    assert code == 130 and "Traceback" not in err
+    assert err.strip().splitlines()[-1] == (
+        "python -m benchmarks.rating_table: interrupted: the pairs finished so far are kept in "
+        f"{results}"
+    )
+    from benchmarks.rating_table import load_results
+
+    assert len(load_results(results)) == 2
+    assert cmd.survivors() == []
+
+
+def test_rating_table_errors_are_one_line(tmp_path: Path) -> None:
+    bad = tmp_path / "pairs.json"
+    bad.write_text('{"format": "bergen_env rating results", "version": 2, "pairs": [')
+    for args, message in (
+        (["--results", str(bad)], f"results file {str(bad)!r}: not readable JSON"),
+        (["--results", "/proc/pairs.json"], "--results '/proc/pairs.json': cannot write"),
+        (["--matches", "0"], "matches must be an integer >= 1, got 0"),
+    ):
+        cmd = Command(["-m", "benchmarks.rating_table", "--agents", "random", "greedy", *args])
+        code, out, err = cmd.finish(timeout=60)
+        assert code == 2 and out == ""
+        [line] = err.strip().splitlines()
+        assert line.startswith(f"python -m benchmarks.rating_table: error: {message}"), line
+
+
+def test_replay_reads_the_intact_matches_of_a_damaged_file(tmp_path: Path) -> None:
+    from bergen_env.arena import run_tournament
+    from bergen_env.rules import Rules
+    from training.replay import main
+
+    path = tmp_path / "matches.jsonl"
+    run_tournament(["greedy", "random"], Rules.preset("standard"), matches=4, replays=path)
+    lines = path.read_bytes().splitlines(keepends=True)
+    lines[1] = lines[1][:40] + b"\n"  # an edited line
+    lines[3] = lines[3][: len(lines[3]) // 2]  # cut off by kill -9: the last line
+    path.write_bytes(b"".join(lines))
+    import io
+    from contextlib import redirect_stderr
+
+    err = io.StringIO()
+    with redirect_stderr(err):
+        out = io.StringIO()
+        assert main([str(path), "--match", "2"], stdout=out) == 0
+    assert out.getvalue().startswith("match 2: ")
+    assert err.getvalue().startswith(f"bergen-replay: {path}: damaged line(s) 2, 4 skipped (")
+    with redirect_stderr(io.StringIO()):
+        out = io.StringIO()
+        assert main([str(path), "--verify"], stdout=out) == 1
+    assert "all 2 intact match(es) reproduce every recorded score" in out.getvalue()
+    err = io.StringIO()
+    with redirect_stderr(err), pytest.raises(SystemExit):
+        main([str(path), "--match", "3"])
+    assert f"match 3 is damaged: {path}, line 4: not valid JSON" in err.getvalue()
