@@ -475,3 +475,81 @@ def test_replay_reads_the_intact_matches_of_a_damaged_file(tmp_path: Path) -> No
     with redirect_stderr(err), pytest.raises(SystemExit):
         main([str(path), "--match", "3"])
     assert f"match 3 is damaged: {path}, line 4: not valid JSON" in err.getvalue()
+
+
+# ---------------------------------------------------------------------- exact resume
+
+EXACT = [
+    "vec_env=subproc",
+    "n_envs=2",
+    "n_steps=64",
+    "batch_size=64",
+    "n_epochs=2",
+    "net_arch=[16]",
+    "eval_every=256",
+    "eval_matches=4",
+    "final_eval_matches=2",
+    "eval_workers=1",
+    "checkpoint_every=128",
+    "imitation_teacher=null",
+    "opponents=[random,greedy]",
+    "eval_opponents=[random]",
+    "learning_rate=0.0003",
+    "total_timesteps=512",
+]
+
+
+def zip_tensors(path: Path, member: str) -> dict:
+    import io
+    import zipfile
+
+    import torch
+
+    with zipfile.ZipFile(path) as archive:
+        return torch.load(io.BytesIO(archive.read(member)), weights_only=True)
+
+
+def csv_rows(path: Path) -> list[dict[str, str]]:
+    import csv
+
+    rows = list(csv.DictReader(path.open()))
+    return [
+        {k: v for k, v in r.items() if not k.startswith("time/") and k != "elapsed_s"} for r in rows
+    ]
+
+
+def test_a_resumed_run_equals_the_undisturbed_run_bit_for_bit(sb3: None, tmp_path: Path) -> None:
+    import shutil
+
+    import torch
+
+    whole, resumed = tmp_path / "whole", tmp_path / "resumed"
+    sets = [x for s in EXACT for x in ("--set", s)]
+    code, _, err = Command(
+        ["-m", "training.train", "--config", "configs/quick.yaml", *sets, "--run-dir", str(whole)]
+    ).finish(timeout=300)
+    assert code == 0, err[-3000:]
+    shutil.copytree(whole, resumed)
+    for steps in (384, 512):  # as if killed just after the checkpoint at 256
+        (resumed / "checkpoints" / f"ckpt_{steps}_steps.zip").unlink()
+    code, out, err = Command(["-m", "training.train", "--resume", str(resumed)]).finish(300)
+    assert code == 0, err[-3000:]
+    assert "from ckpt_256_steps.zip at 256 steps exactly" in out
+    final = "checkpoints/ckpt_512_steps.zip"
+    for member in ("policy.pth", "policy.optimizer.pth"):
+        a, b = zip_tensors(whole / final, member), zip_tensors(resumed / final, member)
+        flat_a, flat_b = (
+            torch.utils._pytree.tree_flatten(a)[0],
+            torch.utils._pytree.tree_flatten(b)[0],
+        )
+        assert len(flat_a) == len(flat_b)
+        for x, y in zip(flat_a, flat_b):
+            assert torch.equal(x, y) if isinstance(x, torch.Tensor) else x == y, member
+    # the logs continue: no redone rows, the same values; elapsed time adds up
+    assert csv_rows(whole / "progress.csv") == csv_rows(resumed / "progress.csv")
+    assert csv_rows(whole / "metrics.csv") == csv_rows(resumed / "metrics.csv")
+    import csv
+
+    elapsed = [float(r["elapsed_s"]) for r in csv.DictReader((resumed / "metrics.csv").open())]
+    assert elapsed == sorted(elapsed)
+    assert len(list((resumed / "tb").iterdir())) == 2  # one run folder, one event file per process

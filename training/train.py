@@ -75,6 +75,17 @@ from .config import (
 from .export_policy import export_model
 from .oracle_critic import OracleCriticPolicy
 from .policies import PPOAgent, save_policy  # registers the "ppo" agent kind
+from .resume_state import (
+    ContinuedCSV,
+    ContinuedTensorBoard,
+    ResumableEnv,
+    add_state,
+    capture,
+    read_state,
+    restore,
+    restore_rng,
+    trim_csv,
+)
 from .run_folder import (
     lock_run_dir,
     make_run_dir,
@@ -85,7 +96,7 @@ from .run_folder import (
     start_worker,
     zip_problem,
 )
-from .selfplay import build_opponents, snapshot_path
+from .selfplay import SNAPSHOT_RE, build_opponents, snapshot_path
 
 PROG = "bergen-train"
 CKPT_RE = re.compile(r"^ckpt_(\d+)_steps\.zip$")
@@ -134,7 +145,7 @@ def make_env(cfg: TrainConfig, rank: int, snapshot_dir: Path | None) -> Callable
             learner_seat="random",
             **cfg.env_kwargs(),
         )
-        return Monitor(env)
+        return ResumableEnv(Monitor(env))
 
     return thunk
 
@@ -276,8 +287,9 @@ class SnapshotCallback(BaseCallback):
         self.next_at = max(start, (self.num_timesteps // every + 1) * every)
 
     def _on_step(self) -> bool:
-        if self.num_timesteps >= self.next_at:
-            self.next_at = self.num_timesteps + self.cfg.snapshot_every
+        if self.num_timesteps >= self.next_at:  # multiples of snapshot_every, as on resume
+            every = self.cfg.snapshot_every
+            self.next_at = (self.num_timesteps // every + 1) * every
             self.snapshot_dir.mkdir(exist_ok=True)
             path = snapshot_path(self.snapshot_dir, self.num_timesteps)  # whole for the pools
             save_policy_atomic(self.model, path, self.rules, timesteps=self.num_timesteps)
@@ -368,12 +380,15 @@ def checkpoint_path(run_dir: Path, steps: int) -> Path:
     return run_dir / "checkpoints" / f"ckpt_{steps}_steps.zip"
 
 
-def save_checkpoint(model: MaskablePPO, run_dir: Path) -> Path:
-    """Write the model (with its optimizer) as ``checkpoints/ckpt_<steps>_steps.zip``, whole."""
+def save_checkpoint(model: MaskablePPO, run_dir: Path, state: bytes | None = None) -> Path:
+    """Write the model (with its optimizer, and the resume ``state`` of
+    :mod:`training.resume_state` if given) as ``checkpoints/ckpt_<steps>_steps.zip``, whole."""
     path = checkpoint_path(run_dir, model.num_timesteps)
     path.parent.mkdir(exist_ok=True)
     with atomic_path(path) as tmp:
         model.save(tmp)
+        if state is not None:
+            add_state(tmp, state)
     return path
 
 
@@ -411,19 +426,25 @@ def resume_checkpoint(run_dir: Path, cfg: TrainConfig) -> tuple[Path, MaskablePP
 
 class Checkpoints(BaseCallback):
     """Checkpoints at the first rollout boundary (after an update) at or past each multiple of
-    ``checkpoint_every``."""
+    ``checkpoint_every``, each with the state an exact resume needs."""
 
-    def __init__(self, cfg: TrainConfig, run_dir: Path) -> None:
+    def __init__(self, cfg: TrainConfig, run_dir: Path, evaluator: EvalCallback) -> None:
         super().__init__()
-        self.every, self.run_dir = cfg.checkpoint_every, run_dir
+        self.every, self.run_dir, self.evaluator = cfg.checkpoint_every, run_dir, evaluator
         self.next_at = 0
+
+    def save(self) -> Path:
+        """A checkpoint now (at a rollout boundary), with its resume state."""
+        elapsed = time.time() - self.evaluator.start
+        state = capture(self.model, self.model.get_env(), elapsed, self.evaluator.best)
+        return save_checkpoint(self.model, self.run_dir, state)
 
     def _on_training_start(self) -> None:
         self.next_at = (self.num_timesteps // self.every + 1) * self.every
 
     def _on_rollout_start(self) -> None:
         if self.num_timesteps >= self.next_at:
-            save_checkpoint(self.model, self.run_dir)
+            self.save()
             self.next_at = (self.num_timesteps // self.every + 1) * self.every
 
     def _on_step(self) -> bool:
@@ -560,6 +581,22 @@ def check_config(cfg: TrainConfig, source: str) -> None:
             raise ConfigError(f"{source}: key {key!r}: {exc}") from None
 
 
+def forget_after(run_dir: Path, steps: int) -> None:
+    """Resuming at ``steps``: drop what the run made after it (metrics rows, self-play
+    snapshots), as the resumed run makes them again."""
+    trim_csv(run_dir / "metrics.csv", "timesteps", steps)
+    for taken, path in numbered(run_dir / "snapshots", SNAPSHOT_RE):
+        if taken > steps:
+            path.unlink()
+
+
+def elapsed_at(run_dir: Path) -> float:
+    """The elapsed time of the last ``metrics.csv`` row (0 without one)."""
+    path = run_dir / "metrics.csv"
+    rows = list(csv.DictReader(path.open())) if path.is_file() else []
+    return float(rows[-1]["elapsed_s"]) if rows else 0.0
+
+
 def stopped_checkpoint(model: MaskablePPO, boundary: int, run_dir: Path) -> str:
     """After a stop mid-training: checkpoint the network of the last update (made at step
     ``boundary``; the steps of the unfinished rollout are dropped); the report's tail."""
@@ -626,27 +663,36 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     selfplay = cfg.selfplay_start >= 0
     snapshot_dir = run_dir / "snapshots" if selfplay else None
     env = make_vec_env(cfg, snapshot_dir)
+    state = None
     if loaded is None:
         model = build_model(cfg, env, run_dir)
+        logs: list[Any] = [
+            CSVOutputFormat(str(run_dir / "progress.csv")),
+            TensorBoardOutputFormat(str(run_dir / "tb")),
+        ]
     else:
         model = loaded
         model.set_env(env)
-        print(f"resuming {run_dir} from {ckpt.name} at {model.num_timesteps} steps")
-    progress = "progress.csv" if ckpt is None else f"progress_from_{model.num_timesteps}.csv"
-    model.set_logger(
-        Logger(
-            str(run_dir),
-            [
-                CSVOutputFormat(str(run_dir / progress)),
-                TensorBoardOutputFormat(str(run_dir / "tb")),
-            ],
-        )
-    )
+        steps = model.num_timesteps
+        forget_after(run_dir, steps)
+        logs = [
+            ContinuedCSV(str(run_dir / "progress.csv"), steps),
+            ContinuedTensorBoard(str(run_dir / "tb"), steps),
+        ]
+    model.set_logger(Logger(str(run_dir), logs))
+    if loaded is not None:
+        state = read_state(ckpt)
+        if state is not None and not restore(model, env, state):
+            state = None
+        how = "exactly" if state is not None else "(the envs and random streams start afresh)"
+        print(f"resuming {run_dir} from {ckpt.name} at {model.num_timesteps} steps {how}")
 
     # --- callbacks: checkpoints, evaluation, self-play snapshots, progress bar
-    start = time.time()
+    start = time.time() - (state["elapsed_s"] if state is not None else elapsed_at(run_dir))
     evaluator = EvalCallback(cfg, rules, run_dir, start)
-    checkpoints = Checkpoints(cfg, run_dir)
+    if state is not None:
+        evaluator.best = state["best"]
+    checkpoints = Checkpoints(cfg, run_dir, evaluator)
     progress_bar = ProgressCallback(cfg.total_timesteps, model.num_timesteps)
     callbacks: list[BaseCallback] = [checkpoints, evaluator, progress_bar]
     if selfplay:
@@ -662,6 +708,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     t0 = time.time()
     if remaining > 0:
         stop = StopOnSignal(model)
+        if state is not None:
+            restore_rng(state)  # last: nothing between here and the first step draws
         try:
             with stop:
                 model.learn(
@@ -675,16 +723,17 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
             raise type(exc)(stopped_checkpoint(model, stop.updated_at, run_dir)) from None
     train_s = time.time() - t0
     steps_per_s = (model.num_timesteps - done_before) / max(train_s, 1e-9)
-    env.close()
     # a last checkpoint so that --resume of a finished run (with a larger budget) continues here
     if not checkpoint_path(run_dir, model.num_timesteps).is_file():
-        save_checkpoint(model, run_dir)
+        checkpoints.save()
+    env.close()
     save_policy_atomic(model, run_dir / "final_model.zip", rules, timesteps=model.num_timesteps)
 
     # --- final evaluation
     if getattr(evaluator, "model", None) is None:  # no learn() bound it: nothing left to train
         evaluator.init_callback(model)
     final = evaluator.run_eval(cfg.final_eval_matches)
+    model.logger.record("time/total_timesteps", model.num_timesteps)  # the row's step, for resume
     model.logger.dump(model.num_timesteps)
     write_text(
         run_dir / "final_eval.json",
