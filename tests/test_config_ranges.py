@@ -44,7 +44,7 @@ def test_every_default_is_allowed() -> None:
         ("learning_rate", "-0.001", "a number in (0, 1] or 'lin_<x>' with x in (0, 1]"),
         ("learning_rate", "lin_-1e-4", "a number in (0, 1] or 'lin_<x>' with x in (0, 1]"),
         ("learning_rate", "0", "a number in (0, 1] or 'lin_<x>' with x in (0, 1]"),
-        ("gamma", "high", "a number in (0, 1]"),
+        ("gamma", "high", "a number in [0, 1]"),
         ("gae_lambda", "7", "a number in [0, 1]"),
         ("net_arch", "256", "a non-empty list of ints in [1, 65536]"),
         ("n_envs", "true", "an int in [1, 256]"),

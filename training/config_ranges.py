@@ -165,7 +165,7 @@ TRAIN: dict[str, Allowed] = {
     "n_steps": POSITIVE,
     "batch_size": integer(2),
     "n_epochs": POSITIVE,
-    "gamma": number(0, 1, lo_open=True),
+    "gamma": UNIT,
     "gae_lambda": UNIT,
     "clip_range": number(0, 1, lo_open=True) | linear(0, 1),
     "ent_coef": UNIT,

@@ -33,7 +33,10 @@ Collection runs in jobs of ``job_decisions`` seeded from ``SeedSequence(seed)``,
 ``workers`` processes, so the data and the fitted network do not depend on the worker count.
 The run folder ``runs/expert_iteration/<name>__<seed>__<time>/`` holds ``config.yaml``,
 ``command.txt``, ``metrics.csv`` (one row per iteration), the policy files and ``data_<k>.npz``
-(the labelled decisions of iteration ``k``; arrays only).
+(the labelled decisions of iteration ``k``; arrays only), ``state_<k>.safetensors`` (the network
+and torch's random state after iteration ``k``) and, while a collection runs, ``jobs_<k>/`` (its
+finished jobs). ``--resume RUN_DIR`` continues after the last intact state, at the first
+unfinished job, as the uninterrupted run would have gone on.
 """
 
 from __future__ import annotations
@@ -82,13 +85,12 @@ from bergen_env.symmetry import (
 )
 from bergen_env.tiles import NUM_NUMBERS
 
-from .cli import ArgumentParser, UsageError, run
+from .cli import ArgumentParser, run
 from .config import ConfigError, EnvBlock, add_override_argument, load_dataclass_config
 from .config_ranges import EXPERT_ITERATION, check_ranges
 from .run_folder import (
-    lock_run_dir,
-    make_run_dir,
-    new_run_dir,
+    claim_new_run,
+    claim_resumed_run,
     newest_good,
     numbered,
     remove_temp_files,
@@ -1040,11 +1042,7 @@ def main(argv: list[str] | None = None) -> Path:
     args = parse_args(argv)
     args_line = shlex.join(argv if argv is not None else sys.argv[1:])
     if args.resume is not None:
-        run_dir = args.resume
-        if not (run_dir / "config.yaml").is_file():
-            config = run_dir / "config.yaml"
-            raise UsageError(f"--resume: not a run folder: {str(config)!r} does not exist")
-        lock_run_dir(run_dir)
+        run_dir = claim_resumed_run(args.resume)
         cfg = load_config(run_dir / "config.yaml", args.overrides)
         remove_temp_files(run_dir)
     else:
@@ -1052,16 +1050,8 @@ def main(argv: list[str] | None = None) -> Path:
         for f in args.data or []:
             if not f.is_file():
                 raise ConfigError(f"--data: file {str(f)!r} does not exist")
-        if args.run_dir is None:
-            run_dir = new_run_dir(Path("runs") / "expert_iteration", f"{cfg.name}__{cfg.seed}")
-        else:
-            run_dir = make_run_dir(Path(args.run_dir))
-        lock_run_dir(run_dir)
-        if (run_dir / "config.yaml").exists():
-            raise UsageError(
-                f"run folder {str(run_dir)!r} already holds a run; continue it with "
-                f"--resume {run_dir} or choose another --run-dir"
-            )
+        parent = Path("runs") / "expert_iteration"
+        run_dir = claim_new_run(args.run_dir, parent, f"{cfg.name}__{cfg.seed}")
         if args.data:
             write_text(run_dir / DATA_FILES, "".join(f"{f.resolve()}\n" for f in args.data))
     python = f"{sys.executable} -m training.expert_iteration"

@@ -99,6 +99,10 @@ def main(argv: Sequence[str] | None = None, stdout: TextIO | None = None) -> int
     records = scan.records
     if not records:
         parser.error(f"replay file {args.file!r} holds no matches")
+    if len(scan.problems) == len(records):
+        parser.error(next(iter(scan.problems.values())))
+    if not args.verify and args.match in scan.problems:
+        parser.error(f"match {args.match} is damaged: {scan.problems[args.match]}")
     if scan.problems:  # a cut-off last line after a crash, say: the other matches still read
         print(
             f"{PROG}: {args.file}: damaged line(s) {', '.join(map(str, scan.damaged))} skipped "
@@ -124,8 +128,6 @@ def main(argv: Sequence[str] | None = None, stdout: TextIO | None = None) -> int
             f"--match {args.match} is out of range: {args.file!r} holds {len(records)} "
             f"match(es), numbered 0..{len(records) - 1}"
         )
-    if args.match in scan.problems:
-        parser.error(f"match {args.match} is damaged: {scan.problems[args.match]}")
     try:
         text = match_text(records[args.match], args.match, args.show_hands)
     except (BergenError, KeyError, IndexError, ValueError) as exc:

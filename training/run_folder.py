@@ -81,6 +81,29 @@ def lock_run_dir(path: Path) -> None:
     _LOCKS[key] = fd
 
 
+def claim_new_run(run_dir: Path | None, parent: Path, stem: str) -> Path:
+    """The locked folder of a new run: ``run_dir`` (made if missing), or by default a fresh
+    :func:`new_run_dir`; a folder that already holds a run (its ``config.yaml``) is refused."""
+    path = new_run_dir(parent, stem) if run_dir is None else make_run_dir(Path(run_dir))
+    lock_run_dir(path)
+    if (path / "config.yaml").exists():
+        raise UsageError(
+            f"run folder {str(path)!r} already holds a run; continue it with "
+            f"--resume {path} or choose another --run-dir"
+        )
+    return path
+
+
+def claim_resumed_run(run_dir: Path) -> Path:
+    """The locked folder of a run to resume (it must hold a ``config.yaml``); nothing in it is
+    changed."""
+    config = run_dir / "config.yaml"
+    if not config.is_file():
+        raise UsageError(f"--resume: not a run folder: {str(config)!r} does not exist")
+    lock_run_dir(run_dir)
+    return run_dir
+
+
 def unlock(path: Path) -> None:
     """Release the lock :func:`lock_run_dir` took on ``path`` (a no-op if not held)."""
     fd = _LOCKS.pop(Path(path).resolve(), None)

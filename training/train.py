@@ -16,7 +16,7 @@ folder ``runs/<config>__<seed>__<time>/`` holds:
 ``tb/``                       TensorBoard logs (``rollout/``, ``train/``, ``eval/``, ``time/``)
 ``progress.csv``              every logged training metric per rollout
 ``metrics.csv``               one row per evaluation and opponent: timesteps, win rate, 95% CI
-``checkpoints/``              ``ckpt_<steps>_steps.zip`` every ``checkpoint_every`` steps (kept)
+``checkpoints/``              ``ckpt_<steps>_steps.zip`` past every ``checkpoint_every`` steps
 ``snapshots/``                self-play snapshots (policy files)
 ``best_model.zip``            the policy with the best mean evaluation win rate
 ``final_model.zip``           the policy at the end of training
@@ -25,6 +25,11 @@ folder ``runs/<config>__<seed>__<time>/`` holds:
 ``imitation.json``            the imitation warm start's fit metrics (with ``imitation_teacher``)
 ``learning_curve.png``        win rate against each evaluation opponent over training steps
 ============================  ===========================================================
+
+Checkpoints are made at rollout boundaries and hold what an exact resume needs
+(``training.resume_state``); ``--resume`` takes the newest intact one. A run locks its folder
+(``training.run_folder``); Ctrl-C and SIGTERM finish the update in progress and checkpoint it.
+Every file is written whole or not at all (``bergen_env.atomic_files``); see docs/reliability.md.
 
 Evaluations are duplicate tournaments of the arena (``bergen_env.arena.run_tournament``): the
 policy (a just-saved policy file, ``ppo:PATH``) against each scripted opponent of
@@ -87,9 +92,8 @@ from .resume_state import (
     trim_csv,
 )
 from .run_folder import (
-    lock_run_dir,
-    make_run_dir,
-    new_run_dir,
+    claim_new_run,
+    claim_resumed_run,
     newest_good,
     numbered,
     remove_temp_files,
@@ -612,7 +616,7 @@ def stopped_checkpoint(model: MaskablePPO, boundary: int, run_dir: Path) -> str:
     if not newest:
         return f"stopped at {steps} steps before the first update; no checkpoint"
     return (
-        f"stopped at {steps} steps; checkpoint {newest[0][1].name} holds {newest[0][0]}; "
+        f"stopped at {steps} steps; newest checkpoint {newest[0][1].name}; "
         f"continue with --resume {run_dir}"
     )
 
@@ -625,11 +629,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     # --resume, a checkpoint has loaded
     loaded: MaskablePPO | None = None
     if args.resume is not None:
-        run_dir = args.resume
-        if not (run_dir / "config.yaml").is_file():
-            config = run_dir / "config.yaml"
-            raise UsageError(f"--resume: not a run folder: {str(config)!r} does not exist")
-        lock_run_dir(run_dir)
+        run_dir = claim_resumed_run(args.resume)
         cfg = load_config(run_dir / "config.yaml", overrides)
         check_config(cfg, str(run_dir / "config.yaml"))
         ckpt, loaded = resume_checkpoint(run_dir, cfg)
@@ -637,16 +637,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     else:
         cfg = load_config(args.config, overrides)
         check_config(cfg, str(args.config))
-        if args.run_dir is None:
-            run_dir = new_run_dir(Path("runs"), f"{cfg.name}__{cfg.seed}")
-        else:
-            run_dir = make_run_dir(args.run_dir)
-        lock_run_dir(run_dir)
-        if (run_dir / "config.yaml").exists():
-            raise UsageError(
-                f"run folder {str(run_dir)!r} already holds a run; continue it with "
-                f"--resume {run_dir} or choose another --run-dir"
-            )
+        run_dir = claim_new_run(args.run_dir, Path("runs"), f"{cfg.name}__{cfg.seed}")
         ckpt = None
     save_config(cfg, run_dir / "config.yaml")
     append_line(
