@@ -414,10 +414,15 @@ def _play_all(
         initializer=_worker_init,
         initargs=(plan, _kinds_for_workers(plan.sources), os.getpid()),
     ) as pool:
+        futures = [pool.submit(_worker_play, part) for part in _chunks(specs, chunk)]
         try:
-            yield from pool.map(_worker_play, _chunks(specs, chunk))
-        except BaseException:  # Ctrl-C, SIGTERM, an error: drop the chunks not yet started
-            pool.shutdown(wait=False, cancel_futures=True)
+            for future in futures:
+                yield future.result()
+        except BaseException:  # Ctrl-C, SIGTERM, an error: stop the workers now, not after
+            # every chunk (the pool then fails the pending chunks; cancelling them as well
+            # races with that in Python 3.11's executor)
+            for process in list(getattr(pool, "_processes", {}).values()):
+                process.terminate()
             raise
 
 
