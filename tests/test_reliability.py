@@ -211,6 +211,7 @@ def sb3() -> None:
 
 
 @pytest.mark.parametrize("sig", [signal.SIGKILL, signal.SIGTERM])
+@pytest.mark.slow
 def test_train_stopped_by_a_signal_leaves_no_process_and_resumes(
     sb3: None, tmp_path: Path, sig: int
 ) -> None:
@@ -238,6 +239,7 @@ def test_train_stopped_by_a_signal_leaves_no_process_and_resumes(
     assert again.survivors() == []
 
 
+@pytest.mark.slow
 def test_resume_skips_a_cut_off_checkpoint_and_a_second_run_is_refused(
     sb3: None, tmp_path: Path
 ) -> None:
@@ -406,7 +408,9 @@ def test_expert_iteration_stopped_by_a_signal_leaves_no_process(tmp_path: Path, 
     assert cmd.survivors() == []
     if sig == signal.SIGTERM:
         assert code == 143
-        assert err.strip().splitlines()[-1] == "python -m training.expert_iteration: terminated"
+        assert err.strip().splitlines()[-1] == (
+            f"python -m training.expert_iteration: terminated: continue with --resume {run}"
+        )
 
 
 # ---------------------------------------------------------------------- keep what is finished
@@ -518,6 +522,7 @@ def csv_rows(path: Path) -> list[dict[str, str]]:
     ]
 
 
+@pytest.mark.slow
 def test_a_resumed_run_equals_the_undisturbed_run_bit_for_bit(sb3: None, tmp_path: Path) -> None:
     import shutil
 

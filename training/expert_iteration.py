@@ -1059,14 +1059,17 @@ def main(argv: list[str] | None = None) -> Path:
     data_files = args.data
     if args.resume is not None and (run_dir / DATA_FILES).is_file():
         data_files = [Path(x) for x in (run_dir / DATA_FILES).read_text().splitlines()]
-    path = train(
-        cfg,
-        run_dir,
-        progress=not args.no_progress,
-        data_files=data_files,
-        command=f"{PROG} {args_line}",
-        resume=args.resume is not None,
-    )
+    try:
+        path = train(
+            cfg,
+            run_dir,
+            progress=not args.no_progress,
+            data_files=data_files,
+            command=f"{PROG} {args_line}",
+            resume=args.resume is not None,
+        )
+    except KeyboardInterrupt as exc:  # Ctrl-C or SIGTERM: the finished iterations and jobs stay
+        raise type(exc)(f"continue with --resume {run_dir}") from None
     print(f"policy: {path}\nrun folder: {run_dir}")
     return path
 
