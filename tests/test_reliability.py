@@ -77,6 +77,18 @@ def test_policy_file_write_on_a_full_disk_keeps_the_old_file(
     assert not [p for p in tmp_path.iterdir() if is_temp_name(p)]
 
 
+def test_a_full_disk_anywhere_is_one_line(capsys: pytest.CaptureFixture[str]) -> None:
+    from training.cli import run
+
+    def main(argv: object) -> int:
+        raise OSError(errno.ENOSPC, "No space left on device", "runs/x/progress.csv")
+
+    assert run("bergen-train", main, []) == 2
+    assert capsys.readouterr().err.splitlines() == [
+        "bergen-train: error: cannot write 'runs/x/progress.csv': No space left on device"
+    ]
+
+
 def test_unwritable_outputs_are_found_before_the_work(tmp_path: Path) -> None:
     with pytest.raises(OutputError, match="does not exist"):
         check_writable(tmp_path / "missing" / "out.json", "--json")

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import errno
 import importlib
 import importlib.util
 import signal
@@ -116,6 +117,10 @@ def trust_pickle(specs: Iterable[str | None]) -> list[str | None]:
     return [None if spec is None else with_trust_pickle(spec) for spec in specs]
 
 
+#: Errors of a full disk or quota, reported in one line wherever they happen.
+DISK_FULL = (errno.ENOSPC, errno.EDQUOT)
+
+
 class Terminated(KeyboardInterrupt):
     """SIGTERM (``kill PID``, job schedulers), raised in the main thread as Ctrl-C is; a message
     given to it ends the program's one-line report."""
@@ -127,20 +132,30 @@ def raise_terminated(signum: int, frame: Any) -> None:
 
 
 def run(prog: str, main: Main, argv: Sequence[str] | None = None) -> int:
-    """Call ``main(argv)`` as program ``prog``: a :class:`UsageError` or an unwritable output
-    (:class:`OutputError`) becomes one line on stderr and exit status 2, Ctrl-C exit status 130,
-    SIGTERM exit status 143; otherwise ``main``'s int result (or 0)."""
+    """Call ``main(argv)`` as program ``prog``: a :class:`UsageError`, an unwritable output
+    (:class:`OutputError`) or a full disk becomes one line on stderr and exit status 2, Ctrl-C
+    exit status 130, SIGTERM exit status 143; otherwise ``main``'s int result (or 0)."""
+    previous = None
     with contextlib.suppress(ValueError):  # only the main thread sets handlers
-        signal.signal(signal.SIGTERM, raise_terminated)
+        previous = signal.signal(signal.SIGTERM, raise_terminated)
     try:
         result = main(argv)
     except (UsageError, OutputError) as exc:
         print(f"{prog}: error: {exc}", file=sys.stderr)
         return 2
+    except OSError as exc:  # a full disk or quota anywhere: one line, not a traceback
+        if exc.errno not in DISK_FULL:
+            raise
+        where = f"cannot write {str(exc.filename)!r}: " if exc.filename else ""
+        print(f"{prog}: error: {where}{exc.strerror}", file=sys.stderr)
+        return 2
     except KeyboardInterrupt as exc:
         stopped = "terminated" if isinstance(exc, Terminated) else "interrupted"
         print(f"\n{prog}: {stopped}" + (f": {exc}" if str(exc) else ""), file=sys.stderr)
         return 143 if isinstance(exc, Terminated) else 130
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)
     return result if isinstance(result, int) else 0
 
 
