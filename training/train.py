@@ -601,20 +601,23 @@ def elapsed_at(run_dir: Path) -> float:
     return float(rows[-1]["elapsed_s"]) if rows else 0.0
 
 
-def stopped_checkpoint(model: MaskablePPO, boundary: int, run_dir: Path) -> str:
+def stopped_checkpoint(
+    model: MaskablePPO, checkpoints: Checkpoints, boundary: int, run_dir: Path
+) -> str:
     """After a stop mid-training: checkpoint the network of the last update (made at step
-    ``boundary``; the steps of the unfinished rollout are dropped); the report's tail."""
+    ``boundary``, or the warm-started network at 0; the steps of an unfinished rollout are
+    dropped, and with them the exact resume state); the report's tail."""
     steps = model.num_timesteps
-    path = checkpoint_path(run_dir, boundary)
-    if not path.is_file() and boundary > 0:
-        model.num_timesteps = boundary
-        try:
-            save_checkpoint(model, run_dir)
-        finally:
-            model.num_timesteps = steps
+    if not checkpoint_path(run_dir, boundary).is_file():
+        if steps == boundary and checkpoints.model is not None:  # at a rollout boundary: exact
+            checkpoints.save()
+        else:
+            model.num_timesteps = boundary
+            try:
+                save_checkpoint(model, run_dir)
+            finally:
+                model.num_timesteps = steps
     newest = numbered(run_dir / "checkpoints", CKPT_RE)
-    if not newest:
-        return f"stopped at {steps} steps before the first update; no checkpoint"
     return (
         f"stopped at {steps} steps; newest checkpoint {newest[0][1].name}; "
         f"continue with --resume {run_dir}"
@@ -711,7 +714,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
                 )
         except KeyboardInterrupt as exc:  # Ctrl-C or SIGTERM: keep the last update's network
             progress_bar.close()
-            raise type(exc)(stopped_checkpoint(model, stop.updated_at, run_dir)) from None
+            report = stopped_checkpoint(model, checkpoints, stop.updated_at, run_dir)
+            raise type(exc)(report) from None
     train_s = time.time() - t0
     steps_per_s = (model.num_timesteps - done_before) / max(train_s, 1e-9)
     # a last checkpoint so that --resume of a finished run (with a larger budget) continues here
