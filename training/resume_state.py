@@ -153,7 +153,7 @@ class ContinuedCSV(CSVOutputFormat):
 
     def __init__(self, filename: str, steps: int) -> None:
         header = trim_csv(Path(filename), STEP_COLUMN, steps)
-        self.file = open(filename, "r+")  # noqa: SIM115 (closed by close())
+        self.file = open(filename, "r+" if header else "w+")  # noqa: SIM115 (see close())
         self.file.seek(0, io.SEEK_END)
         self.keys = list(header)
         self.separator = ","
