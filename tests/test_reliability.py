@@ -5,12 +5,16 @@ Every test here is one row of docs/reliability.md.
 
 from __future__ import annotations
 
+import csv
 import errno
+import io
 import multiprocessing
 import os
+import shutil
 import signal
 import sys
 import time
+import zipfile
 from pathlib import Path
 
 import numpy as np
@@ -263,6 +267,13 @@ def test_resume_skips_a_cut_off_checkpoint_and_a_second_run_is_refused(
     good = run / "checkpoints" / "ckpt_256_steps.zip"
     cut = run / "checkpoints" / "ckpt_384_steps.zip"
     cut.write_bytes(good.read_bytes()[:5000])
+    # and one whose zip is whole but whose network is garbage
+    with (
+        zipfile.ZipFile(good) as src,
+        zipfile.ZipFile(cut.with_name("ckpt_320_steps.zip"), "w") as dst,
+    ):
+        for name in src.namelist():
+            dst.writestr(name, b"garbage" if name == "policy.pth" else src.read(name))
     config_before = (run / "config.yaml").read_bytes()
 
     # a resume that finds nothing to resume from changes nothing
@@ -296,10 +307,12 @@ def test_resume_skips_a_cut_off_checkpoint_and_a_second_run_is_refused(
         ]
     code, out, err = resumed.finish()
     assert code == 0, err[-3000:]
-    assert err.splitlines()[0] == (
+    first = err.splitlines()[0]
+    assert first.startswith(
         "bergen-train: checkpoint ckpt_384_steps.zip is damaged (not a readable zip file: "
-        "File is not a zip file); resuming from ckpt_256_steps.zip"
+        "File is not a zip file); checkpoint ckpt_320_steps.zip is damaged ("
     )
+    assert first.endswith("); resuming from ckpt_256_steps.zip")
     assert "from ckpt_256_steps.zip at 256 steps" in out
     # a finished folder takes no second run
     code, _, err = Command(
@@ -474,7 +487,6 @@ def test_replay_reads_the_intact_matches_of_a_damaged_file(tmp_path: Path) -> No
     lines[1] = lines[1][:40] + b"\n"  # an edited line
     lines[3] = lines[3][: len(lines[3]) // 2]  # cut off by kill -9: the last line
     path.write_bytes(b"".join(lines))
-    import io
     from contextlib import redirect_stderr
 
     err = io.StringIO()
@@ -516,8 +528,6 @@ EXACT = [
 
 
 def zip_tensors(path: Path, member: str) -> dict:
-    import io
-    import zipfile
 
     import torch
 
@@ -526,7 +536,6 @@ def zip_tensors(path: Path, member: str) -> dict:
 
 
 def csv_rows(path: Path) -> list[dict[str, str]]:
-    import csv
 
     rows = list(csv.DictReader(path.open()))
     return [
@@ -536,7 +545,6 @@ def csv_rows(path: Path) -> list[dict[str, str]]:
 
 @pytest.mark.slow
 def test_a_resumed_run_equals_the_undisturbed_run_bit_for_bit(sb3: None, tmp_path: Path) -> None:
-    import shutil
 
     import torch
 
@@ -565,7 +573,6 @@ def test_a_resumed_run_equals_the_undisturbed_run_bit_for_bit(sb3: None, tmp_pat
     # the logs continue: no redone rows, the same values; elapsed time adds up
     assert csv_rows(whole / "progress.csv") == csv_rows(resumed / "progress.csv")
     assert csv_rows(whole / "metrics.csv") == csv_rows(resumed / "metrics.csv")
-    import csv
 
     elapsed = [float(r["elapsed_s"]) for r in csv.DictReader((resumed / "metrics.csv").open())]
     assert elapsed == sorted(elapsed)
