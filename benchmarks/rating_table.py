@@ -35,7 +35,6 @@ import argparse
 import hashlib
 import json
 import math
-import os
 import subprocess
 import sys
 import time
@@ -48,13 +47,15 @@ import numpy as np
 
 from bergen_env.agents import make_agent, parse_agent_spec
 from bergen_env.arena import RATING_PRIOR, placed_ahead, run_tournament, seat_lineups
+from bergen_env.atomic_files import OutputError, check_writable, write_text
 from bergen_env.errors import BergenError
 from bergen_env.ratings import ELO_CENTER, elo_ratings, expected_score
 from bergen_env.rules import Rules
 from bergen_env.stats import wilson_interval
-from training.cli import UsageError
+from training.cli import ArgumentParser, UsageError, run
 from training.ray_option import add_ray_argument, join_ray
 
+PROG = "python -m benchmarks.rating_table"
 FORMAT = "bergen_env rating results"
 VERSION = 2
 #: Versions read: 1 stored only two-sided pairs (one comparison a match, one lineup).
@@ -232,9 +233,7 @@ def load_results(path: Path) -> list[PairResult]:
 def save_results(path: Path, pairs: Sequence[PairResult]) -> None:
     """Write every pair (atomically: a stopped run never leaves half a file)."""
     data = {"format": FORMAT, "version": VERSION, "pairs": [p.to_json() for p in pairs]}
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(json.dumps(data, indent=1) + "\n", encoding="utf-8")
-    os.replace(tmp, path)
+    write_text(path, json.dumps(data, indent=1) + "\n")
 
 
 # ---------------------------------------------------------------------- playing the round robin
@@ -589,8 +588,8 @@ def _number(p: argparse.ArgumentParser, flag: str, spec: str, text: str, kind: t
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(
-        prog="python -m benchmarks.rating_table",
+    p = ArgumentParser(  # errors are one line: the program's name and the problem
+        prog=PROG,
         description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
@@ -628,10 +627,11 @@ def main(argv: list[str] | None = None) -> int:
     anchor = DEFAULT_ANCHOR
     if args.anchor is not None:
         anchor = (args.anchor[0], _number(p, "--anchor", *args.anchor, float))
-    if args.results is not None and not args.results.parent.is_dir():
-        p.error(
-            f"--results {str(args.results)!r}: folder {str(args.results.parent)!r} does not exist"
-        )
+    if args.results is not None:
+        try:
+            check_writable(args.results, "--results")
+        except OutputError as exc:
+            p.error(str(exc))
     try:
         rules = Rules.preset(args.rules, num_players=args.players, partnerships=args.partnerships)
     except BergenError as exc:
@@ -663,6 +663,9 @@ def main(argv: list[str] | None = None) -> int:
         )
     except ValueError as exc:
         p.error(str(exc))
+    except KeyboardInterrupt as exc:  # Ctrl-C or SIGTERM: each finished pair is already saved
+        kept = f"the pairs finished so far are kept in {args.results}" if args.results else ""
+        raise type(exc)(kept) from None
     reused = len(run.pairs) - len(run.played)
     print(
         f"{rules.describe()}\nduplicate, seed {args.seed}, {len(run.pairs)} pairs "
@@ -678,4 +681,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    raise SystemExit(run(PROG, main))

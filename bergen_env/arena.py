@@ -42,6 +42,7 @@ from __future__ import annotations
 import copy
 import itertools
 import math
+import os
 import pickle
 from collections.abc import Iterator, Sequence
 from dataclasses import asdict, dataclass, field
@@ -57,6 +58,7 @@ from bergen_env.agents.base import Agent, make_agent, parse_agent_spec
 from bergen_env.engine import BergenState
 from bergen_env.errors import IllegalActionError
 from bergen_env.observation import Encoder
+from bergen_env.parent_watch import die_with_parent
 from bergen_env.policy_file import PolicyFileError, describe_rules, rules_difference
 from bergen_env.ratings import elo_ratings
 from bergen_env.rules import Rules
@@ -389,9 +391,10 @@ class _Table:
 _WORKER_TABLE: _Table | None = None
 
 
-def _worker_init(plan: _Plan, kinds: Sequence[tuple[str, str, Any]]) -> None:
-    """Make the parent's agent kinds known in this process, then build the agents once."""
+def _worker_init(plan: _Plan, kinds: Sequence[tuple[str, str, Any]], parent: int) -> None:
+    """End with process ``parent``; make its agent kinds known here, then build the agents once."""
     global _WORKER_TABLE
+    die_with_parent(parent)
     for kind, module, factory in kinds:
         if agent_base.agent_factory(kind) is None:
             import_module(module)  # registering modules register on import
@@ -460,9 +463,18 @@ def _play_all(
         max_workers=workers,
         mp_context=context,
         initializer=_worker_init,
-        initargs=(plan, _kinds_for_workers(plan.sources)),
+        initargs=(plan, _kinds_for_workers(plan.sources), os.getpid()),
     ) as pool:
-        yield from pool.map(_worker_play, _chunks(specs, chunk))
+        futures = [pool.submit(_worker_play, part) for part in _chunks(specs, chunk)]
+        try:
+            for future in futures:
+                yield future.result()
+        except BaseException:  # Ctrl-C, SIGTERM, an error: stop the workers now, not after
+            # every chunk (the pool then fails the pending chunks; cancelling them as well
+            # races with that in Python 3.11's executor)
+            for process in list(getattr(pool, "_processes", {}).values()):
+                process.terminate()
+            raise
 
 
 # ---------------------------------------------------------------------- the tournament

@@ -36,6 +36,7 @@ from typing import Any
 import numpy as np
 
 from bergen_env.action_features import FEATURES_NAME, NUM_ACTION_FEATURES, action_features
+from bergen_env.atomic_files import atomic_path
 from bergen_env.errors import BergenError
 from bergen_env.observation import OBS_SIZE
 from bergen_env.rules import Rules
@@ -301,7 +302,8 @@ def write_network_file(
         tensors[layer["bias"]] = np.ascontiguousarray(b, dtype=np.float32)
     _check_finite(tensors, f"{str(path)!r} not written")
     path.parent.mkdir(parents=True, exist_ok=True)
-    save_file(tensors, str(path), metadata={header_key: json.dumps(header, sort_keys=True)})
+    with atomic_path(path) as tmp:
+        save_file(tensors, str(tmp), metadata={header_key: json.dumps(header, sort_keys=True)})
     return path
 
 

@@ -34,9 +34,10 @@ True
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 from bergen_env.actions import DOUBLE_PLAY, DRAW, NUM_PLAY_ACTIONS, PASS, action_str
 from bergen_env.engine import BergenState, HandResult
@@ -159,30 +160,80 @@ def write_jsonl(path: str | Path, records: Iterable[dict[str, Any]], append: boo
 
 def read_jsonl(path: str | Path) -> list[dict[str, Any]]:
     """Read the match records of a replay file; errors name the file and line."""
-    path = Path(path)
-    if not path.is_file():
-        raise FileNotFoundError(f"replay file {str(path)!r} does not exist")
-    with open(path, encoding="utf-8") as f:
+    with _open_replay(path) as f:
         return parse_records(f, source=str(path))
 
 
+def _open_replay(path: str | Path) -> BinaryIO:
+    path = Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(f"replay file {str(path)!r} does not exist")
+    return open(path, "rb")  # lines decoded one by one: a damaged line spoils only itself
+
+
+@dataclass
+class ReplayScan:
+    """A replay file read as far as it is intact: every match line, in order, as its record or,
+    for a damaged line (cut off by a crash, edited by hand), ``None`` and the problem."""
+
+    records: list[dict[str, Any] | None]
+    lines: list[int]  # the file line of each match, from 1
+    problems: dict[int, str]  # match index -> what is wrong with its line
+
+    @property
+    def damaged(self) -> list[int]:
+        """The file lines that hold no readable match."""
+        return [self.lines[k] for k in sorted(self.problems)]
+
+
+def scan_jsonl(path: str | Path) -> ReplayScan:
+    """Every non-blank line of the replay file ``path`` as a match: its checked record, or the
+    problem of a damaged line (a missing file is still an error)."""
+    scan = ReplayScan([], [], {})
+    with _open_replay(path) as f:
+        for number, record, problem in _parse_lines(f, f"{path}"):
+            if problem is not None:
+                scan.problems[len(scan.records)] = problem
+            scan.records.append(record)
+            scan.lines.append(number)
+    return scan
+
+
+def _parse_lines(
+    lines: Iterable[str | bytes], source: str | None
+) -> Iterator[tuple[int, dict[str, Any] | None, str | None]]:
+    """Each non-blank line's number and checked record, or ``None`` and its problem."""
+    for number, line in enumerate(lines, start=1):
+        if not line.strip():
+            continue
+        where = f"line {number}" if source is None else f"{source}, line {number}"
+        try:
+            text = line.decode("utf-8") if isinstance(line, bytes) else line
+        except UnicodeDecodeError:
+            yield number, None, f"{where}: not UTF-8 text"
+            continue
+        try:
+            record = json.loads(text)
+            check_record(record, where)
+        except json.JSONDecodeError as exc:
+            yield number, None, f"{where}: not valid JSON ({exc})"
+        except ReplayError as exc:
+            yield number, None, str(exc)
+        else:
+            yield number, record, None
+
+
 def parse_records(
-    lines: Iterable[str], source: str | None = None, limit: int | None = None
+    lines: Iterable[str | bytes], source: str | None = None, limit: int | None = None
 ) -> list[dict[str, Any]]:
     """The checked match records of replay lines (JSON lines, blank lines skipped).
 
     Errors name ``source`` (if given) and the line; more than ``limit`` records is an error.
     """
     records = []
-    for number, line in enumerate(lines, start=1):
-        if not line.strip():
-            continue
-        where = f"line {number}" if source is None else f"{source}, line {number}"
-        try:
-            record = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise ReplayError(f"{where}: not valid JSON ({exc})") from None
-        check_record(record, where)
+    for _, record, problem in _parse_lines(lines, source):
+        if problem is not None:
+            raise ReplayError(problem)
         records.append(record)
         if limit is not None and len(records) > limit:
             raise ReplayError(f"the file holds more than {limit} matches; split it")

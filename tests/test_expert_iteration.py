@@ -184,8 +184,8 @@ def test_network_starts_from_the_shipped_policy() -> None:
 @pytest.mark.parametrize(
     ("key", "value", "message"),
     [
-        ("decisions", 0, "'decisions' must be a positive int"),
-        ("workers", "two", "'workers' must be a positive int"),
+        ("decisions", 0, r"'decisions' must be an int >= 1, got 0"),
+        ("workers", "two", r"'workers' must be an int in \[1, 256\], got 'two'"),
         ("temperature", 0, "'temperature' must be a number > 0"),
         ("regret_weight", -1, "'regret_weight' must be a number >= 0"),
         ("weight_decay", -0.1, "'weight_decay' must be a number >= 0"),
@@ -193,7 +193,7 @@ def test_network_starts_from_the_shipped_policy() -> None:
         ("mirror", 1, "'mirror' must be true or false"),
         ("relabel", 1.5, "'relabel' must be a number in \\[0, 1\\]"),
         ("relabel", True, "'relabel' must be a number in \\[0, 1\\]"),
-        ("lr_schedule", "linear", "'lr_schedule' must be 'constant' or 'cosine'"),
+        ("lr_schedule", "linear", "'lr_schedule' must be one of 'constant', 'cosine'"),
         ("held_out", 1.0, "'held_out' must be a number in"),
         ("teacher", "heuristic", "'teacher' must be a search agent string"),
         ("teacher", "search:budget_ms=5", "'teacher' must not set budget_ms"),
@@ -204,7 +204,7 @@ def test_network_starts_from_the_shipped_policy() -> None:
         ("opponents", ["greedy", "greedy"], "'opponents' must hold 1 agent string \\(the one seat"),
         ("net_arch", [0], "'net_arch' must be a non-empty list"),
         ("activation", "gelu", "'activation' must be"),
-        ("reward", "points", "'reward' must be 'match'"),
+        ("reward", "points", "'reward' must be one of 'match', got 'points'"),
         ("init_policy", "nope.safetensors", "'init_policy'.*nope.safetensors.*does not exist"),
         ("init_policy", str(ROOT / "policies" / "standard_3p.safetensors"), "other rules"),
         ("num_players", 5, "num_players"),
@@ -447,7 +447,7 @@ def test_scored_run_saves_and_resumes_its_scorer(tmp_path: Path, labelled: Decis
 
 @pytest.mark.parametrize("value", [[0], "128", [8, -1]])
 def test_bad_scorer_is_named(value: object) -> None:
-    with pytest.raises(ConfigError, match="'scorer' must be a list of positive ints"):
+    with pytest.raises(ConfigError, match=r"'scorer' must be a list of ints in \[1, 65536\]"):
         tiny(scorer=value)
 
 
@@ -540,7 +540,7 @@ def test_partner_from_the_opponents(monkeypatch: pytest.MonkeyPatch) -> None:
             dict(partner="opponents", opponents=["greedy"] * 2),
             r"or 3, one for each of the other seats, the partner second",
         ),
-        ("4p", dict(partner="pool"), "'partner' must be 'learner' or 'opponents'"),
+        ("4p", dict(partner="pool"), "'partner' must be one of 'learner', 'opponents'"),
         ("3p", dict(partnerships=True), "partnerships"),
         ("3p", dict(init_policy=str(SHIPPED_4P)), "'init_policy' was trained for other rules"),
         ("4p", dict(init_policy=str(SHIPPED_3P)), "'init_policy' was trained for other rules"),

@@ -28,14 +28,18 @@ need their extra; scripted agents need nothing beyond the base install.
 from __future__ import annotations
 
 import argparse
+import contextlib
+import errno
 import importlib
 import importlib.util
+import signal
 import sys
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any, NamedTuple, NoReturn
 
 from bergen_env.agents import parse_agent_spec, registered_agents
 from bergen_env.arena import recorded_rules
+from bergen_env.atomic_files import OutputError
 from bergen_env.errors import BergenError
 from bergen_env.rules import PRESETS, Rules
 
@@ -184,17 +188,45 @@ def command_rules(
         raise UsageError(f"bad rules: {exc}") from None
 
 
+#: Errors of a full disk or quota, reported in one line wherever they happen.
+DISK_FULL = (errno.ENOSPC, errno.EDQUOT)
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM (``kill PID``, job schedulers), raised in the main thread as Ctrl-C is; a message
+    given to it ends the program's one-line report."""
+
+
+def raise_terminated(signum: int, frame: Any) -> None:
+    """The SIGTERM handler :func:`run` installs."""
+    raise Terminated
+
+
 def run(prog: str, main: Main, argv: Sequence[str] | None = None) -> int:
-    """Call ``main(argv)`` as program ``prog``: a :class:`UsageError` becomes one line on stderr
-    and exit status 2, Ctrl-C exit status 130; otherwise ``main``'s int result (or 0)."""
+    """Call ``main(argv)`` as program ``prog``: a :class:`UsageError`, an unwritable output
+    (:class:`OutputError`) or a full disk becomes one line on stderr and exit status 2, Ctrl-C
+    exit status 130, SIGTERM exit status 143; otherwise ``main``'s int result (or 0)."""
+    previous = None
+    with contextlib.suppress(ValueError):  # only the main thread sets handlers
+        previous = signal.signal(signal.SIGTERM, raise_terminated)
     try:
         result = main(argv)
-    except UsageError as exc:
+    except (UsageError, OutputError) as exc:
         print(f"{prog}: error: {exc}", file=sys.stderr)
         return 2
-    except KeyboardInterrupt:
-        print(f"\n{prog}: interrupted", file=sys.stderr)
-        return 130
+    except OSError as exc:  # a full disk or quota anywhere: one line, not a traceback
+        if exc.errno not in DISK_FULL:
+            raise
+        where = f"cannot write {str(exc.filename)!r}: " if exc.filename else ""
+        print(f"{prog}: error: {where}{exc.strerror}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt as exc:
+        stopped = "terminated" if isinstance(exc, Terminated) else "interrupted"
+        print(f"\n{prog}: {stopped}" + (f": {exc}" if str(exc) else ""), file=sys.stderr)
+        return 143 if isinstance(exc, Terminated) else 130
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)
     return result if isinstance(result, int) else 0
 
 

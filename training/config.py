@@ -25,11 +25,13 @@ from typing import Any, TypeVar
 
 import yaml
 
+from bergen_env.atomic_files import write_text
 from bergen_env.env_options import REWARD_MODES, EnvOptions
 from bergen_env.single_agent import REWARD_MODES as SINGLE_AGENT_REWARD_MODES
 from bergen_env.validation import check_keywords, is_bool, is_int, is_number
 
 from .cli import UsageError
+from .config_ranges import TRAIN, check_ranges
 
 T = TypeVar("T")
 
@@ -186,53 +188,10 @@ class TrainConfig(EnvBlock):
         self.validate()
 
     def validate(self, source: str = "<config>") -> None:
-        """Check value ranges; errors name ``source`` and the key."""
-
-        def bad(key: str, why: str) -> ConfigError:
-            return ConfigError(f"{source}: key {key!r} {why}, got {getattr(self, key)!r}")
-
-        for key in (
-            "total_timesteps",
-            "n_envs",
-            "n_steps",
-            "batch_size",
-            "n_epochs",
-            "pool_size",
-            "imitation_decisions",
-            "imitation_epochs",
-            "imitation_batch_size",
-            "imitation_workers",
-        ):
-            if not is_int(getattr(self, key)) or getattr(self, key) < 1:
-                raise bad(key, "must be a positive int")
-        if not is_int(self.seed) or not 0 <= self.seed < 2**32:
-            raise bad("seed", "must be an int in [0, 2**32)")
-        if self.vec_env not in ("subproc", "dummy"):
-            raise bad("vec_env", "must be 'subproc' or 'dummy'")
-        if self.activation not in ("relu", "tanh"):
-            raise bad("activation", "must be 'relu' or 'tanh'")
-        if self.critic not in ("obs", "oracle"):
-            raise bad("critic", "must be 'obs' or 'oracle'")
-        if self.partner not in ("pool", "learner"):
-            raise bad("partner", "must be 'pool' or 'learner'")
-        if not 0.0 <= float(self.selfplay_prob) <= 1.0:
-            raise bad("selfplay_prob", "must be in [0, 1]")
-        if not self.opponents or not all(isinstance(x, str) for x in self.opponents):
-            raise bad("opponents", "must be a non-empty list of agent strings")
-        if not all(isinstance(x, str) for x in self.eval_opponents):
-            raise bad("eval_opponents", "must be a list of agent strings")
-        if self.target_kl is not None and not (is_number(self.target_kl) and self.target_kl > 0):
-            raise bad("target_kl", "must be a number > 0 or null")
-        if self.imitation_teacher is not None and not isinstance(self.imitation_teacher, str):
-            raise bad("imitation_teacher", "must be an agent string or null")
-        if not (is_number(self.imitation_lr) and self.imitation_lr > 0):
-            raise bad("imitation_lr", "must be a number > 0")
+        """Check every value against :data:`training.config_ranges.TRAIN` and the env keys
+        together; errors name ``source`` and the key."""
+        check_ranges(self, TRAIN, source)
         self.env_options(source, SINGLE_AGENT_REWARD_MODES)
-        for key in ("learning_rate", "clip_range"):
-            try:
-                schedule(getattr(self, key))
-            except ValueError as exc:
-                raise bad(key, str(exc)) from None
 
     def to_dict(self) -> dict[str, Any]:
         """Every field as plain YAML-able values."""
@@ -379,4 +338,4 @@ def load_config(path: str | Path, overrides: list[str] | None = None) -> TrainCo
 
 def save_config(cfg: TrainConfig, path: str | Path) -> None:
     """Write the resolved config as a loadable YAML file."""
-    Path(path).write_text(yaml.safe_dump({"default": cfg.to_dict()}, sort_keys=False))
+    write_text(path, yaml.safe_dump({"default": cfg.to_dict()}, sort_keys=False))

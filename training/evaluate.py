@@ -35,6 +35,7 @@ import numpy as np
 
 from bergen_env.agents import make_agent
 from bergen_env.arena import TournamentResult, run_tournament, seat_lineups
+from bergen_env.atomic_files import atomic_path, check_writable, write_text
 from bergen_env.errors import BergenError
 from bergen_env.rules import PRESETS, RULE_OPTIONS, Rules
 
@@ -171,7 +172,7 @@ def check_agents(agents: list[str], rules: Rules) -> None:
 
 
 def write_csv(result: TournamentResult, path: Path) -> None:
-    with open(path, "w", newline="", encoding="utf-8") as f:
+    with atomic_path(path) as tmp, open(tmp, "w", newline="", encoding="utf-8") as f:
         writer = csv.DictWriter(f, fieldnames=CSV_FIELDS)
         writer.writeheader()
         for name, s in result.agents.items():
@@ -205,7 +206,8 @@ def write_plot(result: TournamentResult, path: Path) -> None:
     )
     ax.legend(loc="upper right")
     fig.tight_layout()
-    fig.savefig(path, dpi=100)
+    with atomic_path(path) as tmp:
+        fig.savefig(tmp, dpi=100)
     plt.close(fig)
 
 
@@ -235,10 +237,9 @@ def tournament(argv: Sequence[str] | None = None) -> int:
     check_agents(args.agents, rules)
     if args.plot:
         require_extra("train", "--plot", ["matplotlib"])
-    for flag in ("json", "csv", "plot", "replays"):
-        path = getattr(args, flag)
-        if path is not None and not path.parent.is_dir():
-            raise UsageError(f"--{flag} {str(path)!r}: folder {str(path.parent)!r} does not exist")
+    for flag in ("json", "csv", "plot", "replays"):  # unwritable: an error now, not after
+        if getattr(args, flag) is not None:
+            check_writable(getattr(args, flag), f"--{flag}")
     if args.ray is not None:
         join_ray(args.ray)
     result = run_tournament(
@@ -257,7 +258,7 @@ def tournament(argv: Sequence[str] | None = None) -> int:
     if args.json:
         data = result.to_dict()
         data["config"]["command"] = [PROG, *(sys.argv[1:] if argv is None else argv)]
-        args.json.write_text(json.dumps(data, indent=1) + "\n", encoding="utf-8")
+        write_text(args.json, json.dumps(data, indent=1) + "\n")
         print(f"wrote {args.json}")
     if args.csv:
         write_csv(result, args.csv)

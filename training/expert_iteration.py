@@ -34,7 +34,10 @@ Collection runs in jobs of ``job_decisions`` seeded from ``SeedSequence(seed)``,
 data and the fitted network do not depend on the worker count or the backend.
 The run folder ``runs/expert_iteration/<name>__<seed>__<time>/`` holds ``config.yaml``,
 ``command.txt``, ``metrics.csv`` (one row per iteration), the policy files and ``data_<k>.npz``
-(the labelled decisions of iteration ``k``; arrays only).
+(the labelled decisions of iteration ``k``; arrays only), ``state_<k>.safetensors`` (the network
+and torch's random state after iteration ``k``) and, while a collection runs, ``jobs_<k>/`` (its
+finished jobs). ``--resume RUN_DIR`` continues after the last intact state, at the first
+unfinished job, as the uninterrupted run would have gone on.
 """
 
 from __future__ import annotations
@@ -47,9 +50,13 @@ if __name__ == "__main__":  # run as its console script runs it (training.cli)
 import argparse
 import csv
 import dataclasses
+import io
 import itertools
 import multiprocessing
+import os
+import re
 import shlex
+import shutil
 import sys
 import time
 from dataclasses import dataclass, field
@@ -64,6 +71,7 @@ from bergen_env.action_features import NUM_ACTION_FEATURES, action_features
 from bergen_env.agents.base import Agent, make_agent
 from bergen_env.agents.policy import PolicyAgent
 from bergen_env.agents.search import WIN_VALUE, SearchAgent
+from bergen_env.atomic_files import append_line, atomic_path, write_text
 from bergen_env.observation import OBS_SIZE
 from bergen_env.policy_file import (
     PolicyFile,
@@ -82,11 +90,19 @@ from bergen_env.symmetry import (
     relabel_gathers,
 )
 from bergen_env.tiles import NUM_NUMBERS
-from bergen_env.validation import is_int, is_number
 
 from .cli import ArgumentParser
 from .config import ConfigError, EnvBlock, add_override_argument, load_dataclass_config
+from .config_ranges import EXPERT_ITERATION, check_ranges
 from .ray_option import add_ray_argument, join_ray
+from .run_folder import (
+    claim_new_run,
+    claim_resumed_run,
+    newest_good,
+    numbered,
+    remove_temp_files,
+    start_worker,
+)
 
 PROG = "python -m training.expert_iteration"
 #: The ``player`` entry that means the network being trained.
@@ -185,73 +201,11 @@ class ExpertIterationConfig(EnvBlock):
 
     def validate(self, source: str = "<config>") -> None:
         """Check every field; errors name ``source`` and the key."""
+        check_ranges(self, EXPERT_ITERATION, source)
 
         def bad(key: str, why: str) -> ConfigError:
             return ConfigError(f"{source}: key {key!r} {why}, got {getattr(self, key)!r}")
 
-        for key in (
-            "iterations",
-            "decisions",
-            "job_decisions",
-            "workers",
-            "epochs",
-            "batch_size",
-            "torch_threads",
-            "eval_workers",
-        ):
-            if not is_int(getattr(self, key)) or getattr(self, key) < 1:
-                raise bad(key, "must be a positive int")
-        if not is_int(self.eval_matches) or self.eval_matches < 0:
-            raise bad("eval_matches", "must be an int >= 0")
-        if not is_int(self.seed) or not 0 <= self.seed < 2**32:
-            raise bad("seed", "must be an int in [0, 2**32)")
-        if not isinstance(self.name, str) or not self.name:
-            raise bad("name", "must be a non-empty string")
-        for key in ("temperature", "learning_rate"):
-            if not is_number(getattr(self, key)) or getattr(self, key) <= 0:
-                raise bad(key, "must be a number > 0")
-        for key in ("regret_weight", "value_weight", "weight_decay"):
-            if not is_number(getattr(self, key)) or getattr(self, key) < 0:
-                raise bad(key, "must be a number >= 0")
-        if self.lr_schedule not in ("constant", "cosine"):
-            raise bad("lr_schedule", "must be 'constant' or 'cosine'")
-        if not is_number(self.relabel) or not 0 <= self.relabel <= 1:
-            raise bad("relabel", "must be a number in [0, 1]")
-        if not is_number(self.held_out) or not 0 < self.held_out < 1:
-            raise bad("held_out", "must be a number in (0, 1)")
-        for key in ("keep_data", "mirror"):
-            if not isinstance(getattr(self, key), bool):
-                raise bad(key, "must be true or false")
-        if self.activation not in ("relu", "tanh"):
-            raise bad("activation", "must be 'relu' or 'tanh'")
-        if (
-            not isinstance(self.net_arch, list)
-            or not self.net_arch
-            or not all(is_int(x) and x > 0 for x in self.net_arch)
-        ):
-            raise bad("net_arch", "must be a non-empty list of positive ints")
-        if not isinstance(self.scorer, list) or not all(is_int(x) and x > 0 for x in self.scorer):
-            raise bad("scorer", "must be a list of positive ints (hidden layers; empty: none)")
-        for key in ("player", "opponents"):
-            value = getattr(self, key)
-            if (
-                not isinstance(value, list)
-                or not value
-                or not all(isinstance(x, str) for x in value)
-            ):
-                raise bad(key, "must be a non-empty list of agent strings")
-        if not isinstance(self.eval_opponents, list) or not all(
-            isinstance(x, str) for x in self.eval_opponents
-        ):
-            raise bad("eval_opponents", "must be a list of agent strings")
-        if self.ray is not None and (not isinstance(self.ray, str) or not self.ray):
-            raise bad("ray", "must be null, 'local', 'auto' or a Ray cluster's address")
-        if self.init_policy is not None and not isinstance(self.init_policy, str):
-            raise bad("init_policy", "must be the path of a policy file or null")
-        if self.reward != "match":
-            raise bad("reward", "must be 'match' (the targets are search's values, not rewards)")
-        if self.partner not in ("learner", "opponents"):
-            raise bad("partner", "must be 'learner' or 'opponents'")
         rules = self.env_options(source).rules
         if self.relabel and (rules.play_scoring != "headers" or rules.out_scoring != "fixed"):
             raise bad(
@@ -360,7 +314,9 @@ class Decisions:
         )
 
     def save(self, path: str | Path) -> None:
-        np.savez_compressed(path, **dataclasses.asdict(self))
+        """Write the arrays to ``path`` (``.npz``), whole or not at all."""
+        with atomic_path(path) as tmp:
+            np.savez_compressed(tmp, **dataclasses.asdict(self))
 
     @staticmethod
     def load(path: str | Path) -> Decisions:
@@ -492,17 +448,34 @@ def _collect_job(args: tuple[ExpertIterationConfig, NetworkArrays | None, int, i
     return collect_decisions(cfg, network, decisions, seed)
 
 
+def _job_file(job_dir: Path, k: int) -> Path:
+    return job_dir / f"job_{k}.npz"
+
+
+def _finished_job(job_dir: Path | None, k: int) -> Decisions | None:
+    """Job ``k``'s decisions as an earlier, interrupted collection saved them (or ``None``)."""
+    if job_dir is None or not _job_file(job_dir, k).is_file():
+        return None
+    try:
+        return Decisions.load(_job_file(job_dir, k))
+    except Exception:  # cut off or damaged: collect it again
+        return None
+
+
 def collect_parallel(
     cfg: ExpertIterationConfig,
     network: NetworkArrays | None,
     decisions: int,
     seed: int,
     progress: bool = True,
+    job_dir: Path | None = None,
 ) -> Decisions:
     """:func:`collect_decisions` in jobs of ``job_decisions`` over ``workers`` processes;
     ``network`` is the learner's network as :func:`network_arrays` gives it.
 
     Job ``k`` is seeded by ``SeedSequence(seed)``'s ``k``-th state whatever the worker count.
+    With ``job_dir``, each finished job is saved there (``job_<k>.npz``) and jobs found there
+    are not collected again, so an interrupted collection resumes at the job where it stopped.
     """
     from tqdm import tqdm
 
@@ -512,24 +485,37 @@ def collect_parallel(
         (cfg, network, min(cfg.job_decisions, decisions - k * cfg.job_decisions), int(seeds[k]))
         for k in range(n_jobs)
     ]
-    parts: list[Decisions] = []
+    parts: dict[int, Decisions] = {}
+    for k in range(n_jobs):
+        if (done := _finished_job(job_dir, k)) is not None:
+            parts[k] = done
+    todo = [k for k in range(n_jobs) if k not in parts]
+    if job_dir is not None:
+        job_dir.mkdir(exist_ok=True)
+
+    def keep(k: int, part: Decisions) -> None:
+        parts[k] = part
+        if job_dir is not None:
+            part.save(_job_file(job_dir, k))
+        bar.update(len(part))
+
     with tqdm(total=decisions, desc="labelled decisions", disable=not progress) as bar:
+        bar.update(sum(len(p) for p in parts.values()))
         if cfg.ray is not None:
             from .expert_iteration_ray import labelled_jobs
 
-            for part in labelled_jobs(cfg, network, [job[2:] for job in jobs]):
-                parts.append(part)
-                bar.update(len(part))
+            for k, part in zip(todo, labelled_jobs(cfg, network, [jobs[k][2:] for k in todo])):
+                keep(k, part)
         elif cfg.workers == 1:
-            for part in map(_collect_job, jobs):
-                parts.append(part)
-                bar.update(len(part))
+            for k in todo:
+                keep(k, _collect_job(jobs[k]))
         else:
-            with multiprocessing.get_context("fork").Pool(cfg.workers) as pool:
-                for part in pool.imap(_collect_job, jobs):
-                    parts.append(part)
-                    bar.update(len(part))
-    return Decisions.concatenate(parts)
+            with multiprocessing.get_context("fork").Pool(
+                cfg.workers, initializer=start_worker, initargs=(os.getpid(),)
+            ) as pool:
+                for k, part in zip(todo, pool.imap(_collect_job, [jobs[k] for k in todo])):
+                    keep(k, part)
+    return Decisions.concatenate([parts[k] for k in range(n_jobs)])
 
 
 # ---------------------------------------------------------------------- the network
@@ -877,81 +863,167 @@ def evaluate(path: Path, cfg: ExpertIterationConfig, seed: int) -> dict[str, flo
 EVAL_SEED_OFFSET = 101
 
 
+#: ``state_<k>.safetensors``: the network after iteration ``k`` and the torch random state.
+STATE_RE = re.compile(r"^state_(\d+)\.safetensors$")
+
+
+#: The ``--data`` files of a run (one path a line), read again by ``--resume``.
+DATA_FILES = "data_files.txt"
+
+
+def save_state(net: Network, path: Path, k: int) -> None:
+    """Write what a resumed run needs after iteration ``k`` (arrays and text only)."""
+    from safetensors.torch import save_file
+
+    tensors = {f"net.{name}": t.detach().contiguous() for name, t in net.state_dict().items()}
+    tensors["torch_rng"] = torch.get_rng_state()
+    meta = {"iteration": str(k)}
+    with atomic_path(path) as tmp:
+        save_file(tensors, str(tmp), metadata=meta)
+
+
+def load_state(path: Path, net: Network) -> tuple[int, torch.Tensor]:
+    """Load ``save_state``'s file into ``net``; returns the iteration and the torch random
+    state (a damaged file raises)."""
+    from safetensors import safe_open
+
+    with safe_open(str(path), framework="pt") as f:
+        meta = f.metadata() or {}
+        tensors = {key: f.get_tensor(key) for key in f.keys()}  # noqa: SIM118
+    net.load_state_dict({k[4:]: v for k, v in tensors.items() if k.startswith("net.")})
+    return int(meta["iteration"]), tensors["torch_rng"]
+
+
+def write_metrics(path: Path, rows: list[dict[str, Any]]) -> None:
+    """``metrics.csv``: one row per finished iteration, rewritten whole after each."""
+    if not rows:
+        return
+    text = io.StringIO()
+    writer = csv.DictWriter(text, fieldnames=list(rows[0]))
+    writer.writeheader()
+    writer.writerows(rows)
+    write_text(path, text.getvalue())
+
+
+def read_metrics(path: Path, iterations: int) -> list[dict[str, Any]]:
+    """The rows of ``metrics.csv`` for iterations below ``iterations`` (numbers as floats)."""
+    if not path.is_file():
+        return []
+    rows = []
+    for row in csv.DictReader(path.open()):
+        if int(row["iteration"]) < iterations:
+            rows.append({k: (v if k == "iteration" else float(v)) for k, v in row.items()})
+            rows[-1]["iteration"] = int(row["iteration"])
+    return rows
+
+
 def train(
     cfg: ExpertIterationConfig,
     run_dir: Path,
     progress: bool = True,
     data_files: list[Path] | None = None,
     command: str | None = None,
+    resume: bool = False,
 ) -> Path:
     """Run every iteration in ``run_dir``; returns the final policy file.
 
     With ``data_files`` (``data_<k>.npz`` of earlier runs) the first iteration fits on those
     decisions instead of collecting new ones. ``command`` (the command line that ran this) is
-    recorded in each policy file's provenance.
+    recorded in each policy file's provenance. With ``resume``, the run continues after the
+    last iteration whose state (``state_<k>.safetensors``) is intact, reusing the decisions and
+    collection jobs already saved; the result equals that of an uninterrupted run.
     """
     torch.set_num_threads(cfg.torch_threads)
     if cfg.ray is not None:
         join_ray(cfg.ray, "key 'ray'")
     rules = cfg.make_rules()
     run_dir.mkdir(parents=True, exist_ok=True)
-    (run_dir / "config.yaml").write_text(
-        yaml.safe_dump({"default": dataclasses.asdict(cfg)}, sort_keys=False)
-    )
     net = build_network(cfg, rules.num_actions)
     first = build_network(cfg, rules.num_actions)
     first.load_state_dict(net.state_dict())
     first.eval()
     seeds = np.random.SeedSequence(cfg.seed).generate_state(2 * cfg.iterations).tolist()
-    sets: list[Decisions] = []
+    begin, rows = 0, []
+    if resume:
+        found = newest_good(numbered(run_dir, STATE_RE), lambda p: load_state(p, net), "state")
+        if found is not None:
+            path, (done, rng), notes = found
+            if notes:
+                print(f"{PROG}: {'; '.join(notes)}; resuming from {path.name}", file=sys.stderr)
+            torch.set_rng_state(rng)
+            begin = done + 1
+            rows = read_metrics(run_dir / "metrics.csv", begin)
+        print(f"resuming {run_dir} at iteration {begin}", flush=True)
+    else:
+        write_text(
+            run_dir / "config.yaml",
+            yaml.safe_dump({"default": dataclasses.asdict(cfg)}, sort_keys=False),
+        )
+    sets = [iteration_data(run_dir, k, data_files) for k in range(begin)] if cfg.keep_data else []
     path = run_dir / "policy.safetensors"
-    start = time.perf_counter()
-    with open(run_dir / "metrics.csv", "w", newline="") as fh:
-        writer: csv.DictWriter | None = None
-        for k in range(cfg.iterations):
-            t0 = time.perf_counter()
-            if k == 0 and data_files:
-                data = Decisions.concatenate([Decisions.load(f) for f in data_files])
-            else:
-                data = collect_parallel(
-                    cfg, network_arrays(net), cfg.decisions, int(seeds[2 * k]), progress
-                )
-                data.save(run_dir / f"data_{k}.npz")
-            t_collect = time.perf_counter() - t0
-            sets = [*sets, data] if cfg.keep_data else [data]
-            all_data = Decisions.concatenate(sets)
-            train_idx, test_idx = split_matches(all_data, cfg.held_out, int(seeds[2 * k + 1]))
-            t0 = time.perf_counter()
-            loss = fit(net, all_data, train_idx, cfg, int(seeds[2 * k + 1]))
-            t_fit = time.perf_counter() - t0
-            row: dict[str, Any] = {
-                "iteration": k,
-                "decisions": len(all_data),
-                "collect_s": round(t_collect, 1),
-                "fit_s": round(t_fit, 1),
-                "train_loss": loss,
-                **held_out_metrics(net, first, all_data, test_idx),
-            }
-            made = {"iteration": k} | ({"command": command} if command else {})
-            iter_path = save_network(net, cfg, run_dir / f"iter_{k}.safetensors", made)
-            t0 = time.perf_counter()
-            row |= evaluate(iter_path, cfg, cfg.seed + EVAL_SEED_OFFSET) if cfg.eval_matches else {}
-            row["eval_s"] = round(time.perf_counter() - t0, 1)
-            row["time_s"] = round(time.perf_counter() - start, 1)
-            if writer is None:
-                writer = csv.DictWriter(fh, fieldnames=list(row))
-                writer.writeheader()
-            writer.writerow(row)
-            fh.flush()
-            print(
-                "  ".join(
-                    f"{key} {value:.4g}" if isinstance(value, float) else f"{key} {value}"
-                    for key, value in row.items()
-                ),
-                flush=True,
+    start = time.perf_counter() - (rows[-1]["time_s"] if rows else 0.0)
+    for k in range(begin, cfg.iterations):
+        t0 = time.perf_counter()
+        saved = run_dir / f"data_{k}.npz"
+        if k == 0 and data_files:
+            data = iteration_data(run_dir, k, data_files)
+        elif saved.is_file() and resume and _finished(saved):
+            data = Decisions.load(saved)
+        else:
+            job_dir = run_dir / f"jobs_{k}"
+            data = collect_parallel(
+                cfg, network_arrays(net), cfg.decisions, int(seeds[2 * k]), progress, job_dir
             )
-            path = save_network(net, cfg, run_dir / "policy.safetensors", made | {"metrics": row})
+            data.save(saved)
+            shutil.rmtree(job_dir, ignore_errors=True)
+        t_collect = time.perf_counter() - t0
+        sets = [*sets, data] if cfg.keep_data else [data]
+        all_data = Decisions.concatenate(sets)
+        train_idx, test_idx = split_matches(all_data, cfg.held_out, int(seeds[2 * k + 1]))
+        t0 = time.perf_counter()
+        loss = fit(net, all_data, train_idx, cfg, int(seeds[2 * k + 1]))
+        t_fit = time.perf_counter() - t0
+        row: dict[str, Any] = {
+            "iteration": k,
+            "decisions": len(all_data),
+            "collect_s": round(t_collect, 1),
+            "fit_s": round(t_fit, 1),
+            "train_loss": loss,
+            **held_out_metrics(net, first, all_data, test_idx),
+        }
+        made = {"iteration": k} | ({"command": command} if command else {})
+        iter_path = save_network(net, cfg, run_dir / f"iter_{k}.safetensors", made)
+        t0 = time.perf_counter()
+        row |= evaluate(iter_path, cfg, cfg.seed + EVAL_SEED_OFFSET) if cfg.eval_matches else {}
+        row["eval_s"] = round(time.perf_counter() - t0, 1)
+        row["time_s"] = round(time.perf_counter() - start, 1)
+        rows.append(row)
+        write_metrics(run_dir / "metrics.csv", rows)
+        print(
+            "  ".join(
+                f"{key} {value:.4g}" if isinstance(value, float) else f"{key} {value}"
+                for key, value in row.items()
+            ),
+            flush=True,
+        )
+        path = save_network(net, cfg, run_dir / "policy.safetensors", made | {"metrics": row})
+        save_state(net, run_dir / f"state_{k}.safetensors", k)
     return path
+
+
+def _finished(path: Path) -> bool:
+    try:
+        Decisions.load(path)
+    except Exception:  # cut off or damaged: collect again
+        return False
+    return True
+
+
+def iteration_data(run_dir: Path, k: int, data_files: list[Path] | None) -> Decisions:
+    """The decisions iteration ``k`` of the run fitted on (``--data`` files for iteration 0)."""
+    if k == 0 and data_files:
+        return Decisions.concatenate([Decisions.load(f) for f in data_files])
+    return Decisions.load(run_dir / f"data_{k}.npz")
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
@@ -960,7 +1032,13 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         description="Expert iteration: fit a policy network to search's soft action values "
         "over positions from its own play, and repeat.",
     )
-    parser.add_argument("--config", required=True, help="YAML config with a 'default:' block")
+    parser.add_argument("--config", help="YAML config with a 'default:' block")
+    parser.add_argument(
+        "--resume",
+        type=Path,
+        metavar="RUN_DIR",
+        help="continue the run in RUN_DIR after its last finished iteration",
+    )
     parser.add_argument(
         "--run-dir", default=None, help="run folder (default runs/expert_iteration/...)"
     )
@@ -976,34 +1054,47 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     )
     add_override_argument(parser)
     add_ray_argument(parser, "the labelling (the config key 'ray')")
-    return parser.parse_args(argv)
+    args = parser.parse_args(argv)
+    if (args.config is None) == (args.resume is None):
+        parser.error("give exactly one of --config or --resume")
+    if args.resume is not None and (args.run_dir is not None or args.data is not None):
+        parser.error("--resume continues in RUN_DIR with its own data; drop --run-dir and --data")
+    return args
 
 
 def main(argv: list[str] | None = None) -> Path:
     args = parse_args(argv)
-    cfg = load_config(args.config, args.overrides)
+    args_line = shlex.join(argv if argv is not None else sys.argv[1:])
+    if args.resume is not None:
+        run_dir = claim_resumed_run(args.resume)
+        cfg = load_config(run_dir / "config.yaml", args.overrides)
+        remove_temp_files(run_dir)
+    else:
+        cfg = load_config(args.config, args.overrides)
+        for f in args.data or []:
+            if not f.is_file():
+                raise ConfigError(f"--data: file {str(f)!r} does not exist")
+        parent = Path("runs") / "expert_iteration"
+        run_dir = claim_new_run(args.run_dir, parent, f"{cfg.name}__{cfg.seed}")
+        if args.data:
+            write_text(run_dir / DATA_FILES, "".join(f"{f.resolve()}\n" for f in args.data))
     if args.ray is not None:
         cfg = dataclasses.replace(cfg, ray=args.ray)
-    run_dir = Path(
-        args.run_dir
-        or Path("runs")
-        / "expert_iteration"
-        / f"{cfg.name}__{cfg.seed}__{time.strftime('%Y%m%d-%H%M%S')}"
-    )
-    run_dir.mkdir(parents=True, exist_ok=True)
-    args_line = shlex.join(argv if argv is not None else sys.argv[1:])
-    (run_dir / "command.txt").write_text(
-        f"{sys.executable} -m training.expert_iteration {args_line}\n"
-    )
-    for f in args.data or []:
-        if not f.is_file():
-            raise ConfigError(f"--data: file {str(f)!r} does not exist")
-    path = train(
-        cfg,
-        run_dir,
-        progress=not args.no_progress,
-        data_files=args.data,
-        command=f"{PROG} {args_line}",
-    )
+    python = f"{sys.executable} -m training.expert_iteration"
+    append_line(run_dir / "command.txt", f"{python} {args_line}")
+    data_files = args.data
+    if args.resume is not None and (run_dir / DATA_FILES).is_file():
+        data_files = [Path(x) for x in (run_dir / DATA_FILES).read_text().splitlines()]
+    try:
+        path = train(
+            cfg,
+            run_dir,
+            progress=not args.no_progress,
+            data_files=data_files,
+            command=f"{PROG} {args_line}",
+            resume=args.resume is not None,
+        )
+    except KeyboardInterrupt as exc:  # Ctrl-C or SIGTERM: the finished iterations and jobs stay
+        raise type(exc)(f"continue with --resume {run_dir}") from None
     print(f"policy: {path}\nrun folder: {run_dir}")
     return path

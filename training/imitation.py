@@ -19,6 +19,7 @@ count) and the fitted network are reproducible.
 from __future__ import annotations
 
 import multiprocessing
+import os
 from dataclasses import dataclass
 from typing import Any
 
@@ -30,6 +31,7 @@ from bergen_env.observation import OBS_SIZE
 from bergen_env.single_agent import BergenSingleAgentEnv
 
 from .config import TrainConfig
+from .run_folder import start_worker
 from .selfplay import build_opponents
 
 
@@ -132,7 +134,9 @@ def collect_parallel(cfg: TrainConfig, decisions: int, seed: int) -> TeacherData
                 bar.update(len(part))
         else:
             ctx = multiprocessing.get_context("fork")
-            with ctx.Pool(cfg.imitation_workers) as pool:
+            with ctx.Pool(  # workers end with this process
+                cfg.imitation_workers, initializer=start_worker, initargs=(os.getpid(),)
+            ) as pool:
                 for part in pool.imap(_collect_job, jobs):
                     parts.append(part)
                     bar.update(len(part))

@@ -23,7 +23,7 @@ from typing import Any, TextIO
 
 from bergen_env.errors import BergenError
 from bergen_env.render import hand_end_str, match_end_str
-from bergen_env.replay import hands_at_end, read_jsonl, record_rules, resimulate
+from bergen_env.replay import hands_at_end, record_rules, resimulate, scan_jsonl
 from bergen_env.tiles import tile_str
 
 from .cli import ArgumentParser
@@ -98,20 +98,36 @@ def main(argv: Sequence[str] | None = None, stdout: TextIO | None = None) -> int
     args = parser.parse_args(argv)
     out = stdout if stdout is not None else sys.stdout
     try:
-        records = read_jsonl(args.file)
+        scan = scan_jsonl(args.file)
     except (OSError, BergenError) as exc:
         parser.error(str(exc))
+    records = scan.records
     if not records:
         parser.error(f"replay file {args.file!r} holds no matches")
+    if len(scan.problems) == len(records):
+        parser.error(next(iter(scan.problems.values())))
+    if not args.verify and args.match in scan.problems:
+        parser.error(f"match {args.match} is damaged: {scan.problems[args.match]}")
+    if scan.problems:  # a cut-off last line after a crash, say: the other matches still read
+        print(
+            f"{PROG}: {args.file}: damaged line(s) {', '.join(map(str, scan.damaged))} skipped "
+            f"({next(iter(scan.problems.values()))})",
+            file=sys.stderr,
+        )
     if args.verify:
+        intact = [k for k, record in enumerate(records) if record is not None]
         try:
-            for k, record in enumerate(records):
-                resimulate(record, match=k)
+            for k in intact:
+                resimulate(records[k], match=k)
         except BergenError as exc:
             print(f"{args.file}: {exc}", file=out)
             return 1
-        print(f"{args.file}: all {len(records)} match(es) reproduce every recorded score", file=out)
-        return 0
+        print(
+            f"{args.file}: all {len(intact)} {'intact ' if scan.problems else ''}match(es) "
+            "reproduce every recorded score",
+            file=out,
+        )
+        return 1 if scan.problems else 0
     if not 0 <= args.match < len(records):
         parser.error(
             f"--match {args.match} is out of range: {args.file!r} holds {len(records)} "

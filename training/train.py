@@ -16,7 +16,7 @@ folder ``runs/<config>__<seed>__<time>/`` holds:
 ``tb/``                       TensorBoard logs (``rollout/``, ``train/``, ``eval/``, ``time/``)
 ``progress.csv``              every logged training metric per rollout
 ``metrics.csv``               one row per evaluation and opponent: timesteps, win rate, 95% CI
-``checkpoints/``              ``ckpt_<steps>_steps.zip`` every ``checkpoint_every`` steps (kept)
+``checkpoints/``              ``ckpt_<steps>_steps.zip`` past every ``checkpoint_every`` steps
 ``snapshots/``                self-play snapshots (policy files)
 ``best_model.zip``            the policy with the best mean evaluation win rate
 ``final_model.zip``           the policy at the end of training
@@ -25,6 +25,11 @@ folder ``runs/<config>__<seed>__<time>/`` holds:
 ``imitation.json``            the imitation warm start's fit metrics (with ``imitation_teacher``)
 ``learning_curve.png``        win rate against each evaluation opponent over training steps
 ============================  ===========================================================
+
+Checkpoints are made at rollout boundaries and hold what an exact resume needs
+(``training.resume_state``); ``--resume`` takes the newest intact one. A run locks its folder
+(``training.run_folder``); Ctrl-C and SIGTERM finish the update in progress and checkpoint it.
+Every file is written whole or not at all (``bergen_env.atomic_files``); see docs/reliability.md.
 
 Evaluations are duplicate tournaments of the arena (``bergen_env.arena.run_tournament``): the
 policy (a just-saved policy file, ``ppo:PATH``) against each scripted opponent of
@@ -43,8 +48,10 @@ if __name__ == "__main__":  # run as its console script runs it (training.cli)
 import argparse
 import csv
 import json
+import os
 import re
 import shlex
+import signal
 import sys
 import time
 from collections.abc import Callable
@@ -55,17 +62,18 @@ import gymnasium as gym
 import numpy as np
 import torch
 from sb3_contrib import MaskablePPO
-from stable_baselines3.common.callbacks import BaseCallback, CallbackList, CheckpointCallback
+from stable_baselines3.common.callbacks import BaseCallback, CallbackList
 from stable_baselines3.common.logger import CSVOutputFormat, Logger, TensorBoardOutputFormat
 from stable_baselines3.common.monitor import Monitor
 from stable_baselines3.common.utils import set_random_seed
 from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv, VecEnv
 
 from bergen_env.agents.base import make_agent
+from bergen_env.atomic_files import append_line, atomic_path, write_text
 from bergen_env.rules import Rules, make_rules
 from bergen_env.single_agent import BergenSingleAgentEnv
 
-from .cli import ArgumentParser, UsageError
+from .cli import ArgumentParser, Terminated, UsageError
 from .config import (
     ConfigError,
     TrainConfig,
@@ -77,7 +85,27 @@ from .config import (
 from .export_policy import export_model
 from .oracle_critic import OracleCriticPolicy
 from .policies import PPOAgent, save_policy  # registers the "ppo" agent kind
-from .selfplay import build_opponents, snapshot_path
+from .resume_state import (
+    ContinuedCSV,
+    ContinuedTensorBoard,
+    ResumableEnv,
+    add_state,
+    capture,
+    read_state,
+    restore,
+    restore_rng,
+    trim_csv,
+)
+from .run_folder import (
+    claim_new_run,
+    claim_resumed_run,
+    newest_good,
+    numbered,
+    remove_temp_files,
+    start_worker,
+    zip_problem,
+)
+from .selfplay import SNAPSHOT_RE, build_opponents, snapshot_path
 
 PROG = "bergen-train"
 CKPT_RE = re.compile(r"^ckpt_(\d+)_steps\.zip$")
@@ -113,16 +141,20 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 
 
 def make_env(cfg: TrainConfig, rank: int, snapshot_dir: Path | None) -> Callable[[], gym.Env]:
-    """A thunk building env ``rank`` (for SubprocVecEnv: built inside the worker process)."""
+    """A thunk building env ``rank`` (for SubprocVecEnv: built inside the worker process, which
+    ends with the process that made the thunk)."""
+    parent = os.getpid()
 
     def thunk() -> gym.Env:
+        if os.getpid() != parent:  # a worker process
+            start_worker(parent)
         torch.set_num_threads(1)
         env = BergenSingleAgentEnv(
             opponents=build_opponents(cfg, rank, snapshot_dir),
             learner_seat="random",
             **cfg.env_kwargs(),
         )
-        return Monitor(env)
+        return ResumableEnv(Monitor(env))
 
     return thunk
 
@@ -210,7 +242,7 @@ class EvalCallback(BaseCallback):
         return True
 
     def run_eval(self, matches: int) -> dict[str, Any]:
-        path = save_policy(self.model, self.run_dir / "eval_policy.zip", self.rules)
+        path = save_policy_atomic(self.model, self.run_dir / "eval_policy.zip", self.rules)
         results = evaluate(self.model, path, self.cfg, self.rules, matches, seed=self.cfg.seed + 1)
         elapsed = time.time() - self.start
         new = not self.metrics.is_file()
@@ -231,19 +263,22 @@ class EvalCallback(BaseCallback):
                     }
                 )
                 self.logger.record(f"eval/win_rate_{opponent}", r["win_rate"])
+            fh.flush()
+            os.fsync(fh.fileno())
         mean = float(np.mean([r["win_rate"] for r in results.values()])) if results else 0.0
         self.logger.record("eval/mean_win_rate", mean)
         if mean > self.best:
             self.best = mean
-            save_policy(
+            save_policy_atomic(
                 self.model,
                 self.run_dir / "best_model.zip",
                 self.rules,
                 timesteps=self.num_timesteps,
                 mean_win_rate=mean,
             )
-            (self.run_dir / "best.json").write_text(
-                json.dumps({"timesteps": self.num_timesteps, "mean_win_rate": mean})
+            write_text(
+                self.run_dir / "best.json",
+                json.dumps({"timesteps": self.num_timesteps, "mean_win_rate": mean}),
             )
         return results
 
@@ -261,12 +296,12 @@ class SnapshotCallback(BaseCallback):
         self.next_at = max(start, (self.num_timesteps // every + 1) * every)
 
     def _on_step(self) -> bool:
-        if self.num_timesteps >= self.next_at:
-            self.next_at = self.num_timesteps + self.cfg.snapshot_every
+        if self.num_timesteps >= self.next_at:  # multiples of snapshot_every, as on resume
+            every = self.cfg.snapshot_every
+            self.next_at = (self.num_timesteps // every + 1) * every
             self.snapshot_dir.mkdir(exist_ok=True)
-            tmp = self.snapshot_dir / "incoming.zip"
-            save_policy(self.model, tmp, self.rules, timesteps=self.num_timesteps)
-            tmp.rename(snapshot_path(self.snapshot_dir, self.num_timesteps))  # atomic for pools
+            path = snapshot_path(self.snapshot_dir, self.num_timesteps)  # whole for the pools
+            save_policy_atomic(self.model, path, self.rules, timesteps=self.num_timesteps)
         return True
 
 
@@ -294,7 +329,12 @@ class ProgressCallback(BaseCallback):
         self.bar.set_postfix(steps_per_s=f"{fps:.0f}")
 
     def _on_training_end(self) -> None:
-        self.bar.close()
+        self.close()
+
+    def close(self) -> None:
+        """Close the bar (if training started), so that later lines are not drawn over."""
+        if getattr(self, "bar", None) is not None:
+            self.bar.close()
 
 
 # ---------------------------------------------------------------------------- plots
@@ -326,20 +366,151 @@ def plot_learning_curve(metrics: Path, out: Path) -> None:
     if rows:
         ax.legend()
     fig.tight_layout()
-    fig.savefig(out, dpi=100)
+    with atomic_path(out) as tmp:
+        fig.savefig(tmp, dpi=100)
     plt.close(fig)
 
 
 # ---------------------------------------------------------------------------- main
 
 
-def last_checkpoint(run_dir: Path) -> Path | None:
-    found = [
-        (int(m.group(1)), p)
-        for p in (run_dir / "checkpoints").glob("*.zip")
-        if (m := CKPT_RE.match(p.name))
-    ]
-    return max(found)[1] if found else None
+#: Members every SB3 checkpoint zip holds.
+CKPT_MEMBERS = ("data", "policy.pth", "policy.optimizer.pth", "pytorch_variables.pth")
+
+
+def save_policy_atomic(model: MaskablePPO, path: Path, rules: Rules, **extra: Any) -> Path:
+    """:func:`training.policies.save_policy`, written whole or not at all."""
+    with atomic_path(path) as tmp:
+        save_policy(model, tmp, rules, **extra)
+    return path
+
+
+def checkpoint_path(run_dir: Path, steps: int) -> Path:
+    return run_dir / "checkpoints" / f"ckpt_{steps}_steps.zip"
+
+
+def save_checkpoint(model: MaskablePPO, run_dir: Path, state: bytes | None = None) -> Path:
+    """Write the model (with its optimizer, and the resume ``state`` of
+    :mod:`training.resume_state` if given) as ``checkpoints/ckpt_<steps>_steps.zip``, whole."""
+    path = checkpoint_path(run_dir, model.num_timesteps)
+    path.parent.mkdir(exist_ok=True)
+    with atomic_path(path) as tmp:
+        model.save(tmp)
+        if state is not None:
+            add_state(tmp, state)
+    return path
+
+
+def load_checkpoint(path: Path, cfg: TrainConfig) -> MaskablePPO:
+    """A checkpoint loaded without its envs; a cut-off or damaged file raises."""
+    problem = zip_problem(path, CKPT_MEMBERS)
+    if problem is not None:
+        raise ValueError(problem)
+    return MaskablePPO.load(
+        path,
+        device="cpu",
+        custom_objects={
+            "learning_rate": schedule(cfg.learning_rate),
+            "lr_schedule": schedule(cfg.learning_rate),
+            "clip_range": schedule(cfg.clip_range),
+        },
+    )
+
+
+def resume_checkpoint(run_dir: Path, cfg: TrainConfig) -> tuple[Path, MaskablePPO]:
+    """The newest checkpoint of ``run_dir`` that loads, saying in one line which were skipped."""
+    candidates = numbered(run_dir / "checkpoints", CKPT_RE)
+    found = newest_good(candidates, lambda p: load_checkpoint(p, cfg))
+    if found is None:
+        skipped = f" ({len(candidates)} damaged)" if candidates else ""
+        raise UsageError(
+            f"--resume {run_dir}: no checkpoint to resume from in {run_dir / 'checkpoints'}"
+            + skipped
+        )
+    path, model, notes = found
+    if notes:
+        print(f"{PROG}: {'; '.join(notes)}; resuming from {path.name}", file=sys.stderr)
+    return path, model
+
+
+class Checkpoints(BaseCallback):
+    """Checkpoints at the first rollout boundary (after an update) at or past each multiple of
+    ``checkpoint_every``, each with the state an exact resume needs."""
+
+    def __init__(self, cfg: TrainConfig, run_dir: Path, evaluator: EvalCallback) -> None:
+        super().__init__()
+        self.every, self.run_dir, self.evaluator = cfg.checkpoint_every, run_dir, evaluator
+        self.next_at = 0
+
+    def save(self) -> Path:
+        """A checkpoint now (at a rollout boundary), with its resume state."""
+        elapsed = time.time() - self.evaluator.start
+        state = capture(self.model, self.model.get_env(), elapsed, self.evaluator.best)
+        return save_checkpoint(self.model, self.run_dir, state)
+
+    def _on_training_start(self) -> None:
+        self.next_at = (self.num_timesteps // self.every + 1) * self.every
+
+    def _on_rollout_start(self) -> None:
+        if self.num_timesteps >= self.next_at:
+            self.save()
+            self.next_at = (self.num_timesteps // self.every + 1) * self.every
+
+    def _on_step(self) -> bool:
+        return True
+
+
+class StopOnSignal(BaseCallback):
+    """Ctrl-C and SIGTERM while training: raised at once, except during a PPO update (from the
+    end of a rollout to the start of the next), which finishes first, so the network is never
+    half updated; the caller then checkpoints the network of the last update, made at step
+    :attr:`updated_at`. Used as a context manager around ``learn`` (it sets the handlers)."""
+
+    def __init__(self, model: MaskablePPO) -> None:
+        super().__init__()
+        self.updated_at = model.num_timesteps
+        self.updating = False
+        self.pending: BaseException | None = None
+        self.previous: dict[int, Any] = {}
+
+    def handler(self, signum: int, frame: Any) -> None:
+        exc: BaseException = Terminated() if signum == signal.SIGTERM else KeyboardInterrupt()
+        if self.updating and self.pending is None:
+            self.pending = exc
+            return
+        raise exc
+
+    def _updated(self) -> None:
+        self.updating = False
+        self.updated_at = self.num_timesteps
+        if self.pending is not None:
+            raise self.pending
+
+    def _on_training_start(self) -> None:
+        self.updated_at = self.num_timesteps
+
+    def _on_rollout_end(self) -> None:
+        self.updating = True
+
+    def _on_rollout_start(self) -> None:
+        if self.updating:
+            self._updated()
+
+    def _on_training_end(self) -> None:
+        if self.updating:
+            self._updated()
+
+    def _on_step(self) -> bool:
+        return True
+
+    def __enter__(self) -> StopOnSignal:
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            self.previous[sig] = signal.signal(sig, self.handler)
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        for sig, old in self.previous.items():
+            signal.signal(sig, old)
 
 
 def build_model(cfg: TrainConfig, env: VecEnv, run_dir: Path) -> MaskablePPO:
@@ -392,7 +563,7 @@ def warm_start(
 
     metrics = imitation_warm_start(model, cfg, log)
     metrics["seconds"] = round(time.time() - t0, 1)
-    (run_dir / "imitation.json").write_text(json.dumps(metrics, indent=1))
+    write_text(run_dir / "imitation.json", json.dumps(metrics, indent=1))
     evaluator.init_callback(model)
     results = evaluator.run_eval(cfg.eval_matches)
     print(
@@ -419,31 +590,68 @@ def check_config(cfg: TrainConfig, source: str) -> None:
             raise ConfigError(f"{source}: key {key!r}: {exc}") from None
 
 
+def forget_after(run_dir: Path, steps: int) -> None:
+    """Resuming at ``steps``: drop what the run made after it (metrics rows, self-play
+    snapshots), as the resumed run makes them again."""
+    trim_csv(run_dir / "metrics.csv", "timesteps", steps)
+    for taken, path in numbered(run_dir / "snapshots", SNAPSHOT_RE):
+        if taken > steps:
+            path.unlink()
+
+
+def elapsed_at(run_dir: Path) -> float:
+    """The elapsed time of the last ``metrics.csv`` row (0 without one)."""
+    path = run_dir / "metrics.csv"
+    rows = list(csv.DictReader(path.open())) if path.is_file() else []
+    return float(rows[-1]["elapsed_s"]) if rows else 0.0
+
+
+def stopped_checkpoint(
+    model: MaskablePPO, checkpoints: Checkpoints, boundary: int, run_dir: Path
+) -> str:
+    """After a stop mid-training: checkpoint the network of the last update (made at step
+    ``boundary``, or the warm-started network at 0; the steps of an unfinished rollout are
+    dropped, and with them the exact resume state); the report's tail."""
+    steps = model.num_timesteps
+    if not checkpoint_path(run_dir, boundary).is_file():
+        if steps == boundary and checkpoints.model is not None:  # at a rollout boundary: exact
+            checkpoints.save()
+        else:
+            model.num_timesteps = boundary
+            try:
+                save_checkpoint(model, run_dir)
+            finally:
+                model.num_timesteps = steps
+    newest = numbered(run_dir / "checkpoints", CKPT_RE)
+    return (
+        f"stopped at {steps} steps; newest checkpoint {newest[0][1].name}; "
+        f"continue with --resume {run_dir}"
+    )
+
+
 def main(argv: list[str] | None = None) -> dict[str, Any]:
     args = parse_args(argv)
     overrides = list(args.overrides) + ([f"seed={args.seed}"] if args.seed is not None else [])
 
-    # --- config and run folder
+    # --- config and run folder: nothing in a folder changes before its lock is held and, on
+    # --resume, a checkpoint has loaded
+    loaded: MaskablePPO | None = None
     if args.resume is not None:
-        run_dir = args.resume
+        run_dir = claim_resumed_run(args.resume)
         cfg = load_config(run_dir / "config.yaml", overrides)
         check_config(cfg, str(run_dir / "config.yaml"))
-        ckpt = last_checkpoint(run_dir)
-        if ckpt is None:
-            raise UsageError(f"--resume {run_dir}: no checkpoint in {run_dir / 'checkpoints'}")
+        ckpt, loaded = resume_checkpoint(run_dir, cfg)
+        remove_temp_files(run_dir)
     else:
         cfg = load_config(args.config, overrides)
         check_config(cfg, str(args.config))
-        stamp = time.strftime("%Y%m%d-%H%M%S")
-        run_dir = args.run_dir or Path("runs") / f"{cfg.name}__{cfg.seed}__{stamp}"
-        try:
-            run_dir.mkdir(parents=True, exist_ok=True)
-        except OSError as exc:
-            raise UsageError(f"run folder {str(run_dir)!r}: {exc.strerror}") from None
+        run_dir = claim_new_run(args.run_dir, Path("runs"), f"{cfg.name}__{cfg.seed}")
         ckpt = None
     save_config(cfg, run_dir / "config.yaml")
-    with (run_dir / "command.txt").open("a") as fh:
-        fh.write(shlex.join([sys.executable, "-m", __spec__.name, *sys.argv[1:]]) + "\n")
+    append_line(
+        run_dir / "command.txt",
+        shlex.join([sys.executable, "-m", __spec__.name, *sys.argv[1:]]),
+    )
     rules = config_rules(cfg)
 
     # --- seeding (SB3 seeds python, numpy and torch; envs get seed + rank)
@@ -454,43 +662,38 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     selfplay = cfg.selfplay_start >= 0
     snapshot_dir = run_dir / "snapshots" if selfplay else None
     env = make_vec_env(cfg, snapshot_dir)
-    if ckpt is None:
+    state = None
+    if loaded is None:
         model = build_model(cfg, env, run_dir)
+        logs: list[Any] = [
+            CSVOutputFormat(str(run_dir / "progress.csv")),
+            TensorBoardOutputFormat(str(run_dir / "tb")),
+        ]
     else:
-        model = MaskablePPO.load(
-            ckpt,
-            env=env,
-            device="cpu",
-            custom_objects={
-                "learning_rate": schedule(cfg.learning_rate),
-                "lr_schedule": schedule(cfg.learning_rate),
-                "clip_range": schedule(cfg.clip_range),
-            },
-        )
-        print(f"resuming {run_dir} from {ckpt.name} at {model.num_timesteps} steps")
-    progress = "progress.csv" if ckpt is None else f"progress_from_{model.num_timesteps}.csv"
-    model.set_logger(
-        Logger(
-            str(run_dir),
-            [
-                CSVOutputFormat(str(run_dir / progress)),
-                TensorBoardOutputFormat(str(run_dir / "tb")),
-            ],
-        )
-    )
+        model = loaded
+        model.set_env(env)
+        steps = model.num_timesteps
+        forget_after(run_dir, steps)
+        logs = [
+            ContinuedCSV(str(run_dir / "progress.csv"), steps),
+            ContinuedTensorBoard(str(run_dir / "tb"), steps),
+        ]
+    model.set_logger(Logger(str(run_dir), logs))
+    if loaded is not None:
+        state = read_state(ckpt)
+        if state is not None and not restore(model, env, state):
+            state = None
+        how = "exactly" if state is not None else "(the envs and random streams start afresh)"
+        print(f"resuming {run_dir} from {ckpt.name} at {model.num_timesteps} steps {how}")
 
     # --- callbacks: checkpoints, evaluation, self-play snapshots, progress bar
-    start = time.time()
+    start = time.time() - (state["elapsed_s"] if state is not None else elapsed_at(run_dir))
     evaluator = EvalCallback(cfg, rules, run_dir, start)
-    callbacks: list[BaseCallback] = [
-        CheckpointCallback(
-            max(cfg.checkpoint_every // cfg.n_envs, 1),
-            str(run_dir / "checkpoints"),
-            name_prefix="ckpt",
-        ),
-        evaluator,
-        ProgressCallback(cfg.total_timesteps, model.num_timesteps),
-    ]
+    if state is not None:
+        evaluator.best = state["best"]
+    checkpoints = Checkpoints(cfg, run_dir, evaluator)
+    progress_bar = ProgressCallback(cfg.total_timesteps, model.num_timesteps)
+    callbacks: list[BaseCallback] = [checkpoints, evaluator, progress_bar]
     if selfplay:
         callbacks.append(SnapshotCallback(cfg, rules, snapshot_dir))
 
@@ -503,29 +706,41 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     remaining = cfg.total_timesteps - done_before
     t0 = time.time()
     if remaining > 0:
-        model.learn(
-            total_timesteps=remaining,
-            callback=CallbackList(callbacks),
-            reset_num_timesteps=ckpt is None,
-            tb_log_name="tb",
-        )
+        stop = StopOnSignal(model)
+        if state is not None:
+            restore_rng(state)  # last: nothing between here and the first step draws
+        try:
+            with stop:
+                model.learn(
+                    total_timesteps=remaining,
+                    callback=CallbackList([stop, *callbacks]),
+                    reset_num_timesteps=ckpt is None,
+                    tb_log_name="tb",
+                )
+        except KeyboardInterrupt as exc:  # Ctrl-C or SIGTERM: keep the last update's network
+            progress_bar.close()
+            report = stopped_checkpoint(model, checkpoints, stop.updated_at, run_dir)
+            raise type(exc)(report) from None
     train_s = time.time() - t0
     steps_per_s = (model.num_timesteps - done_before) / max(train_s, 1e-9)
-    env.close()
     # a last checkpoint so that --resume of a finished run (with a larger budget) continues here
-    model.save(run_dir / "checkpoints" / f"ckpt_{model.num_timesteps}_steps.zip")
-    save_policy(model, run_dir / "final_model.zip", rules, timesteps=model.num_timesteps)
+    if not checkpoint_path(run_dir, model.num_timesteps).is_file():
+        checkpoints.save()
+    env.close()
+    save_policy_atomic(model, run_dir / "final_model.zip", rules, timesteps=model.num_timesteps)
 
     # --- final evaluation
     if getattr(evaluator, "model", None) is None:  # no learn() bound it: nothing left to train
         evaluator.init_callback(model)
     final = evaluator.run_eval(cfg.final_eval_matches)
+    model.logger.record("time/total_timesteps", model.num_timesteps)  # the row's step, for resume
     model.logger.dump(model.num_timesteps)
-    (run_dir / "final_eval.json").write_text(
+    write_text(
+        run_dir / "final_eval.json",
         json.dumps(
             {name: {k: v for k, v in r.items() if k != "table"} for name, r in final.items()},
             indent=1,
-        )
+        ),
     )
     evaluation = {
         name: {k: r[k] for k in ("win_rate", "ci_low", "ci_high", "matches")}
