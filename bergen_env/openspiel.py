@@ -51,7 +51,6 @@ OpenSpiel's ISMCTS bot can search it (with ``use_observation_string=True``; see
 from __future__ import annotations
 
 import dataclasses
-import difflib
 import functools
 import math
 from collections.abc import Iterable
@@ -66,7 +65,7 @@ from bergen_env.errors import InvalidOptionError
 from bergen_env.observation import OBS_LAYOUT, STATE_SLICES, Encoder
 from bergen_env.rules import PRESETS, RULE_OPTIONS, Rules
 from bergen_env.tiles import DOUBLE_ID, NUM_NUMBERS, NUM_TILES, TILES, tile_str
-from bergen_env.validation import check_int
+from bergen_env.validation import check_int, closest, did_you_mean
 
 GAME_NAME = "bergen"
 _TILE_TEXT = tuple(tile_str(t) for t in range(NUM_TILES))
@@ -128,8 +127,7 @@ def _unknown_parameters(names: list[str]) -> str:
                 "option, e.g. target=10,reserve=0"
             )
             continue
-        close = difflib.get_close_matches(name, valid, n=1)
-        parts.append(f"{name!r}" + (f" (did you mean {close[0]!r}?)" if close else ""))
+        parts.append(did_you_mean(name, valid))
     return f"unknown game parameter {'; '.join(parts)}; valid parameters are {valid}"
 
 
@@ -182,10 +180,9 @@ def rules_from_parameters(params: dict[str, Any]) -> Rules:
     """The rules that the game parameters name (errors name the bad parameter)."""
     preset = params.get("rules", PARAMETERS["rules"])
     if preset not in PRESETS:
-        close = difflib.get_close_matches(str(preset), PRESETS, n=1)
-        hint = f" (did you mean {close[0]!r}?)" if close else ""
         raise InvalidOptionError(
-            f"game parameter 'rules' must be one of {PRESETS}, got {preset!r}{hint}"
+            f"game parameter 'rules' must be one of {PRESETS}, got {preset!r}"
+            f"{closest(preset, PRESETS)}"
         )
     given: dict[str, Any] = {}
     for k in ("partnerships", *RULE_OPTIONS):
