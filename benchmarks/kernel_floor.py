@@ -86,7 +86,7 @@ def masks_pass(r, m, hands, bits, masks, reps):
     total = 0
     for _ in range(reps):
         for i in range(masks.shape[0]):
-            total += K.legal_mask(r, i, m, hands, bits, masks[i])
+            total += K.legal_mask(r, i, m, hands, bits, masks)
     return total
 
 
@@ -95,7 +95,7 @@ def choice_pass(masks, rng, out, reps):
     total = 0
     for _ in range(reps):
         for i in range(masks.shape[0]):
-            out[i] = K.random_row(masks[i], rng, i)
+            out[i] = K.random_row(masks, rng, i)
             total += out[i]
     return total
 
@@ -104,8 +104,7 @@ def choice_pass(masks, rng, out, reps):
 def encode_pass(r, m, scores, hands, hlen, voids, line, bone, masks, obs, reps):
     for _ in range(reps):
         for i in range(masks.shape[0]):
-            K.encode(r, i, m, scores, hands, hlen, voids, line, bone, masks[i], m[i, K.CUR],
-                     obs[i])  # fmt: skip
+            K.encode(r, i, m, scores, hands, hlen, voids, line, bone, masks, m[i, K.CUR], obs)
 
 
 @njit
@@ -125,8 +124,8 @@ def play_pass(
     dealt = 0
     for _ in range(steps):
         for i in range(m.shape[0]):
-            K.legal_mask(r, i, m, hands, bits, masks[i])
-            a = K.random_row(masks[i], agent_rng, i)
+            K.legal_mask(r, i, m, hands, bits, masks)
+            a = K.random_row(masks, agent_rng, i)
             before = m[i, K.HAND_NO] + m[i, K.TERMINAL] + m[i, K.DEAL_POS]
             K.step_row(r, i, a, m, scores, hands, bits, hlen, voids, line, bone, rng, deals,
                        rewards, terminated, truncated)  # fmt: skip
