@@ -47,7 +47,9 @@ class BergenVectorEnv:
     (a match still running after this many hands is truncated and restarted; None: never);
     ``seed``; ``observations`` (False: ``obs`` holds only ``"action_mask"``, for rollouts that
     need no encoding); ``copy`` (False: ``reset`` and ``step`` return the env's own buffers,
-    overwritten by the next step, instead of new arrays: less memory traffic for large N).
+    overwritten by the next step, instead of new arrays: less memory traffic for large N);
+    ``parallel`` (True: ``step`` shares the rows among numba's threads, ``numba.set_num_threads``;
+    the same results).
     """
 
     def __init__(
@@ -61,6 +63,7 @@ class BergenVectorEnv:
         max_hands: int | None = DEFAULT_MAX_HANDS,
         observations: bool = True,
         copy: bool = True,
+        parallel: bool = False,
         **overrides: Any,
     ) -> None:
         num_envs = check_int("num_envs", num_envs, minimum=1)
@@ -71,6 +74,8 @@ class BergenVectorEnv:
         reward, max_hands = options.reward, options.max_hands
         check_bool("copy", copy)
         check_bool("observations", observations)
+        check_bool("parallel", parallel)
+        self.parallel = parallel
         self.num_envs = n = int(num_envs)
         self.num_players = self.rules.num_players
         self.num_actions = self.rules.num_actions
@@ -130,11 +135,23 @@ class BergenVectorEnv:
             raise RuntimeError("call reset() before step()")
         acts = self.check_actions(actions)
         self._raise_if_illegal(acts, self.all_rows)
-        K.step_observe_rows(
+        # copy=True: the observations are written straight into a new array (no second pass)
+        fresh = self.copy and self.observations
+        obs = np.empty_like(self.obs_buffer) if fresh else self.obs_buffer
+        kernel = K.step_observe_rows_parallel if self.parallel else K.step_observe_rows
+        kernel(
             self.rule_array, acts, *self.state_arrays(), self.rewards_buffer,
-            self.terminated_buffer, self.truncated_buffer, self.masks, self.obs_buffer,
+            self.terminated_buffer, self.truncated_buffer, self.masks, obs,
             self.current_player, self.observations,
         )  # fmt: skip
+        if fresh:
+            return (
+                {"observation": obs, "action_mask": self.masks.copy()},
+                self.rewards_buffer.copy(),
+                self.terminated_buffer.copy(),
+                self.truncated_buffer.copy(),
+                {"current_player": self.current_player.copy()},
+            )
         if not self.copy:
             return (
                 self._obs_dict(),

@@ -54,7 +54,7 @@ from bergen_env.tiles import (
     TILE_ID,
     TILES,
 )
-from bergen_env.vector._numba import njit, njit_inline
+from bergen_env.vector._numba import njit, njit_inline, njit_parallel, numba
 
 MAX_SEATS = 4
 MAX_BONE = 2 * NUM_TILES
@@ -816,6 +816,22 @@ def step_observe_rows(
     """:func:`step_rows` and then :func:`observe_rows` over every row, in one pass (each row
     is stepped and encoded while it is in cache)."""
     for i in range(actions.shape[0]):
+        step_row(r, i, actions[i], m, scores, hands, bits, hlen, voids, line, bone, rng, deals,
+                 rewards, terminated, truncated)  # fmt: skip
+        cur[i] = m[i, CUR]
+        legal_mask(r, i, m, hands, bits, masks)
+        if with_obs:
+            encode(r, i, m, scores, hands, hlen, voids, line, bone, masks, m[i, CUR], obs)
+
+
+@njit_parallel
+def step_observe_rows_parallel(
+    r, actions, m, scores, hands, bits, hlen, voids, line, bone, rng, deals,
+    rewards, terminated, truncated, masks, obs, cur, with_obs,
+):  # fmt: skip
+    """:func:`step_observe_rows` with the rows shared among numba's threads (each row has its
+    own random stream, so the result does not depend on the threads)."""
+    for i in numba.prange(actions.shape[0]):
         step_row(r, i, actions[i], m, scores, hands, bits, hlen, voids, line, bone, rng, deals,
                  rewards, terminated, truncated)  # fmt: skip
         cur[i] = m[i, CUR]
