@@ -284,7 +284,12 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--no-search", action="store_true", help="skip the search rows")
     parser.add_argument("--no-sizes", action="store_true", help="skip memory and the N sweep")
     args = parser.parse_args(argv)
-    print("command:", shlex.join(["python", "-m", "benchmarks.vector_speed", *sys.argv[1:]]))
+    print(
+        "command:",
+        shlex.join(
+            ["taskset", "-c", "0", "python", "-m", "benchmarks.vector_speed", *sys.argv[1:]]
+        ),
+    )
     result = run(args.seconds, args.quick, tuple(args.rules), not args.no_search, not args.no_sizes)
     if args.json:
         with open(args.json, "w") as f:

@@ -104,6 +104,8 @@ class BergenVectorEnv:
         self.truncated_buffer = np.zeros(n, dtype=np.bool_)
         self.all_rows = np.ones(n, dtype=np.bool_)
         self.has_reset = False
+        #: Whether ``masks`` holds every row's mask of the current state (reset and step).
+        self.masks_current = False
 
     # ------------------------------------------------------------------ API
 
@@ -123,6 +125,7 @@ class BergenVectorEnv:
         K.reset_rows(self.rule_array, np.arange(self.num_envs), *self.state_arrays())
         self.has_reset = True
         self.observe_rows(self.all_rows)
+        self.masks_current = True
         return self._obs_dict(), {
             "current_player": self.current_player.copy() if self.copy else self.current_player
         }
@@ -134,7 +137,9 @@ class BergenVectorEnv:
         if not self.has_reset:
             raise RuntimeError("call reset() before step()")
         acts = self.check_actions(actions)
-        self._raise_if_illegal(acts, self.all_rows)
+        # copy=True: the masks buffer is the env's own, filled for every row by the last reset
+        # or step, so one byte a row checks the actions
+        self._raise_if_illegal(acts, self.all_rows, masked=self.copy and self.masks_current)
         # copy=True: the observations are written straight into a new array (no second pass)
         fresh = self.copy and self.observations
         obs = np.empty_like(self.obs_buffer) if fresh else self.obs_buffer
@@ -251,6 +256,7 @@ class BergenVectorEnv:
         """Step the rows where ``active`` is True (all actions checked first); fills the
         reward and end buffers, restarts finished matches."""
         self._raise_if_illegal(acts, active)
+        self.masks_current = False
         K.step_rows(
             self.rule_array,
             acts,
@@ -261,8 +267,11 @@ class BergenVectorEnv:
             self.truncated_buffer,
         )
 
-    def _raise_if_illegal(self, acts: np.ndarray, active: np.ndarray) -> None:
-        bad = K.first_illegal(self.rule_array, acts, active, self.m, self.hands, self.bits)
+    def _raise_if_illegal(self, acts: np.ndarray, active: np.ndarray, masked: bool = False) -> None:
+        if masked:
+            bad = K.first_unmasked(acts, self.masks)
+        else:
+            bad = K.first_illegal(self.rule_array, acts, active, self.m, self.hands, self.bits)
         if bad >= 0:
             a = int(acts[bad])
             legal = [int(x) for x in np.flatnonzero(self.masks[bad])]

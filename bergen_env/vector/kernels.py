@@ -740,6 +740,16 @@ def reset_rows(r, rows, m, scores, hands, bits, hlen, voids, line, bone, rng, de
 
 
 @njit
+def first_unmasked(actions, masks):
+    """The first row whose action is out of range or not set in its row of ``masks``, or -1."""
+    for i in range(actions.shape[0]):
+        a = actions[i]
+        if a < 0 or a >= masks.shape[1] or not masks[i, a]:
+            return i
+    return -1
+
+
+@njit
 def first_illegal(r, actions, active, m, hands, bits):
     """The first active row whose action is illegal, or -1."""
     for i in range(actions.shape[0]):
