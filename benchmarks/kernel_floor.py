@@ -14,7 +14,9 @@ Times, in CPU time (``time.thread_time``) of one process on one core, ns per act
   shuffled in place;
 - the clock: cycles per ns from a dependent chain of one-cycle integer operations, so each
   figure is also given in cycles (``perf stat`` counters are not available in this virtual
-  machine).
+  machine);
+- the scalar engine's random legal play (``apply_unchecked``, :func:`benchmarks.run.engine_loop`)
+  in the same run, so each figure is also a ratio to it.
 
     taskset -c 0 python -m benchmarks.kernel_floor [--rows 4096] [--seconds 0.5] [--json PATH]
 """
@@ -29,6 +31,9 @@ from typing import Any
 
 import numpy as np
 
+from benchmarks.run import engine_loop, pin_to_one_core
+from benchmarks.vector_speed import cpu_rate
+from bergen_env.rules import Rules
 from bergen_env.tiles import CONTAINS, DOUBLE_ID, IS_DOUBLE, OTHER_HALF, PIPS
 from bergen_env.vector import BergenVectorEnv
 from bergen_env.vector import kernels as K
@@ -320,7 +325,11 @@ def floor_state(rows: int) -> tuple[np.ndarray, ...]:
 
 
 def run(rows: int, seconds: float) -> dict[str, Any]:
+    pin_to_one_core()
     ghz = cycles_per_ns(seconds)
+    engine = engine_loop(Rules.preset("standard", num_players=2), False)
+    engine(time.perf_counter() + 0.2)
+    engine_ns = 1e9 / max(cpu_rate(engine, seconds) for _ in range(3))
     env = BergenVectorEnv(num_envs=rows, seed=SEED, observations=True)
     env.reset()
     for _ in range(50):  # mid-hand positions, some with a drawn boneyard
@@ -379,8 +388,12 @@ def run(rows: int, seconds: float) -> dict[str, Any]:
           f"(chains: {ghz['chain2']:.2f}, {ghz['chain3']:.2f} cycles/ns)")  # fmt: skip
     print(f"actions per hand: kernels {kernel_actions_per_hand:.1f}, floor "
           f"{floor_actions_per_hand:.1f}")  # fmt: skip
+    results["scalar engine (apply_unchecked)"] = engine_ns
     for name, ns in results.items():
-        print(f"  {name:<46} {ns:8.1f} ns  {ns * ghz['ghz']:8.0f} cycles")
+        print(
+            f"  {name:<46} {ns:8.1f} ns  {ns * ghz['ghz']:8.0f} cycles  "
+            f"{engine_ns / ns:7.1f}x the scalar engine"
+        )
     return dict(
         rows=rows, ghz=ghz, ns=results, deals_per_action=deals_per_action,
         kernel_actions_per_hand=kernel_actions_per_hand,

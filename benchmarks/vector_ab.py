@@ -20,14 +20,12 @@ import shlex
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 from typing import Any
 
 import bergen_env
-import bergen_env.vector.env as current_env
 from benchmarks.run import aec_loop, engine_loop, pin_to_one_core
-from benchmarks.vector_speed import BATCH, ROUNDS, SEED, cpu_rate
+from benchmarks.vector_speed import BATCH, ROUNDS, cpu_rate, vector_loop
 from bergen_env.rules import Rules
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -54,22 +52,6 @@ def ref_env_class(ref: str, folder: Path) -> type:
     return sys.modules["ref_env"].BergenVectorEnv
 
 
-def env_loop(cls: type, observations: bool, rules: str) -> Any:
-    env = cls(num_envs=BATCH, rules=rules, seed=SEED, observations=observations)
-    obs, _ = env.reset()
-
-    def loop(deadline: float) -> int:
-        nonlocal obs
-        steps = 0
-        while time.perf_counter() < deadline:
-            obs, *_ = env.step(env.random_actions(obs["action_mask"]))
-            steps += BATCH
-        return steps
-
-    loop(time.perf_counter() + 0.2)  # compile (or load the cache)
-    return loop
-
-
 def run(ref: str, seconds: float, rules: str) -> dict[str, Any]:
     affinity, note = pin_to_one_core()
     with tempfile.TemporaryDirectory() as folder:
@@ -78,10 +60,10 @@ def run(ref: str, seconds: float, rules: str) -> dict[str, Any]:
         loops = {
             "engine": engine_loop(scalar, False),
             "aec": aec_loop(lambda: bergen_env.env(rules=rules, num_players=2)),
-            f"{ref} no obs": env_loop(old, False, rules),
-            "now no obs": env_loop(current_env.BergenVectorEnv, False, rules),
-            f"{ref} obs": env_loop(old, True, rules),
-            "now obs": env_loop(current_env.BergenVectorEnv, True, rules),
+            f"{ref} no obs": vector_loop(BATCH, False, rules=rules, env_class=old),
+            "now no obs": vector_loop(BATCH, False, rules=rules),
+            f"{ref} obs": vector_loop(BATCH, True, rules=rules, env_class=old),
+            "now obs": vector_loop(BATCH, True, rules=rules),
         }
         best = dict.fromkeys(loops, 0.0)
         for _ in range(ROUNDS):

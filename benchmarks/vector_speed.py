@@ -58,10 +58,15 @@ TEACHER = "search:rollout=heuristic,samples=800,belief=1,batch=200,prune=true,te
 
 
 def vector_loop(
-    num_envs: int, observations: bool, copy: bool = True, rules: str = "standard"
+    num_envs: int,
+    observations: bool,
+    copy: bool = True,
+    rules: str = "standard",
+    env_class: type = BergenVectorEnv,
 ) -> Callable[[float], int]:
-    """Batched random legal play; returns match-steps (one per row per batch step)."""
-    env = BergenVectorEnv(
+    """Batched random legal play (on ``env_class``, a ``BergenVectorEnv``); returns
+    match-steps (one per row per batch step)."""
+    env = env_class(
         num_envs=num_envs, rules=rules, seed=SEED, observations=observations, copy=copy
     )
     obs, _ = env.reset()
