@@ -5,9 +5,9 @@ Times, in CPU time (``time.thread_time``) of one process on one core, ns per act
 
 - the parts of :mod:`bergen_env.vector.kernels`, each in a compiled loop over the batch (no
   Python between rows): the legal mask (``legal_mask``), the random choice (``random_row``),
-  the whole step without observations (mask, choice, ``step_row`` with its scoring, end of hand
-  and next deal), the deal alone (``start_hand``, reported per deal and per action at the
-  measured deals per action) and the observation (``encode``);
+  the whole step without observations (mask, choice, ``apply_action`` and ``finish_row``: the
+  scoring, end of hand and next deal), the deal alone (``start_hand``, reported per deal and
+  per action at the measured deals per action) and the observation (``encode``);
 - the floor: :func:`floor_play`, a compiled random legal play of the same rules that keeps only
   what the rules need: two 28-bit hands, the ends, the boneyard's order, the scores; legality
   from the seven precomputed end masks, the choice by popcount, the header by table, the deal
@@ -132,8 +132,10 @@ def play_pass(
             K.legal_mask(r, i, m, hands, bits, masks)
             a = K.random_row(masks, agent_rng, i)
             before = m[i, K.HAND_NO] + m[i, K.TERMINAL] + m[i, K.DEAL_POS]
-            K.step_row(r, i, a, m, scores, hands, bits, hlen, voids, line, bone, rng, deals,
-                       rewards, terminated, truncated)  # fmt: skip
+            b0, b1, b2, b3 = scores[i, 0], scores[i, 1], scores[i, 2], scores[i, 3]
+            K.apply_action(r, i, m, scores, hands, bits, hlen, voids, line, bone, rng, deals, a)
+            K.finish_row(r, i, m, scores, hands, bits, hlen, voids, line, bone, rng, deals,
+                         rewards, terminated, truncated, b0, b1, b2, b3)  # fmt: skip
             if terminated[i] or truncated[i] or m[i, K.HAND_NO] + m[i, K.DEAL_POS] != before:
                 dealt += 1
     return dealt

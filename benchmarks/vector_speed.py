@@ -66,9 +66,7 @@ def vector_loop(
 ) -> Callable[[float], int]:
     """Batched random legal play (on ``env_class``, a ``BergenVectorEnv``); returns
     match-steps (one per row per batch step)."""
-    env = env_class(
-        num_envs=num_envs, rules=rules, seed=SEED, observations=observations, copy=copy
-    )
+    env = env_class(num_envs=num_envs, rules=rules, seed=SEED, observations=observations, copy=copy)
     obs, _ = env.reset()
 
     def loop(deadline: float) -> int:

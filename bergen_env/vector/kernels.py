@@ -771,25 +771,26 @@ def step_rows(
         terminated[i] = False
         truncated[i] = False
         if active[i]:
-            step_row(r, i, actions[i], m, scores, hands, bits, hlen, voids, line, bone, rng,
-                     deals, rewards, terminated, truncated)  # fmt: skip
+            b0, b1, b2, b3 = scores[i, 0], scores[i, 1], scores[i, 2], scores[i, 3]
+            apply_action(
+                r, i, m, scores, hands, bits, hlen, voids, line, bone, rng, deals, actions[i]
+            )
+            finish_row(r, i, m, scores, hands, bits, hlen, voids, line, bone, rng, deals, rewards,
+                       terminated, truncated, b0, b1, b2, b3)  # fmt: skip
 
 
 @njit_inline
-def step_row(
-    r, i, a, m, scores, hands, bits, hlen, voids, line, bone, rng, deals,
-    rewards, terminated, truncated,
+def finish_row(
+    r, i, m, scores, hands, bits, hlen, voids, line, bone, rng, deals,
+    rewards, terminated, truncated, b0, b1, b2, b3,
 ):  # fmt: skip
-    """Apply the legal action ``a`` in row ``i``: ``rewards[i]`` (per seat) and the end flags
-    of row ``i`` are set (to their values for this step), and a finished match restarts."""
+    """After :func:`apply_action` in row ``i`` (``b0`` ... ``b3``: the sides' scores before
+    it): ``rewards[i]`` (per seat) and the end flags of row ``i`` are set (to their values for
+    this step), and a finished match restarts. The callers apply the action in their own loop
+    body: numba's inlining of one function holding both costs more than the step itself."""
     n = r[R_N]
     sides = r[R_SIDES]
     points = r[R_REWARD] == REWARD_POINTS
-    b0 = scores[i, 0]
-    b1 = scores[i, 1]
-    b2 = scores[i, 2]
-    b3 = scores[i, 3]
-    apply_action(r, i, m, scores, hands, bits, hlen, voids, line, bone, rng, deals, a)
     terminated[i] = False
     truncated[i] = False
     if points:
@@ -826,8 +827,10 @@ def step_observe_rows(
     """:func:`step_rows` and then :func:`observe_rows` over every row, in one pass (each row
     is stepped and encoded while it is in cache)."""
     for i in range(actions.shape[0]):
-        step_row(r, i, actions[i], m, scores, hands, bits, hlen, voids, line, bone, rng, deals,
-                 rewards, terminated, truncated)  # fmt: skip
+        b0, b1, b2, b3 = scores[i, 0], scores[i, 1], scores[i, 2], scores[i, 3]
+        apply_action(r, i, m, scores, hands, bits, hlen, voids, line, bone, rng, deals, actions[i])
+        finish_row(r, i, m, scores, hands, bits, hlen, voids, line, bone, rng, deals, rewards,
+                   terminated, truncated, b0, b1, b2, b3)  # fmt: skip
         cur[i] = m[i, CUR]
         legal_mask(r, i, m, hands, bits, masks)
         if with_obs:
@@ -842,8 +845,10 @@ def step_observe_rows_parallel(
     """:func:`step_observe_rows` with the rows shared among numba's threads (each row has its
     own random stream, so the result does not depend on the threads)."""
     for i in numba.prange(actions.shape[0]):
-        step_row(r, i, actions[i], m, scores, hands, bits, hlen, voids, line, bone, rng, deals,
-                 rewards, terminated, truncated)  # fmt: skip
+        b0, b1, b2, b3 = scores[i, 0], scores[i, 1], scores[i, 2], scores[i, 3]
+        apply_action(r, i, m, scores, hands, bits, hlen, voids, line, bone, rng, deals, actions[i])
+        finish_row(r, i, m, scores, hands, bits, hlen, voids, line, bone, rng, deals, rewards,
+                   terminated, truncated, b0, b1, b2, b3)  # fmt: skip
         cur[i] = m[i, CUR]
         legal_mask(r, i, m, hands, bits, masks)
         if with_obs:
@@ -957,6 +962,8 @@ def advance_rows(
     match, else to ``carry``; a match that ends is flagged in ``term``/``trunc`` (when its
     learner acted) and its next match draws a learner seat (``seat_option`` < 0: random)."""
     n = r[R_N]
+    ended_term = ended_flags[0]
+    ended_trunc = ended_flags[1]
     for i in range(m.shape[0]):
         while True:
             count = legal_mask(r, i, m, hands, bits, masks)
@@ -969,8 +976,10 @@ def advance_rows(
                 a = random_row(masks, agent_rng, i)
             else:
                 a = greedy_row(r, i, masks, m, scores, hlen)
-            step_row(r, i, a, m, scores, hands, bits, hlen, voids, line, bone, rng, deals,
-                     seat_rewards, ended_flags[0], ended_flags[1])  # fmt: skip
+            b0, b1, b2, b3 = scores[i, 0], scores[i, 1], scores[i, 2], scores[i, 3]
+            apply_action(r, i, m, scores, hands, bits, hlen, voids, line, bone, rng, deals, a)
+            finish_row(r, i, m, scores, hands, bits, hlen, voids, line, bone, rng, deals,
+                       seat_rewards, ended_term, ended_trunc, b0, b1, b2, b3)  # fmt: skip
             gain = seat_rewards[i, seats[i]]
             if acted[i]:
                 reward[i] += gain
