@@ -843,7 +843,9 @@ def step_observe_rows_parallel(
     rewards, terminated, truncated, masks, obs, cur, with_obs,
 ):  # fmt: skip
     """:func:`step_observe_rows` with the rows shared among numba's threads (each row has its
-    own random stream, so the result does not depend on the threads)."""
+    own random stream, so the result does not depend on the threads). The loop body is
+    repeated, not shared: an inlined function holding ``apply_action`` costs the step about
+    60 ns an action (see :func:`finish_row`)."""
     for i in numba.prange(actions.shape[0]):
         b0, b1, b2, b3 = scores[i, 0], scores[i, 1], scores[i, 2], scores[i, 3]
         apply_action(r, i, m, scores, hands, bits, hlen, voids, line, bone, rng, deals, actions[i])
