@@ -1,7 +1,9 @@
 """The batched engine (``bergen_env.vector``) beside the scalar one, in one process on one core.
 
-Each pair of rows is measured alternately (A, B, A, B, ...) and each side reports its best
-round, so load from other jobs on the machine hits both sides alike; the ratios are the point.
+Every figure is CPU time of this one thread (``time.thread_time``): time spent waiting for the
+core on a loaded machine does not count. Each pair of rows is measured alternately (A, B, A, B,
+...) and each side reports its best round; the ratios are the point. Run it pinned to one core
+(``taskset -c 0``); the script also pins itself.
 
 - random legal play with masks: the scalar engine (``legal_actions`` + ``_apply``) against
   ``BergenVectorEnv(observations=False)`` with its batched random agent;
@@ -10,12 +12,15 @@ round, so load from other jobs on the machine hits both sides alike; the ratios 
   ``BergenLearnerVectorEnv`` (learner steps, every opponent move played inside);
 - ``search`` at its default (200 samples, public rollouts): ms per real choice with Python and
   with compiled playouts, on the same positions and seeds (the decisions are the same);
+- labelling: expert iteration's 2-player teacher (``TEACHER``), CPU per real choice, also in
+  scalar-engine actions (the engine's CPU per action of the first row of the same run);
 - memory per match of the batch, and time per batched step for N from 1 to 65,536.
 
 Two players; ``--rules`` names the presets measured (default ``standard``; e.g.
 ``--rules standard draw fives``); memory and the N sweep use the first.
 
-    python -m benchmarks.vector_speed [--seconds 3] [--quick] [--rules standard ...] [--json PATH]
+    taskset -c 0 python -m benchmarks.vector_speed [--seconds 6] [--quick] [--rules standard ...]
+        [--no-search] [--json PATH]
 """
 
 from __future__ import annotations
@@ -23,6 +28,8 @@ from __future__ import annotations
 import argparse
 import gc
 import json
+import shlex
+import sys
 import time
 from collections.abc import Callable
 from typing import Any
@@ -46,15 +53,20 @@ from bergen_env.vector import BergenLearnerVectorEnv, BergenVectorEnv
 SEED = 0
 BATCH = 4096
 ROUNDS = 3
+#: Expert iteration's 2-player teacher (``benchmarks.teacher_gap.DEFAULT_TEACHER``).
+TEACHER = "search:rollout=heuristic,samples=800,belief=1,batch=200,prune=true,temperature=0.03"
 
 
 def vector_loop(
-    num_envs: int, observations: bool, copy: bool = True, rules: str = "standard"
+    num_envs: int,
+    observations: bool,
+    copy: bool = True,
+    rules: str = "standard",
+    env_class: type = BergenVectorEnv,
 ) -> Callable[[float], int]:
-    """Batched random legal play; returns match-steps (one per row per batch step)."""
-    env = BergenVectorEnv(
-        num_envs=num_envs, rules=rules, seed=SEED, observations=observations, copy=copy
-    )
+    """Batched random legal play (on ``env_class``, a ``BergenVectorEnv``); returns
+    match-steps (one per row per batch step)."""
+    env = env_class(num_envs=num_envs, rules=rules, seed=SEED, observations=observations, copy=copy)
     obs, _ = env.reset()
 
     def loop(deadline: float) -> int:
@@ -93,35 +105,50 @@ def learner_loop(num_envs: int, rules: str = "standard") -> Callable[[float], in
 def side_by_side(
     a: Callable[[float], int], b: Callable[[float], int], seconds: float
 ) -> tuple[float, float]:
-    """Best rate of each loop over alternating rounds of ``seconds / (2 * ROUNDS)`` each."""
+    """Best rate of each loop (steps per CPU second of this thread) over alternating rounds of
+    about ``seconds / (2 * ROUNDS)`` each."""
     best = [0.0, 0.0]
     for _ in range(ROUNDS):
         for k, loop in enumerate((a, b)):
-            gc.collect()
-            start = time.perf_counter()
-            steps = loop(start + seconds / (2 * ROUNDS))
-            best[k] = max(best[k], steps / (time.perf_counter() - start))
+            best[k] = max(best[k], cpu_rate(loop, seconds / (2 * ROUNDS)))
     return best[0], best[1]
+
+
+def cpu_rate(loop: Callable[[float], int], seconds: float) -> float:
+    """Steps per CPU second of this thread of one round of ``loop`` (wall-clock deadline)."""
+    gc.collect()
+    start = time.thread_time()
+    steps = loop(time.perf_counter() + seconds)
+    return steps / (time.thread_time() - start)
 
 
 def search_ms(positions: list, rules: Rules) -> tuple[float, float, bool]:
     """CPU ms per real choice of default search with Python and compiled playouts, alternating
     by position; and whether every decision was the same."""
-    agents = [make_agent("search:playouts=python"), make_agent("search:playouts=compiled")]
-    spent = [0.0, 0.0]
+    specs = ["search:playouts=python", "search:playouts=compiled"]
+    spent, same = agents_ms(specs, positions, rules)
+    return spent[0], spent[1], same
+
+
+def agents_ms(specs: list[str], positions: list, rules: Rules) -> tuple[list[float], bool]:
+    """CPU ms per position of each agent, alternating by position; whether they all chose the
+    same actions."""
+    agents = [make_agent(spec) for spec in specs]
+    spent = [0.0] * len(agents)
     same = True
-    warm = positions[0]
-    agents[1].reset(rules, warm[2].seat, np.random.default_rng(0))
-    agents[1].act(*warm)  # compile (or load the cache) before timing
+    for agent in agents:
+        for warm in positions[:5]:  # compile (or load the cache) and build tables first
+            agent.reset(rules, warm[2].seat, np.random.default_rng(0))
+            agent.act(*warm)
     for i, (obs, mask, view) in enumerate(positions):
         chosen = []
         for k, agent in enumerate(agents):
             agent.reset(rules, view.seat, np.random.default_rng([SEED, i]))
-            start = time.process_time()
+            start = time.thread_time()
             chosen.append(agent.act(obs, mask, view))
-            spent[k] += time.process_time() - start
-        same &= chosen[0] == chosen[1]
-    return 1000 * spent[0] / len(positions), 1000 * spent[1] / len(positions), same
+            spent[k] += time.thread_time() - start
+        same &= len(set(chosen)) == 1
+    return [1000 * x / len(positions) for x in spent], same
 
 
 def batch_bytes(num_envs: int, rules: str = "standard") -> float:
@@ -133,17 +160,19 @@ def batch_bytes(num_envs: int, rules: str = "standard") -> float:
 
 
 def step_time(num_envs: int, seconds: float, copy: bool, rules: str = "standard") -> float:
-    """Microseconds per batched step (random actions, with observations) at ``num_envs``."""
+    """CPU microseconds per batched step (random actions, with observations) at ``num_envs``."""
     loop = vector_loop(num_envs, True, copy, rules)
-    best = 0.0
-    for _ in range(ROUNDS):
-        start = time.perf_counter()
-        steps = loop(start + seconds / ROUNDS)
-        best = max(best, steps / (time.perf_counter() - start))
+    best = max(cpu_rate(loop, seconds / ROUNDS) for _ in range(ROUNDS))
     return 1e6 * num_envs / best
 
 
-def run(seconds: float, quick: bool, presets: tuple[str, ...] = ("standard",)) -> dict[str, Any]:
+def run(
+    seconds: float,
+    quick: bool,
+    presets: tuple[str, ...] = ("standard",),
+    search: bool = True,
+    scaling_sizes: bool = True,
+) -> dict[str, Any]:
     affinity, pin_note = pin_to_one_core()
     rows: list[dict[str, Any]] = []
 
@@ -166,17 +195,19 @@ def run(seconds: float, quick: bool, presets: tuple[str, ...] = ("standard",)) -
         a, b = side_by_side(
             engine_loop(rules, False), vector_loop(BATCH, False, rules=preset), seconds
         )
+        engine_rate = a
         pair(preset, "random play with masks: engine vs batch", "steps/s", a, b, 10)
         a, b = side_by_side(
             aec_loop(lambda p=preset: bergen_env.env(rules=p, num_players=2)),
             vector_loop(BATCH, True, rules=preset),
             seconds,
         )
-        pair(preset, "with observations: AEC env vs batch", "steps/s", a, b, 30)
+        pair(preset, "with observations: AEC env vs batch", "steps/s", a, b, 50)
         single = make_single_agent(rules=preset, num_players=2)
         a, b = side_by_side(single_agent_loop(single), learner_loop(BATCH, preset), seconds)
         pair(preset, "one learner vs random: single-agent vs batch", "steps/s", a, b, 10)
-
+        if not search:
+            continue
         positions = [
             p for p in collect_positions(rules, 400 if quick else 1500, SEED)
             if len(p[2].legal_actions) > 1
@@ -201,8 +232,27 @@ def run(seconds: float, quick: bool, presets: tuple[str, ...] = ("standard",)) -
             f"same decisions: {same} ({len(positions)} positions)",
             flush=True,
         )
+        (teacher_ms,), _ = agents_ms([TEACHER], positions[: 10 if quick else 50], rules)
+        actions = teacher_ms / 1000 * engine_rate
+        rows.append(
+            dict(rules=preset, name="labelling: teacher CPU per real choice", unit="ms",
+                 teacher=TEACHER, ms=teacher_ms, decisions_per_cpu_s=1000 / teacher_ms,
+                 scalar_engine_actions=actions, goal=2500)
+        )  # fmt: skip
+        print(
+            f"  {'labelling (teacher) per real choice':<46} {teacher_ms:10.2f} ms = "
+            f"{1000 / teacher_ms:8.1f} decisions per CPU-second = {actions:8,.0f} scalar-engine "
+            f"actions (goal <= 2,500)",
+            flush=True,
+        )
 
     first = presets[0]
+    if not scaling_sizes:
+        if affinity is not None:
+            import os
+
+            os.sched_setaffinity(0, affinity)
+        return dict(machine=machine(), note=pin_note, batch=BATCH, rules=list(presets), rows=rows)
     memory = batch_bytes(BATCH, first)
     print(f"{first} rules: memory per match in a batch of {BATCH}: {memory:,.0f} bytes")
     sizes = [1, 16, 256, 4096] if quick else [1, 16, 256, 4096, 65536]
@@ -234,8 +284,16 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser.add_argument(
         "--rules", nargs="+", default=["standard"], choices=PRESETS, help="presets to measure"
     )
+    parser.add_argument("--no-search", action="store_true", help="skip the search rows")
+    parser.add_argument("--no-sizes", action="store_true", help="skip memory and the N sweep")
     args = parser.parse_args(argv)
-    result = run(args.seconds, args.quick, tuple(args.rules))
+    print(
+        "command:",
+        shlex.join(
+            ["taskset", "-c", "0", "python", "-m", "benchmarks.vector_speed", *sys.argv[1:]]
+        ),
+    )
+    result = run(args.seconds, args.quick, tuple(args.rules), not args.no_search, not args.no_sizes)
     if args.json:
         with open(args.json, "w") as f:
             json.dump(result, f, indent=2)

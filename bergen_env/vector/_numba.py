@@ -16,6 +16,9 @@ njit = numba.njit(cache=True, nogil=True)
 #: The same, inlined into its callers at the Numba IR level: for the small functions of the
 #: per-step path, where a call's argument handling costs more than the function's body.
 njit_inline = numba.njit(cache=True, nogil=True, inline="always")
+#: ``@njit`` whose ``numba.prange`` loops run their iterations on numba's threads (as many as
+#: ``numba.set_num_threads`` allows).
+njit_parallel = numba.njit(cache=True, nogil=True, parallel=True)
 
 try:
     #: ``random_interval(bit_generator, k)``: numpy's uniform draw in ``0..k``, the bounded draw
@@ -27,4 +30,4 @@ except ImportError as exc:  # pragma: no cover - a numba without numpy Generator
         f"numba {numba.__version__}"
     ) from exc
 
-__all__ = ["njit", "njit_inline", "numba", "random_interval"]
+__all__ = ["njit", "njit_inline", "njit_parallel", "numba", "random_interval"]

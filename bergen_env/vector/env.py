@@ -54,7 +54,9 @@ class BergenVectorEnv:
     (a match still running after this many hands is truncated and restarted; None: never);
     ``seed``; ``observations`` (False: ``obs`` holds only ``"action_mask"``, for rollouts that
     need no encoding); ``copy`` (False: ``reset`` and ``step`` return the env's own buffers,
-    overwritten by the next step, instead of new arrays: less memory traffic for large N).
+    overwritten by the next step, instead of new arrays: less memory traffic for large N);
+    ``parallel`` (True: ``step`` shares the rows among numba's threads, ``numba.set_num_threads``;
+    the same results).
     """
 
     metadata: dict[str, Any] = {"autoreset_mode": AutoresetMode.SAME_STEP, "render_modes": []}
@@ -70,6 +72,7 @@ class BergenVectorEnv:
         max_hands: int | None = DEFAULT_MAX_HANDS,
         observations: bool = True,
         copy: bool = True,
+        parallel: bool = False,
         **overrides: Any,
     ) -> None:
         num_envs = check_int("num_envs", num_envs, minimum=1)
@@ -86,6 +89,8 @@ class BergenVectorEnv:
         reward, max_hands = options.reward, options.max_hands
         check_bool("copy", copy)
         check_bool("observations", observations)
+        check_bool("parallel", parallel)
+        self.parallel = parallel
         self.num_envs = n = int(num_envs)
         self.num_players = self.rules.num_players
         self.num_actions = self.rules.num_actions
@@ -124,6 +129,8 @@ class BergenVectorEnv:
         self.single_action_space = spaces.Discrete(self.num_actions)
         self.observation_space = batch_space(self.single_observation_space, n)
         self.action_space = batch_space(self.single_action_space, n)
+        #: Whether ``masks`` holds every row's mask of the current state (reset and step).
+        self.masks_current = False
 
     # ------------------------------------------------------------------ API
 
@@ -144,6 +151,7 @@ class BergenVectorEnv:
         K.reset_rows(self.rule_array, np.arange(self.num_envs), *self.state_arrays())
         self.has_reset = True
         self.observe_rows(self.all_rows)
+        self.masks_current = True
         return self._obs_dict(), {
             "current_player": self.current_player.copy() if self.copy else self.current_player
         }
@@ -156,12 +164,26 @@ class BergenVectorEnv:
         if not self.has_reset:
             raise RuntimeError("call reset() before step()")
         acts = self.check_actions(actions)
-        self._raise_if_illegal(acts, self.all_rows)
-        K.step_observe_rows(
+        # copy=True: the masks buffer is the env's own, filled for every row by the last reset
+        # or step, so one byte a row checks the actions
+        self._raise_if_illegal(acts, self.all_rows, masked=self.copy and self.masks_current)
+        # copy=True: the observations are written straight into a new array (no second pass)
+        fresh = self.copy and self.observations
+        obs = np.empty_like(self.obs_buffer) if fresh else self.obs_buffer
+        kernel = K.step_observe_rows_parallel if self.parallel else K.step_observe_rows
+        kernel(
             self.rule_array, acts, *self.state_arrays(), self.rewards_buffer,
-            self.terminated_buffer, self.truncated_buffer, self.masks, self.obs_buffer,
+            self.terminated_buffer, self.truncated_buffer, self.masks, obs,
             self.current_player, self.observations,
         )  # fmt: skip
+        if fresh:
+            return (
+                {"observation": obs, "action_mask": self.masks.copy()},
+                self.rewards_buffer.copy(),
+                self.terminated_buffer.copy(),
+                self.truncated_buffer.copy(),
+                {"current_player": self.current_player.copy()},
+            )
         if not self.copy:
             return (
                 self._obs_dict(),
@@ -286,6 +308,7 @@ class BergenVectorEnv:
         """Step the rows where ``active`` is True (all actions checked first); fills the
         reward and end buffers, restarts finished matches."""
         self._raise_if_illegal(acts, active)
+        self.masks_current = False
         K.step_rows(
             self.rule_array,
             acts,
@@ -296,8 +319,11 @@ class BergenVectorEnv:
             self.truncated_buffer,
         )
 
-    def _raise_if_illegal(self, acts: np.ndarray, active: np.ndarray) -> None:
-        bad = K.first_illegal(self.rule_array, acts, active, self.m, self.hands, self.bits)
+    def _raise_if_illegal(self, acts: np.ndarray, active: np.ndarray, masked: bool = False) -> None:
+        if masked:
+            bad = K.first_unmasked(acts, self.masks)
+        else:
+            bad = K.first_illegal(self.rule_array, acts, active, self.m, self.hands, self.bits)
         if bad >= 0:
             a = int(acts[bad])
             legal = [int(x) for x in np.flatnonzero(self.masks[bad])]

@@ -54,7 +54,7 @@ from bergen_env.tiles import (
     TILE_ID,
     TILES,
 )
-from bergen_env.vector._numba import njit, njit_inline
+from bergen_env.vector._numba import njit, njit_inline, njit_parallel, numba
 
 MAX_SEATS = 4
 MAX_BONE = 2 * NUM_TILES
@@ -200,6 +200,27 @@ def popcount(x):
     x = (x & 0x3333333333333333) + ((x >> 2) & 0x3333333333333333)
     x = (x + (x >> 4)) & 0x0F0F0F0F0F0F0F0F
     return (x * 0x0101010101010101) >> 56
+
+
+@njit_inline
+def popcount64(x):
+    """The set bits of the uint64 ``x``."""
+    x = x - ((x >> np.uint64(1)) & np.uint64(0x5555555555555555))
+    x = (x & np.uint64(0x3333333333333333)) + ((x >> np.uint64(2)) & np.uint64(0x3333333333333333))
+    x = (x + (x >> np.uint64(4))) & np.uint64(0x0F0F0F0F0F0F0F0F)
+    return np.int64((x * np.uint64(0x0101010101010101)) >> np.uint64(56))
+
+
+@njit_inline
+def trailing_zeros64(x):
+    """The zero bits below the lowest set bit of the non-zero uint64 ``x``."""
+    return popcount64((x & (~x + np.uint64(1))) - np.uint64(1))
+
+
+@njit_inline
+def next_seat(r, seat):
+    """The seat after ``seat`` in turn order."""
+    return 0 if seat + 1 == r[R_N] else seat + 1
 
 
 @njit_inline
@@ -359,48 +380,43 @@ def new_match(r, i, m, scores, hands, bits, hlen, voids, line, bone, rng, deals)
 # ================================================================ queries
 
 
-@njit
-def legal_mask(r, i, m, hands, bits, out):
-    """Fill ``out`` (length A) with the 0/1 legal mask of the player on turn; return the count."""
+@njit_inline
+def legal_mask(r, i, m, hands, bits, masks):
+    """Fill row ``i`` of ``masks`` (N, A) with the 0/1 legal mask of the player on turn; return
+    the count."""
     if m[i, LEAD] >= 0:
-        for a in range(out.shape[0]):
-            out[a] = 0
-        out[2 * m[i, LEAD]] = 1
+        for a in range(masks.shape[1]):
+            masks[i, a] = 0
+        masks[i, 2 * m[i, LEAD]] = 1
         return 1
     p = m[i, CUR]
     b = bits[i, p]
-    if m[i, LLEN] == 0:  # a free lead (RULES.md §9): any tile held, laid with end 0
-        count = 0
-        for a in range(out.shape[0]):
-            out[a] = 0
-        for t in range(NUM_TILES):
-            x = (b >> t) & 1
-            out[2 * t] = x
-            count += x
-        return count
-    for a in range(NUM_PLAY_ACTIONS, out.shape[0]):
-        out[a] = 0
-    e0 = m[i, E0]
-    e1 = m[i, E1]
-    m0 = b & T_CONTAINS[e0]
-    m1 = b & T_CONTAINS[e1]
-    playable = m0 | m1
-    count = 0
+    opening = m[i, LLEN] == 0
+    if opening:  # a free lead (RULES.md §9): any tile held, laid with end 0
+        m0 = b
+        m1 = np.int64(0)
+    else:
+        m0 = b & T_CONTAINS[m[i, E0]]
+        m1 = b & T_CONTAINS[m[i, E1]]
     for t in range(NUM_TILES):  # branch-free: one pass over the play actions
-        x0 = (m0 >> t) & 1
-        x1 = (m1 >> t) & 1
-        out[2 * t] = x0
-        out[2 * t + 1] = x1
-        count += x0 + x1
+        masks[i, 2 * t] = (m0 >> t) & 1
+        masks[i, 2 * t + 1] = (m1 >> t) & 1
+    count = popcount(m0) + popcount(m1)
+    for a in range(NUM_PLAY_ACTIONS, masks.shape[1]):
+        masks[i, a] = 0
+    if opening:
+        return count
+    playable = m0 | m1
     can_draw = m[i, BPOS] < r[R_BONE] - r[R_RESERVE]
     if can_draw and (playable == 0 or r[R_VOLUNTARY]):
-        out[DRAW] = 1
+        masks[i, DRAW] = 1
         count += 1
     if playable == 0 and not can_draw:
-        out[PASS] = 1
+        masks[i, PASS] = 1
         count += 1
-    if r[R_SETS] == 2 and e0 == e1 and hands[i, p, T_DOUBLE_ID[e0]] >= 2:
-        out[DOUBLE_PLAY + e0] = 1
+    e0 = m[i, E0]
+    if r[R_SETS] == 2 and e0 == m[i, E1] and hands[i, p, T_DOUBLE_ID[e0]] >= 2:
+        masks[i, DOUBLE_PLAY + e0] = 1
         count += 1
     return count
 
@@ -506,7 +522,7 @@ def apply_action(r, i, m, scores, hands, bits, hlen, voids, line, bone, rng, dea
     else:
         m[i, RUN_DRAWS] = 0
         voids[i, p] |= (1 << m[i, E0]) | (1 << m[i, E1])
-        m[i, CUR] = (p + 1) % r[R_N]
+        m[i, CUR] = next_seat(r, p)
         _check_blocked(r, i, m, scores, hands, bits, hlen, voids, line, bone, rng, deals)
 
 
@@ -581,18 +597,24 @@ def _after_play(r, i, m, scores, hands, bits, hlen, voids, line, bone, rng, deal
     if hlen[i, p] == 0:
         _end_hand(r, i, m, scores, hands, bits, hlen, voids, line, bone, rng, deals, 1, side)
         return
-    m[i, CUR] = (p + 1) % r[R_N]
+    m[i, CUR] = next_seat(r, p)
     _check_blocked(r, i, m, scores, hands, bits, hlen, voids, line, bone, rng, deals)
 
 
 @njit_inline
 def _check_blocked(r, i, m, scores, hands, bits, hlen, voids, line, bone, rng, deals):
+    """End the hand if it is blocked: nobody may draw and no seat holds a tile that fits."""
     if m[i, BPOS] < r[R_BONE] - r[R_RESERVE]:
         return
     fits = T_MATCH_EITHER[m[i, E0] * 7 + m[i, E1]]
     for s in range(r[R_N]):
         if bits[i, s] & fits:
             return
+    _end_blocked(r, i, m, scores, hands, bits, hlen, voids, line, bone, rng, deals)
+
+
+@njit
+def _end_blocked(r, i, m, scores, hands, bits, hlen, voids, line, bone, rng, deals):
     sides = r[R_SIDES]
     doubles = np.zeros(MAX_SEATS, dtype=np.int64)
     pips = np.zeros(MAX_SEATS, dtype=np.int64)
@@ -643,53 +665,67 @@ def _end_hand(r, i, m, scores, hands, bits, hlen, voids, line, bone, rng, deals,
 # ================================================================ observations
 
 
-@njit
-def encode(r, i, m, scores, hands, hlen, voids, line, bone, mask, seat, out):
-    """Write ``Encoder.observe`` of ``seat`` into ``out`` (``mask``: the legal mask when
-    ``seat`` is on turn, for ``play_points``; all zeros otherwise)."""
-    for k in range(OBS_LEN):
-        out[k] = 0.0
+@njit_inline
+def encode(r, i, m, scores, hands, hlen, voids, line, bone, masks, seat, obs):
+    """Write ``Encoder.observe`` of ``seat`` into row ``i`` of ``obs``, every entry once (row
+    ``i`` of ``masks``: the legal mask when ``seat`` is on turn, for ``play_points``; all zeros
+    otherwise)."""
     n = r[R_N]
     sets = r[R_SETS]
     for t in range(NUM_TILES):
         h = hands[i, seat, t]
         ln = line[i, t]
-        out[O_HAND + t] = h
-        out[O_LINE + t] = ln
-        out[O_UNSEEN + t] = sets - h - ln
-    if m[i, LLEN]:
-        out[O_LEFT + m[i, E0]] = 1.0
-        out[O_RIGHT + m[i, E1]] = 1.0
-        out[O_DBL] = m[i, D0]
-        out[O_DBL + 1] = m[i, D1]
-    else:
-        out[O_EMPTY] = 1.0
-    out[O_TO_MOVE + (m[i, CUR] - seat) % n] = 1.0
-    for k in range(n):
-        out[O_SEATS + k] = 1.0
-        other = (seat + k) % n
-        out[O_SIZES + k] = hlen[i, other]
-        v = voids[i, other]
+        obs[i, O_HAND + t] = h
+        obs[i, O_LINE + t] = ln
+        obs[i, O_UNSEEN + t] = sets - h - ln
+    laid = m[i, LLEN] != 0
+    e0 = m[i, E0] if laid else -1
+    e1 = m[i, E1] if laid else -1
+    for x in range(NUM_NUMBERS):
+        obs[i, O_LEFT + x] = x == e0
+        obs[i, O_RIGHT + x] = x == e1
+    obs[i, O_DBL] = m[i, D0] if laid else 0
+    obs[i, O_DBL + 1] = m[i, D1] if laid else 0
+    obs[i, O_EMPTY] = not laid
+    rel = m[i, CUR] - seat
+    if rel < 0:
+        rel += n
+    partners = r[R_PARTNERS] != 0
+    for k in range(MAX_SEATS):
+        obs[i, O_TO_MOVE + k] = k == rel
+        obs[i, O_SEATS + k] = k < n
+        obs[i, O_PARTNER + k] = partners and k == 2
+        other = seat + k
+        if other >= n:
+            other -= n
+        v = voids[i, other] if k < n else 0
+        obs[i, O_SIZES + k] = hlen[i, other] if k < n else 0
         for x in range(NUM_NUMBERS):
-            out[O_VOIDS + k * NUM_NUMBERS + x] = (v >> x) & 1
-    if r[R_PARTNERS]:
-        out[O_PARTNER + 2] = 1.0
+            obs[i, O_VOIDS + k * NUM_NUMBERS + x] = (v >> x) & 1
     limit = r[R_BONE] - r[R_RESERVE]
-    out[O_BONE] = r[R_BONE] - m[i, BPOS]
-    out[O_BONE + 1] = max(0, limit - m[i, BPOS])
+    obs[i, O_BONE] = r[R_BONE] - m[i, BPOS]
+    obs[i, O_BONE + 1] = max(0, limit - m[i, BPOS])
     sides = r[R_SIDES]
     target = r[R_TARGET]
     scale = r[R_SCALE]
     first = side_of(r, seat)
-    for j in range(sides):
-        score = scores[i, (first + j) % sides]
-        out[O_SCORES + j] = np.float32(min(1.0, max(-2.0, score / scale)))
-        if r[R_HAS_TARGET]:  # no target (Draw): need stays 0
-            need = min(max(target - score, 1), NEED_BINS)
-            out[O_NEED + j * NEED_BINS + need - 1] = 1.0
-    for a in range(mask.shape[0]):
-        if mask[a] and (a < DRAW or a > PASS):
-            out[O_POINTS + a] = action_points(r, i, m, scores, hlen, a)
+    for k in range(MAX_SEATS * NEED_BINS):
+        obs[i, O_NEED + k] = 0.0
+    for j in range(MAX_SEATS):
+        if j < sides:
+            score = scores[i, (first + j) % sides]
+            obs[i, O_SCORES + j] = np.float32(min(1.0, max(-2.0, score / scale)))
+            if r[R_HAS_TARGET]:  # no target (Draw): need stays 0
+                need = min(max(target - score, 1), NEED_BINS)
+                obs[i, O_NEED + j * NEED_BINS + need - 1] = 1.0
+        else:
+            obs[i, O_SCORES + j] = 0.0
+    actions = masks.shape[1]
+    for a in range(OBS_LEN - O_POINTS):
+        obs[i, O_POINTS + a] = 0.0
+    for a in range(actions):
+        if masks[i, a] and (a < DRAW or a > PASS):
+            obs[i, O_POINTS + a] = action_points(r, i, m, scores, hlen, a)
 
 
 # ================================================================ the batch
@@ -701,6 +737,16 @@ def reset_rows(r, rows, m, scores, hands, bits, hlen, voids, line, bone, rng, de
     for i in rows:
         m[i, DEAL_POS] = 0
         new_match(r, i, m, scores, hands, bits, hlen, voids, line, bone, rng, deals)
+
+
+@njit
+def first_unmasked(actions, masks):
+    """The first row whose action is out of range or not set in its row of ``masks``, or -1."""
+    for i in range(actions.shape[0]):
+        a = actions[i]
+        if a < 0 or a >= masks.shape[1] or not masks[i, a]:
+            return i
+    return -1
 
 
 @njit
@@ -725,25 +771,26 @@ def step_rows(
         terminated[i] = False
         truncated[i] = False
         if active[i]:
-            step_row(r, i, actions[i], m, scores, hands, bits, hlen, voids, line, bone, rng,
-                     deals, rewards, terminated, truncated)  # fmt: skip
+            b0, b1, b2, b3 = scores[i, 0], scores[i, 1], scores[i, 2], scores[i, 3]
+            apply_action(
+                r, i, m, scores, hands, bits, hlen, voids, line, bone, rng, deals, actions[i]
+            )
+            finish_row(r, i, m, scores, hands, bits, hlen, voids, line, bone, rng, deals, rewards,
+                       terminated, truncated, b0, b1, b2, b3)  # fmt: skip
 
 
 @njit_inline
-def step_row(
-    r, i, a, m, scores, hands, bits, hlen, voids, line, bone, rng, deals,
-    rewards, terminated, truncated,
+def finish_row(
+    r, i, m, scores, hands, bits, hlen, voids, line, bone, rng, deals,
+    rewards, terminated, truncated, b0, b1, b2, b3,
 ):  # fmt: skip
-    """Apply the legal action ``a`` in row ``i``: ``rewards[i]`` (per seat) and the end flags
-    of row ``i`` are set (to their values for this step), and a finished match restarts."""
+    """After :func:`apply_action` in row ``i`` (``b0`` ... ``b3``: the sides' scores before
+    it): ``rewards[i]`` (per seat) and the end flags of row ``i`` are set (to their values for
+    this step), and a finished match restarts. The callers apply the action in their own loop
+    body: numba's inlining of one function holding both costs more than the step itself."""
     n = r[R_N]
     sides = r[R_SIDES]
     points = r[R_REWARD] == REWARD_POINTS
-    b0 = scores[i, 0]
-    b1 = scores[i, 1]
-    b2 = scores[i, 2]
-    b3 = scores[i, 3]
-    apply_action(r, i, m, scores, hands, bits, hlen, voids, line, bone, rng, deals, a)
     terminated[i] = False
     truncated[i] = False
     if points:
@@ -780,12 +827,34 @@ def step_observe_rows(
     """:func:`step_rows` and then :func:`observe_rows` over every row, in one pass (each row
     is stepped and encoded while it is in cache)."""
     for i in range(actions.shape[0]):
-        step_row(r, i, actions[i], m, scores, hands, bits, hlen, voids, line, bone, rng, deals,
-                 rewards, terminated, truncated)  # fmt: skip
+        b0, b1, b2, b3 = scores[i, 0], scores[i, 1], scores[i, 2], scores[i, 3]
+        apply_action(r, i, m, scores, hands, bits, hlen, voids, line, bone, rng, deals, actions[i])
+        finish_row(r, i, m, scores, hands, bits, hlen, voids, line, bone, rng, deals, rewards,
+                   terminated, truncated, b0, b1, b2, b3)  # fmt: skip
         cur[i] = m[i, CUR]
-        legal_mask(r, i, m, hands, bits, masks[i])
+        legal_mask(r, i, m, hands, bits, masks)
         if with_obs:
-            encode(r, i, m, scores, hands, hlen, voids, line, bone, masks[i], m[i, CUR], obs[i])
+            encode(r, i, m, scores, hands, hlen, voids, line, bone, masks, m[i, CUR], obs)
+
+
+@njit_parallel
+def step_observe_rows_parallel(
+    r, actions, m, scores, hands, bits, hlen, voids, line, bone, rng, deals,
+    rewards, terminated, truncated, masks, obs, cur, with_obs,
+):  # fmt: skip
+    """:func:`step_observe_rows` with the rows shared among numba's threads (each row has its
+    own random stream, so the result does not depend on the threads). The loop body is
+    repeated, not shared: an inlined function holding ``apply_action`` costs the step about
+    60 ns an action (see :func:`finish_row`)."""
+    for i in numba.prange(actions.shape[0]):
+        b0, b1, b2, b3 = scores[i, 0], scores[i, 1], scores[i, 2], scores[i, 3]
+        apply_action(r, i, m, scores, hands, bits, hlen, voids, line, bone, rng, deals, actions[i])
+        finish_row(r, i, m, scores, hands, bits, hlen, voids, line, bone, rng, deals, rewards,
+                   terminated, truncated, b0, b1, b2, b3)  # fmt: skip
+        cur[i] = m[i, CUR]
+        legal_mask(r, i, m, hands, bits, masks)
+        if with_obs:
+            encode(r, i, m, scores, hands, hlen, voids, line, bone, masks, m[i, CUR], obs)
 
 
 @njit
@@ -797,9 +866,9 @@ def observe_rows(
         if not active[i]:
             continue
         cur[i] = m[i, CUR]
-        legal_mask(r, i, m, hands, bits, masks[i])
+        legal_mask(r, i, m, hands, bits, masks)
         if with_obs:
-            encode(r, i, m, scores, hands, hlen, voids, line, bone, masks[i], m[i, CUR], obs[i])
+            encode(r, i, m, scores, hands, hlen, voids, line, bone, masks, m[i, CUR], obs)
 
 
 # ================================================================ batched agents
@@ -810,27 +879,39 @@ def random_actions(masks, active, rng, out):
     """A uniform legal action per active row, from that row's stream of ``rng``."""
     for i in range(masks.shape[0]):
         if active[i]:
-            out[i] = random_row(masks[i], rng, i)
+            out[i] = random_row(masks, rng, i)
 
 
 @njit_inline
-def random_row(mask, rng, i):
-    """A uniform legal action of ``mask`` from stream ``i`` (no draw when only one is legal)."""
-    count = 0
+def random_row(masks, rng, i):
+    """A uniform legal action of row ``i`` of ``masks`` from stream ``i`` (no draw when only one
+    is legal): the legal actions as bits of a word, the draw's rank found by clearing the lower
+    set bits."""
+    actions = masks.shape[1]
+    low = np.uint64(0)  # actions 0..63
+    for a in range(min(actions, 64)):
+        low |= np.uint64(masks[i, a] != 0) << np.uint64(a)
+    count_low = popcount64(low)
+    count = count_low
     last = -1
-    for a in range(mask.shape[0]):
-        if mask[a]:
+    for a in range(64, actions):
+        if masks[i, a]:
             count += 1
             last = a
     if count == 1:
-        return last
+        return last if last >= 0 else trailing_zeros64(low)
     k = below(rng, i, count)
-    for a in range(mask.shape[0]):
-        if mask[a]:
-            if k == 0:
-                return a
-            k -= 1
-    return last
+    if k >= count_low:  # among actions 64 and above
+        k -= count_low
+        for a in range(64, actions):
+            if masks[i, a]:
+                if k == 0:
+                    return a
+                k -= 1
+        return last
+    for _ in range(k):
+        low &= low - np.uint64(1)
+    return trailing_zeros64(low)
 
 
 @njit
@@ -838,19 +919,19 @@ def greedy_actions(r, masks, active, m, scores, hlen, out):
     """``GreedyAgent``'s choice per active row (see :func:`greedy_row`)."""
     for i in range(masks.shape[0]):
         if active[i]:
-            out[i] = greedy_row(r, i, masks[i], m, scores, hlen)
+            out[i] = greedy_row(r, i, masks, m, scores, hlen)
 
 
 @njit_inline
-def greedy_row(r, i, mask, m, scores, hlen):
+def greedy_row(r, i, masks, m, scores, hlen):
     """``GreedyAgent``: the most points now (a play reaching the target first), then a double,
     then the heavier tile, then the lowest action id."""
     target = r[R_TARGET]
     side = side_of(r, m[i, CUR])
     best = -1
     bk0 = bk1 = bk2 = bk3 = -(1 << 30)
-    for a in range(mask.shape[0]):
-        if not mask[a]:
+    for a in range(masks.shape[1]):
+        if not masks[i, a]:
             continue
         if a in (DRAW, PASS):
             k0, k1, k2, k3 = 0, -1, 0, 0
@@ -883,20 +964,24 @@ def advance_rows(
     match, else to ``carry``; a match that ends is flagged in ``term``/``trunc`` (when its
     learner acted) and its next match draws a learner seat (``seat_option`` < 0: random)."""
     n = r[R_N]
+    ended_term = ended_flags[0]
+    ended_trunc = ended_flags[1]
     for i in range(m.shape[0]):
         while True:
-            count = legal_mask(r, i, m, hands, bits, masks[i])
+            count = legal_mask(r, i, m, hands, bits, masks)
             rel = (m[i, CUR] - seats[i]) % n
             if rel == 0:
                 if not (auto_forced and count == 1):
                     break
-                a = random_row(masks[i], agent_rng, i)  # the only legal action: no draw
+                a = random_row(masks, agent_rng, i)  # the only legal action: no draw
             elif kinds[rel] == 0:
-                a = random_row(masks[i], agent_rng, i)
+                a = random_row(masks, agent_rng, i)
             else:
-                a = greedy_row(r, i, masks[i], m, scores, hlen)
-            step_row(r, i, a, m, scores, hands, bits, hlen, voids, line, bone, rng, deals,
-                     seat_rewards, ended_flags[0], ended_flags[1])  # fmt: skip
+                a = greedy_row(r, i, masks, m, scores, hlen)
+            b0, b1, b2, b3 = scores[i, 0], scores[i, 1], scores[i, 2], scores[i, 3]
+            apply_action(r, i, m, scores, hands, bits, hlen, voids, line, bone, rng, deals, a)
+            finish_row(r, i, m, scores, hands, bits, hlen, voids, line, bone, rng, deals,
+                       seat_rewards, ended_term, ended_trunc, b0, b1, b2, b3)  # fmt: skip
             gain = seat_rewards[i, seats[i]]
             if acted[i]:
                 reward[i] += gain

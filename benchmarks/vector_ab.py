@@ -1,0 +1,109 @@
+"""The batched env of a past commit against this checkout's, in one process, in CPU time.
+
+The ref's ``bergen_env/vector/kernels.py`` and ``env.py`` are read from git (``git show``) and
+imported as a second copy of those two modules (the rest of ``bergen_env`` is this checkout's,
+so the ref must share its interfaces). Then the loops of :mod:`benchmarks.vector_speed` (random
+legal play over ``BergenVectorEnv``, without and with observations) run for each side in
+alternating rounds, with the scalar engine and the AEC env in the same rounds, each loop
+reporting its best round in steps per CPU second of this thread; every ratio is of two figures
+of this run.
+
+    taskset -c 0 python -m benchmarks.vector_ab --ref 8bf071a [--seconds 8] [--rules standard]
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import json
+import shlex
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import bergen_env
+from benchmarks.run import aec_loop, engine_loop, pin_to_one_core
+from benchmarks.vector_speed import BATCH, ROUNDS, cpu_rate, vector_loop
+from bergen_env.rules import Rules
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def ref_env_class(ref: str, folder: Path) -> type:
+    """``BergenVectorEnv`` of ``ref``'s ``env.py`` over ``ref``'s ``kernels.py``."""
+    for name in ("kernels", "env"):
+        text = subprocess.run(
+            ["git", "show", f"{ref}:bergen_env/vector/{name}.py"], cwd=ROOT, check=True,
+            capture_output=True, text=True,
+        ).stdout  # fmt: skip
+        if name == "env":
+            text = text.replace(
+                "from bergen_env.vector import kernels as K", "import ref_kernels as K"
+            )
+        (folder / f"ref_{name}.py").write_text(text)
+    sys.path.insert(0, str(folder))
+    for name in ("ref_kernels", "ref_env"):
+        spec = importlib.util.spec_from_file_location(name, folder / f"{name}.py")
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[name] = module
+        spec.loader.exec_module(module)
+    return sys.modules["ref_env"].BergenVectorEnv
+
+
+def run(ref: str, seconds: float, rules: str) -> dict[str, Any]:
+    affinity, note = pin_to_one_core()
+    with tempfile.TemporaryDirectory() as folder:
+        old = ref_env_class(ref, Path(folder))
+        scalar = Rules.preset(rules, num_players=2)
+        loops = {
+            "engine": engine_loop(scalar, False),
+            "aec": aec_loop(lambda: bergen_env.env(rules=rules, num_players=2)),
+            f"{ref} no obs": vector_loop(BATCH, False, rules=rules, env_class=old),
+            "now no obs": vector_loop(BATCH, False, rules=rules),
+            f"{ref} obs": vector_loop(BATCH, True, rules=rules, env_class=old),
+            "now obs": vector_loop(BATCH, True, rules=rules),
+        }
+        best = dict.fromkeys(loops, 0.0)
+        for _ in range(ROUNDS):
+            for name, loop in loops.items():
+                best[name] = max(best[name], cpu_rate(loop, seconds / ROUNDS))
+    print(f"one core ({note}); {rules}, 2 players, batch of {BATCH}; steps per CPU-second")
+    for name, rate in best.items():
+        print(f"  {name:<24} {rate:>12,.0f}")
+    ratios = {
+        f"{ref} / engine": best[f"{ref} no obs"] / best["engine"],
+        "now / engine": best["now no obs"] / best["engine"],
+        f"{ref} obs / AEC": best[f"{ref} obs"] / best["aec"],
+        "now obs / AEC": best["now obs"] / best["aec"],
+    }
+    for name, ratio in ratios.items():
+        print(f"  {name:<24} {ratio:12.2f}x")
+    if affinity is not None:
+        import os
+
+        os.sched_setaffinity(0, affinity)
+    return dict(ref=ref, rules=rules, rates=best, ratios=ratios, note=note)
+
+
+def main(argv: list[str] | None = None) -> dict[str, Any]:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--ref", required=True, help="the past commit")
+    parser.add_argument("--seconds", type=float, default=8.0, help="per loop, all rounds")
+    parser.add_argument("--rules", default="standard")
+    parser.add_argument("--json", help="write the results here")
+    args = parser.parse_args(argv)
+    print(
+        "command:",
+        shlex.join(["taskset", "-c", "0", "python", "-m", "benchmarks.vector_ab", *sys.argv[1:]]),
+    )
+    result = run(args.ref, args.seconds, args.rules)
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(result, f, indent=2)
+    return result
+
+
+if __name__ == "__main__":
+    main()
