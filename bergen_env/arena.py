@@ -391,10 +391,14 @@ class _Table:
 _WORKER_TABLE: _Table | None = None
 
 
-def _worker_init(plan: _Plan, kinds: Sequence[tuple[str, str, Any]], parent: int) -> None:
-    """End with process ``parent``; make its agent kinds known here, then build the agents once."""
+def _worker_init(
+    plan: _Plan, kinds: Sequence[tuple[str, str, Any]], parent: int | None = None
+) -> None:
+    """End with process ``parent`` (a pool's; None: a Ray worker, which Ray manages); make its
+    agent kinds known here, then build the agents once."""
     global _WORKER_TABLE
-    die_with_parent(parent)
+    if parent is not None:
+        die_with_parent(parent)
     for kind, module, factory in kinds:
         if agent_base.agent_factory(kind) is None:
             import_module(module)  # registering modules register on import
