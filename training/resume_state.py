@@ -64,6 +64,8 @@ def _bit_generator(kind: Any = "MT19937") -> np.random.BitGenerator:
 
 def _generator(bit_generator: Any = "MT19937", ctor: Any = None) -> np.random.Generator:
     """numpy's ``Generator`` pickling helper, without its free choice of constructor."""
+    if ctor not in (None, _bit_generator):
+        raise ValueError(f"{ctor!r} is not numpy's bit generator constructor")
     if isinstance(bit_generator, np.random.BitGenerator):
         return np.random.Generator(bit_generator)
     return np.random.Generator(_bit_generator(bit_generator))
@@ -102,6 +104,7 @@ SAFE_CALLS: frozenset[tuple[str, str]] = frozenset(
     {
         ("collections", "OrderedDict"),
         ("collections", "deque"),
+        ("_codecs", "encode"),  # bytes in pickle protocols < 3
         ("numpy", "dtype"),
         ("gymnasium.spaces.discrete", "Discrete"),
         ("torch._utils", "_rebuild_tensor_v2"),
@@ -132,8 +135,8 @@ class _SafeUnpickler(pickle._Unpickler):  # the Python unpickler: its opcodes ca
 
     def refuse(self, what: str) -> UnsafePickleError:
         return UnsafePickleError(
-            f"{self.source}: refusing to unpickle {what}: not part of a bergen_env resume "
-            "state (the file may run code; only checkpoints bergen-train wrote are read)"
+            f"{self.source}: refusing to unpickle {what}: a bergen-train checkpoint never "
+            "holds it (unpickling it could run code from the file)"
         )
 
     def find_class(self, module: str, name: str) -> Any:
