@@ -171,3 +171,17 @@ def test_read_state_of_a_checkpoint_without_one_is_none(made: Path, tmp_path: Pa
     with zipfile.ZipFile(path, "w") as archive:
         archive.writestr("data", "{}")
     assert read_state(path) is None
+
+
+def test_a_restored_opponent_pool_lists_only_this_runs_snapshots(tmp_path: Path) -> None:
+    from training.selfplay import OpponentPool
+
+    pool = OpponentPool(["random"], tmp_path / "theirs", 1.0, 2, seed=0, latest_only=True)
+    pool._snapshots = [tmp_path / "theirs" / "snapshot_0000000064.zip"]  # a file it would load
+    pool._mtime = 5
+    blob = pickle.dumps({"pool": pool}, protocol=5)
+    ours = tmp_path / "ours"
+    back = safe_loads(blob, "env state", ours)["pool"]
+    assert (back.snapshot_dir, back._snapshots, back._mtime) == (ours, [], -1)
+    assert back().name == "random"  # no snapshot of ours yet: a scripted agent
+    assert safe_loads(blob, "env state")["pool"].snapshot_dir is None

@@ -38,6 +38,7 @@ from stable_baselines3.common.vec_env import VecEnv
 from bergen_env.atomic_files import write_text
 
 from .cli import UsageError
+from .selfplay import OpponentPool
 
 #: The zip member of a checkpoint that holds the resume state.
 STATE_MEMBER = "bergen_resume_state.pkl"
@@ -93,7 +94,7 @@ SAFE_CLASSES: frozenset[tuple[str, str]] = frozenset(
         ("torch.nn.modules.activation", "ReLU"),
         ("torch.nn.modules.activation", "Tanh"),
         ("training.oracle_critic", "OracleCriticPolicy"),
-        ("training.selfplay", "OpponentPool"),
+        ("training.selfplay", "OpponentPool"),  # re-pointed at this run's snapshots on load
     }
 )
 #: The prefix of the modules whose classes (never functions) a resume state may also hold: the
@@ -105,6 +106,7 @@ SAFE_CALLS: frozenset[tuple[str, str]] = frozenset(
         ("collections", "OrderedDict"),
         ("collections", "deque"),
         ("_codecs", "encode"),  # bytes in pickle protocols < 3
+        ("pathlib", "PosixPath"),  # a self-play pool's folder (replaced on load)
         ("numpy", "dtype"),
         ("gymnasium.spaces.discrete", "Discrete"),
         ("torch._utils", "_rebuild_tensor_v2"),
@@ -132,6 +134,7 @@ class _SafeUnpickler(pickle._Unpickler):  # the Python unpickler: its opcodes ca
         super().__init__(io.BytesIO(data))
         self.source = source
         self.callables: set[int] = set()
+        self.pools: list[OpponentPool] = []  # every opponent pool rebuilt
 
     def refuse(self, what: str) -> UnsafePickleError:
         return UnsafePickleError(
@@ -164,6 +167,18 @@ class _SafeUnpickler(pickle._Unpickler):  # the Python unpickler: its opcodes ca
             raise self.refuse(f"a call of {self.stack[-2]!r}")
         super().load_reduce()
 
+    def load_newobj(self) -> None:
+        super().load_newobj()
+        self.note(self.stack[-1])
+
+    def load_newobj_ex(self) -> None:
+        super().load_newobj_ex()
+        self.note(self.stack[-1])
+
+    def note(self, obj: Any) -> None:
+        if isinstance(obj, OpponentPool):
+            self.pools.append(obj)
+
     def load_refused(self) -> None:
         raise self.refuse("an old-protocol instance (it calls __init__)")
 
@@ -171,19 +186,29 @@ class _SafeUnpickler(pickle._Unpickler):  # the Python unpickler: its opcodes ca
         raise self.refuse("a persistent id")
 
     dispatch[pickle.REDUCE[0]] = load_reduce
+    dispatch[pickle.NEWOBJ[0]] = load_newobj
+    dispatch[pickle.NEWOBJ_EX[0]] = load_newobj_ex
     dispatch[pickle.INST[0]] = load_refused
     dispatch[pickle.OBJ[0]] = load_refused
 
 
-def safe_loads(data: bytes, source: str) -> Any:
+def safe_loads(data: bytes, source: str, snapshot_dir: Path | None = None) -> Any:
     """Unpickle ``data`` (from the file ``source``) if it names only what a resume state holds,
-    else raise :class:`UnsafePickleError` (one line naming the file and the refused global)."""
+    else raise :class:`UnsafePickleError` (one line naming the file and the refused global).
+
+    Every opponent pool in it is pointed at ``snapshot_dir`` (this run's self-play snapshots,
+    listed afresh when next drawn from) whatever folder or files the pickle named: a pool loads
+    the snapshots it lists."""
+    unpickler = _SafeUnpickler(data, source)
     try:
-        return _SafeUnpickler(data, source).load()
+        found = unpickler.load()
     except UnsafePickleError:
         raise
     except Exception as exc:  # a damaged pickle may fail anywhere in the reader
         raise ValueError(f"{source}: damaged pickle ({type(exc).__name__}: {exc})") from None
+    for pool in unpickler.pools:  # the pool's cache of the listing and of loaded snapshots
+        pool.snapshot_dir, pool._snapshots, pool._mtime, pool._loaded = snapshot_dir, [], -1, {}
+    return found
 
 
 def sb3_objects(path: Path, given: dict[str, Any]) -> dict[str, Any]:
@@ -203,7 +228,12 @@ def sb3_objects(path: Path, given: dict[str, Any]) -> dict[str, Any]:
 
 
 class ResumableEnv(gym.Wrapper):
-    """The outermost wrapper of a training env: its whole state as bytes, and back."""
+    """The outermost wrapper of a training env: its whole state as bytes, and back
+    (``snapshot_dir``: the run's self-play snapshots, if any)."""
+
+    def __init__(self, env: gym.Env, snapshot_dir: Path | None = None) -> None:
+        super().__init__(env)
+        self.snapshot_dir = snapshot_dir
 
     def get_state(self) -> bytes | None:
         """The wrapped env pickled (``None`` if some part of it cannot be, or would not be read
@@ -217,7 +247,7 @@ class ResumableEnv(gym.Wrapper):
 
     def set_state(self, state: bytes) -> None:
         """Replace the wrapped env by the one :meth:`get_state` gave."""
-        self.env = safe_loads(state, "env state")
+        self.env = safe_loads(state, "env state", self.snapshot_dir)
 
 
 def capture(model: Any, env: VecEnv, elapsed_s: float, best: float) -> bytes | None:

@@ -156,7 +156,7 @@ def make_env(cfg: TrainConfig, rank: int, snapshot_dir: Path | None) -> Callable
             learner_seat="random",
             **cfg.env_kwargs(),
         )
-        return ResumableEnv(Monitor(env))
+        return ResumableEnv(Monitor(env), snapshot_dir)
 
     return thunk
 
