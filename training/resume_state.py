@@ -6,19 +6,26 @@ env worker's env as it stands (the match in progress, its random generator, the 
 theirs), the learner's last observations, the episode statistics and the run's elapsed time and
 best evaluation. Restored, training continues step for step as the undisturbed run did.
 
-The member is a pickle, read only by ``--resume`` of the run folder that wrote it (as the SB3
-zip beside it is). Logs continue rather than repeat: ``progress.csv`` and ``metrics.csv`` lose
-the rows past the checkpoint, TensorBoard hides the events past it (``purge_step``).
+The member is a pickle, but it is never unpickled freely: :func:`safe_loads` rebuilds only the
+objects such a state holds (:data:`SAFE_CLASSES`, :data:`SAFE_CALLS`) and refuses any other
+global, so a run folder from someone else cannot run code on ``--resume``. The same reader takes
+the cloudpickled entries of the SB3 zip's ``data`` member (:func:`sb3_objects`; its tensors load
+with ``weights_only``). Logs continue rather than repeat: ``progress.csv`` and ``metrics.csv``
+lose the rows past the checkpoint, TensorBoard hides the events past it (``purge_step``).
 """
 
 from __future__ import annotations
 
+import base64
 import csv
+import importlib
 import io
+import json
 import pickle
 import random
 import zipfile
 from collections import deque
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -30,6 +37,9 @@ from stable_baselines3.common.vec_env import VecEnv
 
 from bergen_env.atomic_files import write_text
 
+from .cli import UsageError
+from .selfplay import OpponentPool
+
 #: The zip member of a checkpoint that holds the resume state.
 STATE_MEMBER = "bergen_resume_state.pkl"
 STATE_VERSION = 1
@@ -37,19 +47,207 @@ STATE_VERSION = 1
 STEP_COLUMN = "time/total_timesteps"
 
 
+# ---------------------------------------------------------------------------- safe unpickling
+
+
+class UnsafePickleError(UsageError):
+    """A pickle that names a global the resume state never holds (it could run code)."""
+
+
+def _bit_generator(kind: Any = "MT19937") -> np.random.BitGenerator:
+    """numpy's bit generator pickling helper, for bit generator classes and names only."""
+    if isinstance(kind, type) and issubclass(kind, np.random.BitGenerator):
+        return kind()
+    if kind not in _BIT_GENERATORS:
+        raise ValueError(f"{kind!r} is not a numpy bit generator")
+    return getattr(np.random, kind)()
+
+
+def _generator(bit_generator: Any = "MT19937", ctor: Any = None) -> np.random.Generator:
+    """numpy's ``Generator`` pickling helper, without its free choice of constructor."""
+    if ctor not in (None, _bit_generator):
+        raise ValueError(f"{ctor!r} is not numpy's bit generator constructor")
+    if isinstance(bit_generator, np.random.BitGenerator):
+        return np.random.Generator(bit_generator)
+    return np.random.Generator(_bit_generator(bit_generator))
+
+
+def _torch_storage(data: bytes) -> Any:
+    """torch's storage pickling helper, reading its bytes with ``weights_only``."""
+    return torch.load(io.BytesIO(data), weights_only=True)
+
+
+_BIT_GENERATORS = ("MT19937", "PCG64", "PCG64DXSM", "Philox", "SFC64")
+_NUMPY = ("numpy._core", "numpy.core")  # numpy 2's module names and numpy 1's
+
+#: Classes a resume state may hold, rebuilt with ``__new__`` (their ``__init__`` never runs).
+SAFE_CLASSES: frozenset[tuple[str, str]] = frozenset(
+    {
+        ("numpy", "ndarray"),
+        ("numpy.random._generator", "Generator"),
+        ("numpy.random.bit_generator", "SeedSequence"),
+        *((getattr(np.random, n).__module__, n) for n in _BIT_GENERATORS),
+        ("gymnasium.spaces.box", "Box"),
+        ("stable_baselines3.common.monitor", "Monitor"),
+        ("sb3_contrib.common.maskable.policies", "MaskableActorCriticPolicy"),
+        ("sb3_contrib.common.maskable.buffers", "MaskableRolloutBuffer"),
+        ("torch.nn.modules.activation", "ReLU"),
+        ("torch.nn.modules.activation", "Tanh"),
+        ("training.oracle_critic", "OracleCriticPolicy"),
+        ("training.selfplay", "OpponentPool"),  # re-pointed at this run's snapshots on load
+    }
+)
+#: The prefix of the modules whose classes (never functions) a resume state may also hold: the
+#: env, its match, rules and scripted agents.
+SAFE_PACKAGE = "bergen_env."
+#: The only callables a pickle may call (pickle's REDUCE): data rebuilders.
+SAFE_CALLS: frozenset[tuple[str, str]] = frozenset(
+    {
+        ("collections", "OrderedDict"),
+        ("collections", "deque"),
+        ("_codecs", "encode"),  # bytes in pickle protocols < 3
+        ("pathlib", "PosixPath"),  # a self-play pool's folder (replaced on load)
+        ("numpy", "dtype"),
+        ("gymnasium.spaces.discrete", "Discrete"),
+        ("torch._utils", "_rebuild_tensor_v2"),
+        ("numpy.random.bit_generator", "__pyx_unpickle_SeedSequence"),
+        *((m + ".multiarray", n) for m in _NUMPY for n in ("scalar", "_reconstruct")),
+        *((m + ".numeric", "_frombuffer") for m in _NUMPY),
+    }
+)
+#: Pickling helpers of numpy and torch that may be called only as checked replacements.
+SUBSTITUTES: dict[tuple[str, str], Callable[..., Any]] = {
+    ("numpy.random._pickle", "__bit_generator_ctor"): _bit_generator,
+    ("numpy.random._pickle", "__generator_ctor"): _generator,
+    ("torch.storage", "_load_from_bytes"): _torch_storage,
+}
+
+
+class _SafeUnpickler(pickle._Unpickler):  # the Python unpickler: its opcodes can be restricted
+    """``pickle.Unpickler`` that resolves only :data:`SAFE_CLASSES`, classes of
+    :data:`SAFE_PACKAGE`, :data:`SAFE_CALLS` and :data:`SUBSTITUTES`, and calls only the last
+    two."""
+
+    dispatch = dict(pickle._Unpickler.dispatch)
+
+    def __init__(self, data: bytes, source: str) -> None:
+        super().__init__(io.BytesIO(data))
+        self.source = source
+        self.callables: set[int] = set()
+        self.pools: list[OpponentPool] = []  # every opponent pool rebuilt
+
+    def refuse(self, what: str) -> UnsafePickleError:
+        return UnsafePickleError(
+            f"{self.source}: refusing to unpickle {what}: a bergen-train checkpoint never "
+            "holds it (unpickling it could run code from the file)"
+        )
+
+    def find_class(self, module: str, name: str) -> Any:
+        key = (module, name)
+        found = SUBSTITUTES.get(key)
+        if found is None and (
+            key in SAFE_CALLS or key in SAFE_CLASSES or module.startswith(SAFE_PACKAGE)
+        ):
+            try:
+                found = getattr(importlib.import_module(module), name)
+            except (ImportError, AttributeError):
+                found = None
+            if key not in SAFE_CALLS and not (
+                isinstance(found, type) and (key in SAFE_CLASSES or found.__module__ == module)
+            ):
+                found = None  # a function of bergen_env, or a name that is not what it says
+        if found is None:
+            raise self.refuse(f"global {module}.{name}")
+        if key in SAFE_CALLS or key in SUBSTITUTES:
+            self.callables.add(id(found))
+        return found
+
+    def load_reduce(self) -> None:
+        if id(self.stack[-2]) not in self.callables:
+            raise self.refuse(f"a call of {self.stack[-2]!r}")
+        super().load_reduce()
+
+    def load_newobj(self) -> None:
+        super().load_newobj()
+        self.note(self.stack[-1])
+
+    def load_newobj_ex(self) -> None:
+        super().load_newobj_ex()
+        self.note(self.stack[-1])
+
+    def note(self, obj: Any) -> None:
+        if isinstance(obj, OpponentPool):
+            self.pools.append(obj)
+
+    def load_refused(self) -> None:
+        raise self.refuse("an old-protocol instance (it calls __init__)")
+
+    def persistent_load(self, pid: Any) -> Any:
+        raise self.refuse("a persistent id")
+
+    dispatch[pickle.REDUCE[0]] = load_reduce
+    dispatch[pickle.NEWOBJ[0]] = load_newobj
+    dispatch[pickle.NEWOBJ_EX[0]] = load_newobj_ex
+    dispatch[pickle.INST[0]] = load_refused
+    dispatch[pickle.OBJ[0]] = load_refused
+
+
+def safe_loads(data: bytes, source: str, snapshot_dir: Path | None = None) -> Any:
+    """Unpickle ``data`` (from the file ``source``) if it names only what a resume state holds,
+    else raise :class:`UnsafePickleError` (one line naming the file and the refused global).
+
+    Every opponent pool in it is pointed at ``snapshot_dir`` (this run's self-play snapshots,
+    listed afresh when next drawn from) whatever folder or files the pickle named: a pool loads
+    the snapshots it lists."""
+    unpickler = _SafeUnpickler(data, source)
+    try:
+        found = unpickler.load()
+    except UnsafePickleError:
+        raise
+    except Exception as exc:  # a damaged pickle may fail anywhere in the reader
+        raise ValueError(f"{source}: damaged pickle ({type(exc).__name__}: {exc})") from None
+    for pool in unpickler.pools:  # the pool's cache of the listing and of loaded snapshots
+        pool.snapshot_dir, pool._snapshots, pool._mtime, pool._loaded = snapshot_dir, [], -1, {}
+    return found
+
+
+def sb3_objects(path: Path, given: dict[str, Any]) -> dict[str, Any]:
+    """``given`` plus every cloudpickled entry of the SB3 zip ``path``'s ``data`` member, read
+    with :func:`safe_loads`: passed as ``custom_objects``, SB3's load unpickles nothing."""
+    with zipfile.ZipFile(path) as archive:
+        data = json.loads(archive.read("data"))
+    objects = dict(given)
+    for key, item in data.items():
+        if key not in objects and isinstance(item, dict) and ":serialized:" in item:
+            blob = base64.b64decode(item[":serialized:"])
+            objects[key] = safe_loads(blob, f"{path} (data: {key})")
+    return objects
+
+
+# ---------------------------------------------------------------------------- capture and restore
+
+
 class ResumableEnv(gym.Wrapper):
-    """The outermost wrapper of a training env: its whole state as bytes, and back."""
+    """The outermost wrapper of a training env: its whole state as bytes, and back
+    (``snapshot_dir``: the run's self-play snapshots, if any)."""
+
+    def __init__(self, env: gym.Env, snapshot_dir: Path | None = None) -> None:
+        super().__init__(env)
+        self.snapshot_dir = snapshot_dir
 
     def get_state(self) -> bytes | None:
-        """The wrapped env pickled (``None`` if some part of it cannot be)."""
+        """The wrapped env pickled (``None`` if some part of it cannot be, or would not be read
+        back by :func:`safe_loads`)."""
         try:
-            return pickle.dumps(self.env, protocol=pickle.HIGHEST_PROTOCOL)
-        except Exception:  # an agent that cannot be pickled: resume restarts the envs
+            state = pickle.dumps(self.env, protocol=pickle.HIGHEST_PROTOCOL)
+            safe_loads(state, "env state")
+        except Exception:  # e.g. an agent not made of safe classes: resume restarts the envs
             return None
+        return state
 
     def set_state(self, state: bytes) -> None:
         """Replace the wrapped env by the one :meth:`get_state` gave."""
-        self.env = pickle.loads(state)  # noqa: S301 (this run's own checkpoint)
+        self.env = safe_loads(state, "env state", self.snapshot_dir)
 
 
 def capture(model: Any, env: VecEnv, elapsed_s: float, best: float) -> bytes | None:
@@ -88,12 +286,18 @@ def add_state(path: Path, state: bytes) -> None:
 
 
 def read_state(path: Path) -> dict[str, Any] | None:
-    """The resume state of checkpoint ``path`` (``None`` if it holds none)."""
+    """The resume state of checkpoint ``path`` (``None`` if it holds none), read and checked
+    whole (each env's too) with :func:`safe_loads`."""
     with zipfile.ZipFile(path) as archive:
         if STATE_MEMBER not in archive.namelist():
             return None
-        state = pickle.loads(archive.read(STATE_MEMBER))  # noqa: S301 (this run's own file)
-    return state if state.get("version") == STATE_VERSION else None
+        source = f"{path} ({STATE_MEMBER})"
+        state = safe_loads(archive.read(STATE_MEMBER), source)
+    if not isinstance(state, dict) or state.get("version") != STATE_VERSION:
+        return None
+    for i, env in enumerate(state["envs"]):
+        safe_loads(env, f"{source}, env {i}")
+    return state
 
 
 def restore(model: Any, env: VecEnv, state: dict[str, Any]) -> bool:

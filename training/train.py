@@ -89,11 +89,13 @@ from .resume_state import (
     ContinuedCSV,
     ContinuedTensorBoard,
     ResumableEnv,
+    UnsafePickleError,
     add_state,
     capture,
     read_state,
     restore,
     restore_rng,
+    sb3_objects,
     trim_csv,
 )
 from .run_folder import (
@@ -154,7 +156,7 @@ def make_env(cfg: TrainConfig, rank: int, snapshot_dir: Path | None) -> Callable
             learner_seat="random",
             **cfg.env_kwargs(),
         )
-        return ResumableEnv(Monitor(env))
+        return ResumableEnv(Monitor(env), snapshot_dir)
 
     return thunk
 
@@ -401,24 +403,33 @@ def save_checkpoint(model: MaskablePPO, run_dir: Path, state: bytes | None = Non
     return path
 
 
-def load_checkpoint(path: Path, cfg: TrainConfig) -> MaskablePPO:
-    """A checkpoint loaded without its envs; a cut-off or damaged file raises."""
+def load_checkpoint(
+    path: Path, cfg: TrainConfig
+) -> tuple[MaskablePPO, dict[str, Any] | None] | UnsafePickleError:
+    """A checkpoint loaded without its envs, and its resume state; a cut-off or damaged file
+    raises; one naming what a checkpoint never holds is returned as the refusal, unloaded
+    (nothing of it is unpickled but by :func:`training.resume_state.safe_loads`)."""
     problem = zip_problem(path, CKPT_MEMBERS)
     if problem is not None:
         raise ValueError(problem)
-    return MaskablePPO.load(
-        path,
-        device="cpu",
-        custom_objects={
-            "learning_rate": schedule(cfg.learning_rate),
-            "lr_schedule": schedule(cfg.learning_rate),
-            "clip_range": schedule(cfg.clip_range),
-        },
-    )
+    schedules = {
+        "learning_rate": schedule(cfg.learning_rate),
+        "lr_schedule": schedule(cfg.learning_rate),
+        "clip_range": schedule(cfg.clip_range),
+    }
+    try:
+        objects = sb3_objects(path, schedules)
+        state = read_state(path)
+    except UnsafePickleError as exc:
+        return exc
+    return MaskablePPO.load(path, device="cpu", custom_objects=objects), state
 
 
-def resume_checkpoint(run_dir: Path, cfg: TrainConfig) -> tuple[Path, MaskablePPO]:
-    """The newest checkpoint of ``run_dir`` that loads, saying in one line which were skipped."""
+def resume_checkpoint(
+    run_dir: Path, cfg: TrainConfig
+) -> tuple[Path, MaskablePPO, dict[str, Any] | None]:
+    """The newest checkpoint of ``run_dir`` that loads (with its resume state), saying in one
+    line which were skipped; a refused one stops the resume (:class:`UnsafePickleError`)."""
     candidates = numbered(run_dir / "checkpoints", CKPT_RE)
     found = newest_good(candidates, lambda p: load_checkpoint(p, cfg))
     if found is None:
@@ -427,10 +438,12 @@ def resume_checkpoint(run_dir: Path, cfg: TrainConfig) -> tuple[Path, MaskablePP
             f"--resume {run_dir}: no checkpoint to resume from in {run_dir / 'checkpoints'}"
             + skipped
         )
-    path, model, notes = found
+    path, loaded, notes = found
+    if isinstance(loaded, UnsafePickleError):
+        raise loaded
     if notes:
         print(f"{PROG}: {'; '.join(notes)}; resuming from {path.name}", file=sys.stderr)
-    return path, model
+    return path, *loaded
 
 
 class Checkpoints(BaseCallback):
@@ -636,11 +649,12 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     # --- config and run folder: nothing in a folder changes before its lock is held and, on
     # --resume, a checkpoint has loaded
     loaded: MaskablePPO | None = None
+    state = None
     if args.resume is not None:
         run_dir = claim_resumed_run(args.resume)
         cfg = load_config(run_dir / "config.yaml", overrides)
         check_config(cfg, str(run_dir / "config.yaml"))
-        ckpt, loaded = resume_checkpoint(run_dir, cfg)
+        ckpt, loaded, state = resume_checkpoint(run_dir, cfg)
         remove_temp_files(run_dir)
     else:
         cfg = load_config(args.config, overrides)
@@ -662,7 +676,6 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     selfplay = cfg.selfplay_start >= 0
     snapshot_dir = run_dir / "snapshots" if selfplay else None
     env = make_vec_env(cfg, snapshot_dir)
-    state = None
     if loaded is None:
         model = build_model(cfg, env, run_dir)
         logs: list[Any] = [
@@ -680,7 +693,6 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         ]
     model.set_logger(Logger(str(run_dir), logs))
     if loaded is not None:
-        state = read_state(ckpt)
         if state is not None and not restore(model, env, state):
             state = None
         how = "exactly" if state is not None else "(the envs and random streams start afresh)"
