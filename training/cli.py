@@ -161,6 +161,11 @@ def replay() -> int:
     return run("bergen-replay", _lazy("replay"))
 
 
+def exploit() -> int:
+    """``bergen-exploit``: an approximate best response against a policy (:mod:`.exploit`)."""
+    return run("bergen-exploit", _lazy("exploit"))
+
+
 def train_rllib() -> int:
     """``bergen-train-rllib``: multi-agent PPO on Ray RLlib (:mod:`.train_rllib`)."""
     return run("bergen-train-rllib", _lazy("train_rllib", ["train", "rllib"]))
