@@ -23,7 +23,8 @@ the model of every opponent:
 
 The action with the best mean playout value is played. It is a lower bound on the exact best
 response's value (it plays some strategy; search over sampled deals cannot plan to use
-information it will only get later), which ``docs/evaluation.md`` measures on the small variant.
+information it will only get later); ``docs/exploitability.md`` measures the gap on the small
+variant, where exact best responses are known.
 
 The policy under test is any agent with a stated distribution, the :class:`StatedPolicy`
 protocol: ``action_probabilities(view)``, the probabilities of ``view.legal_actions`` with which
