@@ -29,6 +29,7 @@ SMALL_CONFIGS = [("standard", 2, False), ("traditional", 3, False), ("double_set
 AGENT_SPECS = {
     "search": "search:samples=8",
     "openspiel": "openspiel:bot=ismcts,simulations=4",
+    "best_response": "best_response:policy=heuristic,samples=6",
     "search-learned": "search:samples=8,belief=learned",
     "search-heuristic": "search:samples=8,rollout=heuristic,belief=1",
     "search-rounds": "search:samples=12,batch=3,rollout=heuristic,belief=1",

@@ -92,6 +92,29 @@ class ArgumentParser(argparse.ArgumentParser):
         self.exit(2, f"{self.prog}: error: {message}\n")
 
 
+def add_rules_arguments(p: argparse.ArgumentParser) -> None:
+    """``--players``, ``--partnerships``, ``--rules`` and ``--rule-override``, as
+    ``evaluate.build_rules`` reads them."""
+    from bergen_env.rules import PRESETS, RULE_OPTIONS
+
+    p.add_argument("--players", type=int, default=2, help="seats: 2, 3 or 4 (default 2)")
+    p.add_argument(
+        "--partnerships",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="4 players in two teams (default: on for draw and fives, off otherwise)",
+    )
+    p.add_argument("--rules", default="standard", help=f"rules preset: {', '.join(PRESETS)}")
+    p.add_argument(
+        "--rule-override",
+        nargs="+",
+        action="extend",
+        default=[],
+        metavar="KEY=VALUE",
+        help=f"override a rule option; options: {', '.join(RULE_OPTIONS)}",
+    )
+
+
 def require_extra(extra: str, feature: str, modules: Sequence[str] | None = None) -> None:
     """Raise :class:`MissingExtraError` naming ``feature`` if a module it needs is missing.
 
@@ -264,6 +287,11 @@ def play() -> int:
 def replay() -> int:
     """``bergen-replay``: print or check recorded matches (:mod:`.replay`)."""
     return program("replay")
+
+
+def exploit() -> int:
+    """``bergen-exploit``: an approximate best response against a policy (:mod:`.exploit`)."""
+    return run("bergen-exploit", _lazy("exploit"))
 
 
 def train_rllib() -> int:

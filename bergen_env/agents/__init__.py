@@ -4,7 +4,9 @@ Registered kinds: ``random``, ``greedy``, ``heuristic``, ``tuned`` (the heuristi
 tuned for the rules), ``search`` (PIMC), e.g.
 ``make_agent("search:samples=200")``, ``policy`` (a portable policy file,
 ``make_agent("policy:policies/standard_2p.safetensors")``), and ``openspiel`` (OpenSpiel's
-ISMCTS through :mod:`bergen_env.openspiel`, ``make_agent("openspiel:bot=ismcts")``).
+ISMCTS through :mod:`bergen_env.openspiel`, ``make_agent("openspiel:bot=ismcts")``), and
+``best_response`` (search that models the opponents as a given policy,
+``make_agent("best_response:policy=heuristic")``; :mod:`bergen_env.agents.best_response`).
 """
 
 from bergen_env.agents.base import (
@@ -15,6 +17,7 @@ from bergen_env.agents.base import (
     register_agent,
     registered_agents,
 )
+from bergen_env.agents.best_response import BestResponseAgent, StatedPolicy
 from bergen_env.agents.greedy import GreedyAgent
 from bergen_env.agents.heuristic import HeuristicAgent
 from bergen_env.agents.openspiel_bot import OpenSpielAgent
@@ -31,17 +34,20 @@ for _kind, _factory in (
     ("search", SearchAgent),
     ("policy", PolicyAgent),
     ("openspiel", OpenSpielAgent),  # needs the openspiel extra (imported when built)
+    ("best_response", BestResponseAgent),
 ):
     register_agent(_kind, _factory, overwrite=True)
 
 __all__ = [
     "Agent",
+    "BestResponseAgent",
     "GreedyAgent",
     "HeuristicAgent",
     "OpenSpielAgent",
     "PolicyAgent",
     "RandomAgent",
     "SearchAgent",
+    "StatedPolicy",
     "TunedHeuristicAgent",
     "agent_factory",
     "make_agent",

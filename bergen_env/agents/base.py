@@ -55,6 +55,14 @@ class Agent(ABC):
         return f"{type(self).__name__}({self.name!r})"
 
 
+def point_mass(view: PublicView, action: int) -> np.ndarray:
+    """The distribution of an agent that plays ``action`` for sure, over ``view.legal_actions``
+    (the form of ``action_probabilities``, see :mod:`bergen_env.agents.best_response`)."""
+    out = np.zeros(len(view.legal_actions))
+    out[view.legal_actions.index(action)] = 1.0
+    return out
+
+
 def checked_legal_actions(
     name: str,
     observation: np.ndarray | None,

@@ -164,12 +164,14 @@ def seat_histories(view: PublicView, decisions: Sequence[_Decision]) -> list[Sea
 
 
 def _scores_before(rules: Rules, after: list[int], side: int, raw: int) -> None:
-    """Undo a header of ``raw`` points (before caps) by ``side`` in ``after``, in place."""
+    """Undo a header of ``raw`` points (before caps) by ``side`` in ``after``, in place. Without
+    leftover penalties a score below zero is no candidate (scores never fall)."""
     if not raw:
         return
+    low = -math.inf if rules.leftover_penalty else 0
     for capped in sorted({raw, min(raw, 2), 1}, reverse=True):
         before = after[side] - capped
-        if cap_header(raw, rules.target - before, rules.end_caps) == capped:
+        if before >= low and cap_header(raw, rules.target - before, rules.end_caps) == capped:
             after[side] = before
             return
     after[side] -= raw  # unreachable for a consistent view; keep the best guess
@@ -365,16 +367,7 @@ class BeliefModel:
 
     def _log_prob(self, d: _Decision, counts: list[int], sets: int) -> float:
         v = d.view
-        e0, e1 = v.ends
-        plays = []
-        for t in range(NUM_TILES):
-            if counts[t]:
-                if CONTAINS[e0] >> t & 1:
-                    plays.append(2 * t)
-                if CONTAINS[e1] >> t & 1:
-                    plays.append(2 * t + 1)
-        if sets == 2 and e0 == e1 and counts[DOUBLE_ID[e0]] >= 2:
-            plays.append(DOUBLE_PLAY + e0)
+        plays = legal_plays(counts, v.ends, sets)
         if d.action not in plays:
             return -math.inf  # the deal contradicts the move (cannot happen for sampled deals)
         if len(plays) == 1:
@@ -389,6 +382,21 @@ class BeliefModel:
         for x in scaled:  # a plain running sum, as the compiled weights add (not ``sum``)
             total += math.exp(x - top)
         return scaled[plays.index(d.action)] - (top + math.log(total))
+
+
+def legal_plays(counts: Sequence[int], ends: tuple[int, int], sets: int) -> list[int]:
+    """The play actions of a hand (``counts`` per tile) on ``ends``, in action-id order."""
+    e0, e1 = ends
+    plays = []
+    for t in range(NUM_TILES):
+        if counts[t]:
+            if CONTAINS[e0] >> t & 1:
+                plays.append(2 * t)
+            if CONTAINS[e1] >> t & 1:
+                plays.append(2 * t + 1)
+    if sets == 2 and e0 == e1 and counts[DOUBLE_ID[e0]] >= 2:
+        plays.append(DOUBLE_PLAY + e0)
+    return plays
 
 
 def _draw_choices(h: SeatHistory, index: int, deadlines: list[int], future: int) -> list[int]:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from bergen_env.actions import DOUBLE_PLAY, NUM_PLAY_ACTIONS
-from bergen_env.agents.base import Agent
+from bergen_env.agents.base import Agent, point_mass
 from bergen_env.agents.scoring import play_outcome
 from bergen_env.engine import PublicView
 from bergen_env.tiles import IS_DOUBLE, PIPS
@@ -46,3 +46,7 @@ class GreedyAgent(Agent):
         if len(legal) == 1:
             return legal[0]
         return max(legal, key=lambda a: greedy_key(view, a))
+
+    def action_probabilities(self, view: PublicView) -> np.ndarray:
+        """All on the action :meth:`act` plays, over ``view.legal_actions``."""
+        return point_mass(view, self.act(None, None, view))

@@ -34,7 +34,7 @@ from __future__ import annotations
 import numpy as np
 
 from bergen_env.actions import DOUBLE_PLAY, NUM_PLAY_ACTIONS
-from bergen_env.agents.base import Agent
+from bergen_env.agents.base import Agent, point_mass
 from bergen_env.agents.scoring import cap_header, header_threat_value, play_outcome
 from bergen_env.engine import PublicView
 from bergen_env.rules import Rules
@@ -121,6 +121,10 @@ class HeuristicAgent(Agent):
             if value > best_value:
                 best, best_value = a, value
         return best
+
+    def action_probabilities(self, view: PublicView) -> np.ndarray:
+        """All on the action :meth:`act` plays, over ``view.legal_actions``."""
+        return point_mass(view, self.act(None, None, view))
 
     # ------------------------------------------------------------------ evaluation
 

@@ -11,13 +11,14 @@ its mirror image (:mod:`bergen_env.symmetry`; mapped back), a symmetric policy f
 from __future__ import annotations
 
 import copy
+import functools
 from pathlib import Path
 
 import numpy as np
 
-from bergen_env.agents.base import Agent, checked_legal_actions
-from bergen_env.engine import PublicView
-from bergen_env.observation import OBS_SIZE
+from bergen_env.agents.base import Agent, checked_legal_actions, point_mass
+from bergen_env.engine import BergenState, PublicView
+from bergen_env.observation import OBS_SIZE, Encoder
 from bergen_env.policy_file import (
     PolicyFile,
     PolicyFileError,
@@ -92,6 +93,12 @@ class PolicyAgent(Agent):
         legal = legal_actions_mask(action_mask)
         return masked_softmax(self.logits(observation, legal), legal)
 
+    def action_probabilities(self, view: PublicView) -> np.ndarray:
+        """All on the action :meth:`act` plays from ``view``'s observation, over
+        ``view.legal_actions``."""
+        observation, mask = observation_of_view(view)
+        return point_mass(view, self.act(observation, mask, None))
+
     def act(self, observation: np.ndarray, action_mask: np.ndarray, view: PublicView | None) -> int:
         legal = checked_legal_actions(
             self.name,
@@ -108,6 +115,30 @@ class PolicyAgent(Agent):
             return int(legal[0])
         logits = self.logits(observation, action_mask)
         return int(legal[np.argmax(logits[legal])])
+
+
+@functools.lru_cache(maxsize=16)
+def _encoder(rules: Rules) -> Encoder:
+    return Encoder(rules)
+
+
+def observation_of_view(view: PublicView) -> tuple[np.ndarray, np.ndarray]:
+    """The observation and action mask of ``view``'s seat (what the environment gives it).
+
+    The observation reads only the seat's own hand and public counts, so the other hands and the
+    boneyard of the state it is encoded from are placeholders of the right sizes.
+    """
+    hands = [[0] * size for size in view.hand_sizes]
+    hands[view.seat] = list(view.hand)
+    state = BergenState.from_view(view, hands, [0] * view.boneyard_size, _PLACEHOLDER_RNG)
+    observation = _encoder(view.rules).observe(state, view.seat, view.legal_actions)
+    mask = np.zeros(view.rules.num_actions, dtype=np.int8)
+    mask[list(view.legal_actions)] = 1
+    return observation, mask
+
+
+#: Never drawn from: a placeholder state deals no further hand.
+_PLACEHOLDER_RNG = np.random.default_rng(0)
 
 
 def load_policy_file(path: str | Path, allow_mismatch: bool = False) -> PolicyAgent:

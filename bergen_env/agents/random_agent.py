@@ -21,3 +21,7 @@ class RandomAgent(Agent):
         if len(legal) == 1:
             return int(legal[0])
         return int(legal[self.rng.integers(len(legal))])
+
+    def action_probabilities(self, view: PublicView) -> np.ndarray:
+        """Uniform over ``view.legal_actions``."""
+        return np.full(len(view.legal_actions), 1.0 / len(view.legal_actions))

@@ -149,7 +149,7 @@ def excluded_tiles(view: PublicView) -> tuple[list[int], list[int]]:
 class HiddenTileSampler:
     """Samples ``(hands, boneyard)`` for :meth:`BergenState.from_view` from one public view."""
 
-    def __init__(self, view: PublicView, tries: int = DEFAULT_TRIES) -> None:
+    def __init__(self, view: PublicView, tries: int = DEFAULT_TRIES, soft: bool = True) -> None:
         self.view = view
         self.tries = tries
         self.pool = np.array(
@@ -164,9 +164,11 @@ class HiddenTileSampler:
                 f"public view of seat {view.seat} is inconsistent: {len(self.pool)} unseen tiles "
                 f"but other hands and boneyard hold {expected}"
             )
-        hard, soft = excluded_tiles(view)
-        #: Per seat, the tiles it is not dealt in the samples (hard and soft).
-        self.excluded = [h | s for h, s in zip(hard, soft)]
+        hard, guesses = excluded_tiles(view)
+        if not soft:  # no guess about how the others play: only what the rules rule out
+            guesses = [0] * n
+        #: Per seat, the tiles it is not dealt in the samples (hard and, with ``soft``, soft).
+        self.excluded = [h | s for h, s in zip(hard, guesses)]
         self.levels = [self.excluded, hard, [0] * n]
         self.own = list(view.hand)
         #: Samples that dropped the soft guesses / every constraint.

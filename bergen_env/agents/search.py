@@ -252,6 +252,20 @@ def points_rollout(s: BergenState, hand: int) -> None:
             return
 
 
+def leaf_value(s: BergenState, side: int, table: WinTable | None) -> float:
+    """The value for ``side`` of a playout that ended (a match, or a hand): a won match is
+    ``+WIN_VALUE * score_scale`` (lost: minus that; tied: 0); a finished hand is valued by the
+    match-win ``table``, or without one by the side's score minus the best other side's."""
+    rules = s.rules
+    win = WIN_VALUE * rules.score_scale
+    if s.terminal:  # a single hand can end tied: nobody wins
+        return 0.0 if s.winner is None else win if s.winner == side else -win
+    if table is not None:
+        return win * (2.0 * table.of_side(s.scores, side) - 1.0)
+    scores = s.scores
+    return scores[side] - max(scores[o] for o in range(rules.num_sides) if o != side)
+
+
 def best_opening(bits: int, opening: tuple[int, ...]) -> int:
     """The rollouts' free lead from the hand ``bits``: the tile with the most ``opening``
     points (``scoring.OPENING_POINTS`` of the game), ties to the first in ``ROLLOUT_ORDER``."""
@@ -513,19 +527,10 @@ class SearchAgent(Agent):
         """Mean playout value of each legal action over the samples drawn."""
         deadline = None if self.budget_ms is None else time.perf_counter() + self.budget_ms / 1000.0
         legal = view.legal_actions
-        sampler = HiddenTileSampler(view)
+        sampler = self.hidden_sampler(view)
         compiled = self._compiled_root(view) if self.compiled else None
         learned = self.learned_deals(view) if self.belief == "learned" else None
-        model = (
-            BeliefModel(
-                view,
-                self.temperature,
-                partner_temperature=self.partner_temperature,
-                history=self.history,
-            )
-            if self.belief == 1
-            else None
-        )
+        model = self.belief_model(view) if self.belief == 1 else None
         rows = None  # the scored past plays as compiled rows, built once per decision
         if compiled is not None and model is not None and model.decisions:
             from bergen_env.vector.belief_weights import CompiledBelief
@@ -540,6 +545,19 @@ class SearchAgent(Agent):
         self.used = done
         self.played = dict(zip(legal, counts))
         return {a: v / c for a, v, c in zip(legal, totals.tolist(), counts)}
+
+    def hidden_sampler(self, view: PublicView) -> HiddenTileSampler:
+        """The sampler of the deals of one decision (soft guesses included)."""
+        return HiddenTileSampler(view)
+
+    def belief_model(self, view: PublicView) -> BeliefModel:
+        """The model that weighs deals with ``belief=1``: the heuristic's softmax."""
+        return BeliefModel(
+            view,
+            self.temperature,
+            partner_temperature=self.partner_temperature,
+            history=self.history,
+        )
 
     def _rounds(self, view: PublicView, parts: tuple) -> tuple[np.ndarray, int, list[int]]:
         """``batch`` deals at a time until :func:`settled` (or ``samples``); with ``prune``, the
@@ -671,8 +689,6 @@ class SearchAgent(Agent):
         rng = self.rng
         rules = root.rules
         side = rules.side_of[root.current_player]
-        win = WIN_VALUE * rules.score_scale
-        others = [x for x in range(rules.num_sides) if x != side]
         hand = root.hand_number
         rollout = self.rollout
         table = self._win_table(rules)
@@ -689,13 +705,7 @@ class SearchAgent(Agent):
                     points_rollout(s, hand)
                 else:
                     greedy_rollout(s, hand, clairvoyant=rollout == "greedy")
-            if s.terminal:  # a single hand can end tied: nobody wins
-                out.append(0.0 if s.winner is None else win if s.winner == side else -win)
-            elif table is not None:
-                out.append(win * (2.0 * table.of_side(s.scores, side) - 1.0))
-            else:
-                scores = s.scores
-                out.append(scores[side] - max(scores[o] for o in others))
+            out.append(leaf_value(s, side, table))
         return out
 
     def _weighted_deals(
