@@ -67,6 +67,7 @@ PROGRAMS: dict[str, Program] = {
     "replay": Program("bergen-replay"),
     "train_rllib": Program("bergen-train-rllib", (("train", None), ("rllib", None))),
     "export_policy": Program("bergen-export-policy"),
+    "exploit": Program("bergen-exploit"),
     "expert_iteration": Program("python -m training.expert_iteration", (("train", None),)),
     "tune_heuristic": Program(
         "python -m training.tune_heuristic", (("train", ("yaml",)), ("vector", None))
@@ -97,14 +98,24 @@ def add_rules_arguments(p: argparse.ArgumentParser) -> None:
     ``evaluate.build_rules`` reads them."""
     from bergen_env.rules import PRESETS, RULE_OPTIONS
 
-    p.add_argument("--players", type=int, default=2, help="seats: 2, 3 or 4 (default 2)")
+    p.add_argument(
+        "--players",
+        type=int,
+        default=None,
+        help="seats: 2, 3 or 4 (default: as a policy file records, else 2)",
+    )
     p.add_argument(
         "--partnerships",
         action=argparse.BooleanOptionalAction,
         default=None,
         help="4 players in two teams (default: on for draw and fives, off otherwise)",
     )
-    p.add_argument("--rules", default="standard", help=f"rules preset: {', '.join(PRESETS)}")
+    p.add_argument(
+        "--rules",
+        default=None,
+        help=f"rules preset: {', '.join(PRESETS)} (default: as a policy file records, else "
+        "standard)",
+    )
     p.add_argument(
         "--rule-override",
         nargs="+",
@@ -291,7 +302,7 @@ def replay() -> int:
 
 def exploit() -> int:
     """``bergen-exploit``: an approximate best response against a policy (:mod:`.exploit`)."""
-    return run("bergen-exploit", _lazy("exploit"))
+    return program("exploit")
 
 
 def train_rllib() -> int:

@@ -148,16 +148,18 @@ def _parse_value(text: str) -> Any:
         return text
 
 
-def build_rules(args: argparse.Namespace) -> Rules:
+def build_rules(args: argparse.Namespace, agents: Sequence[str] | None = None) -> Rules:
     """The rules from --rules, --players, --partnerships and --rule-override; without --rules, the
-    rules the policies among the agents record (:func:`training.cli.command_rules`)."""
+    rules the policies among ``agents`` (default ``args.agents``) record
+    (:func:`training.cli.command_rules`)."""
     overrides = {}
     for item in args.rule_override:
         key, eq, value = item.partition("=")
         if not eq or not key:
             raise UsageError(f"--rule-override expects key=value, got {item!r}")
         overrides[key] = _parse_value(value)
-    return command_rules(args.rules, args.players, args.partnerships, args.agents, overrides)
+    agents = args.agents if agents is None else agents
+    return command_rules(args.rules, args.players, args.partnerships, agents, overrides)
 
 
 def check_agents(agents: list[str], rules: Rules) -> None:
