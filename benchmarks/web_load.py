@@ -104,8 +104,7 @@ async def run(args: argparse.Namespace, base: str) -> dict:
             else:
                 body = {
                     "num_players": 4,
-                    "partnerships": True,
-                    "seed": args.seed + i,
+                    "partnerships": True,  # two people: the server deals (no seed)
                     "seats": ["person", "greedy", "person", "heuristic"],
                 }
             r = await http.post("/api/tables", json=body)

@@ -19,6 +19,9 @@ from bergen_env.web.options import PERSON
 from bergen_env.web.store import SQLiteStore
 from bergen_env.web.tables import DEFAULT_AGENTS, Limits, TableManager
 
+#: The largest WebSocket message a client may send (larger: the socket is closed, 1009).
+WS_MAX_BYTES = 4096
+
 #: The table store's file when ``--db`` is not given (in the working directory).
 DEFAULT_DB = "bergen-web.sqlite3"
 
@@ -164,6 +167,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         host=args.host,
         port=args.port,
         log_level="warning",
+        ws_max_size=WS_MAX_BYTES,  # the sockets only listen: a client has nothing big to send
         proxy_headers=bool(proxies),
         forwarded_allow_ips=proxies or None,
     )
