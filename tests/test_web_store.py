@@ -40,8 +40,13 @@ def play_some(client: TestClient, tokens: list[str], moves: int) -> list[tuple[i
     """``moves`` first-legal moves by whichever person is on turn; the moves made."""
     made = []
     for _ in range(moves):
-        views = [client.get(f"/api/s/{t}").json() for t in tokens]
-        token, mover = next((t, v) for t, v in zip(tokens, views) if v["turn"] == v["seat"])
+        for _ in range(2000):  # an agent's move may be on its way to the disk
+            views = [client.get(f"/api/s/{t}").json() for t in tokens]
+            on_turn = [(t, v) for t, v in zip(tokens, views) if v["turn"] == v["seat"]]
+            if on_turn:
+                break
+            time.sleep(0.005)
+        token, mover = on_turn[0]
         action = mover["legal"][-1]["action"]
         r = client.post(f"/api/s/{token}/move", json={"action": action})
         assert r.status_code == 200, r.text
@@ -291,7 +296,7 @@ def test_a_real_server_closes_a_socket_sent_a_large_message(tmp_path) -> None:
     proc = start_server(Path(":memory:"), port)
     try:
         links = httpx.post(
-            f"http://127.0.0.1:{port}/api/tables", json={"seats": ["person", "greedy"]}
+            f"http://127.0.0.1:{port}/api/tables", json={"seats": ["person", "person"]}
         ).json()
         with connect(f"ws://127.0.0.1:{port}/ws{links['watch']}") as ws:
             assert json.loads(ws.recv(timeout=10))["type"] == "state"
@@ -335,3 +340,53 @@ def test_a_match_end_the_store_refuses_is_a_503_and_pages_hear_of_it(tmp_path) -
         manager.expire()
         assert not manager.tables and manager.store.load(table.id).status == FINISHED
         assert client.get(f"/api/w/{table.id}/replay").status_code == 200
+
+
+def test_a_slow_disk_does_not_stall_the_event_loop(tmp_path) -> None:
+    """While one move waits for the disk, other requests are answered; the move is answered
+    only once it is kept (committed before acknowledged)."""
+    import threading
+
+    release, waiting = threading.Event(), threading.Event()
+
+    class SlowStore(SQLiteStore):
+        def _write(self, sql: str, *rows) -> None:
+            if sql.startswith("INSERT INTO moves"):
+                with self._lock:  # the write's lock is held while the disk is slow
+                    waiting.set()
+                    assert release.wait(30)
+            super()._write(sql, *rows)
+
+    manager = TableManager(agents=dict(AGENTS), store=SlowStore(str(tmp_path / "t.db")), pace=0)
+    client = TestClient(create_app(manager))
+    with client:
+        r = client.post("/api/tables", json={"seats": ["person", "person"]})
+        tokens = [s["link"][3:] for s in r.json()["seats"]]
+        table = manager.by_token(tokens[0])[0]
+        mover = table.seats[table.state.current_player].token
+        action = table.state.legal_actions()[0]
+        answers: list[int] = []
+        thread = threading.Thread(
+            target=lambda: answers.append(
+                client.post(f"/api/s/{mover}/move", json={"action": action}).status_code
+            )
+        )
+        thread.start()
+        try:
+            assert waiting.wait(30)
+            reads: list[int] = []
+            reader = threading.Thread(
+                target=lambda: reads.extend(
+                    client.get(path).status_code
+                    for path in ("/api/meta", f"/api/s/{tokens[1]}", "/api/s/unknown-link")
+                )
+            )
+            reader.start()
+            reader.join(20)
+            assert reads == [200, 200, 404], "the event loop waited for the disk"
+            assert not answers and not table.state.moves  # not acknowledged before it is kept
+        finally:
+            release.set()
+            thread.join(30)
+        assert answers == [200] and len(table.state.moves) == 1
+        assert manager.store.moves(table.id, 0) == table.state.moves

@@ -118,7 +118,7 @@ async def seat_move(request: Request) -> Response:
         raise TableError(
             400, "bad_action", 'a move is {"action": id or move text}, e.g. "[3|5]>left"'
         )
-    table.move(seat, body["action"], body.get("version"))
+    await table.play(seat, body["action"], body.get("version"))
     response = JSONResponse(seat_message(table, seat))
     # the server's own share of the move's latency (read by benchmarks/web_load.py)
     response.headers["server-timing"] = f"app;dur={(time.perf_counter() - start) * 1000:.3f}"
@@ -129,7 +129,7 @@ async def rematch(request: Request) -> Response:
     tables = manager(request)
     table, _ = tables.by_token(request.path_params["token"])
     await read_json(request, (), tables.limits.max_json_bytes)
-    tables.rematch(table)
+    await tables.rematch(table)
     return JSONResponse(seat_message(table, table.seat_of(request.path_params["token"])))
 
 

@@ -18,6 +18,7 @@ import secrets
 import time
 from collections import Counter, OrderedDict
 from collections.abc import Callable, Sequence
+from concurrent.futures import Executor, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -133,6 +134,7 @@ class Table:
         speeds: dict[str, float] | None = None,
         moves: Sequence[tuple[int, int]] = (),
         with_agents: bool = True,
+        writer: Executor | None = None,
     ) -> None:
         self.row = row
         self.id = row.id
@@ -141,6 +143,10 @@ class Table:
         self.limits = limits
         self.pace = pace
         self.pool = pool
+        #: The one thread the store's writes of the server wait in (None: the caller's).
+        self.writer = writer
+        #: Held while a move is checked, kept and applied: one move of this table at a time.
+        self.lock = asyncio.Lock()
         #: The slowest decision of each agent of the menu so far (seconds), shared by the tables
         #: of a server: an agent that has always been quick acts in the event loop.
         self.speeds: dict[str, float] = speeds if speeds is not None else {}
@@ -158,7 +164,7 @@ class Table:
         self._runner: asyncio.Task | None = None
         self._deal(row, with_agents)
         for seat, action in moves:
-            self._apply(seat, action, persist=False)
+            self._apply(seat, action)
 
     def _deal(self, row: TableRow, with_agents: bool) -> None:
         """Seat everyone and deal the match ``row.match`` of ``row``; then ``row`` is this
@@ -251,7 +257,28 @@ class Table:
         """A person's move; raises :class:`TableError` (409/422) when it may not be made.
 
         ``version``, when given, is the version of the view the move was chosen in: a move
-        chosen in an older view (e.g. sent again after its answer was lost) is refused."""
+        chosen in an older view (e.g. sent again after its answer was lost) is refused. The
+        store's write waits in this thread; the server's event loop uses :meth:`play`."""
+        a = self._checked(seat, action, version)
+        self._keep_move(seat, a)
+        self._apply(seat, a)
+        try:
+            if self.over:
+                self._end(self._record_end)
+        finally:
+            self.notify()
+
+    async def play(self, seat: int, action: Any, version: Any = None) -> None:
+        """:meth:`move` for the event loop: one move of a table at a time, in order, and the
+        disk waits in the store's writer thread; done even if the request is cancelled."""
+        await asyncio.shield(self._play(seat, action, version))
+
+    async def _play(self, seat: int, action: Any, version: Any) -> None:
+        async with self.lock:
+            await self._commit(seat, self._checked(seat, action, version))
+
+    def _checked(self, seat: int, action: Any, version: Any) -> int:
+        """The action ``seat`` may make now, or the :class:`TableError` saying why not."""
         if self.over:
             raise TableError(409, "match_over", "the match is over; no more moves")
         if self.closed:
@@ -286,18 +313,39 @@ class Table:
                 f"{self.state.legal_actions_text()}",
                 action=a,
             )
-        self._apply(seat, a)
+        return a
 
-    def _apply(self, seat: int, a: int, *, persist: bool = True) -> None:
+    async def _off_loop(self, fn: Callable[..., Any], *args: Any) -> Any:
+        """``fn(*args)`` in the store's writer thread (in this one without a writer)."""
+        if self.writer is None:
+            return fn(*args)
+        return await asyncio.get_running_loop().run_in_executor(self.writer, fn, *args)
+
+    async def _commit(self, seat: int, a: int) -> None:
+        """Keep the move, apply it, record the match's end; then tell every page (hold
+        :attr:`lock`)."""
+        await self._off_loop(self._keep_move, seat, a)
+        self._apply(seat, a)
+        try:
+            if self.over:
+                row = await self._off_loop(self._end, self._record_end, False)
+                self._ended(row)
+        finally:
+            self.notify()
+
+    def _keep_move(self, seat: int, a: int) -> None:
+        """Write the move to the store (committed on return; 503 when the store refuses)."""
+        try:
+            self.store.add_move(self.id, self.row.match, self.moves_made, seat, a)
+        except Exception as exc:
+            logger.exception("table %s: the store refused a move", self.id)
+            raise TableError(
+                503, "store_failed", f"the move could not be kept, try again ({exc})"[:200]
+            ) from None
+
+    def _apply(self, seat: int, a: int) -> None:
+        """Apply a move kept in the store to the match and the public log (no notice)."""
         state = self.state
-        if persist:  # on disk before anyone is told
-            try:
-                self.store.add_move(self.id, self.row.match, self.moves_made, seat, a)
-            except Exception as exc:
-                logger.exception("table %s: the store refused a move", self.id)
-                raise TableError(
-                    503, "store_failed", f"the move could not be kept, try again ({exc})"[:200]
-                ) from None
         self.moves_made += 1
         side = self.rules.side_of[seat]
         before = state.scores[:]
@@ -329,16 +377,20 @@ class Table:
             self.hands_done += 1
             self.events = []
         self.last_move = self._clock()
-        try:
-            if persist and self.over:
-                self._finish_kept()
-        finally:
-            self.notify()
 
-    def _finish_kept(self) -> None:
-        """:meth:`finish`, a 503 when the store refuses (the manager's sweep tries again)."""
+    def _record_end(self) -> TableRow:
+        """Keep the finished match's record and the finished row in the store; that row."""
+        now = time.time()
+        self.store.add_replay(self.id, self.row.match, self.recorder.finish(), now)
+        row = dataclasses.replace(self.row, status=FINISHED, ended=now)
+        self.store.save(row)
+        return row
+
+    def _end(self, record: Callable[[], TableRow], apply: bool = True) -> TableRow:
+        """``record()`` with a 503 when the store refuses (the manager's sweep tries again);
+        with ``apply`` the finished row then becomes the table's."""
         try:
-            self.finish()
+            row = record()
         except Exception as exc:
             logger.exception("table %s: the store refused the match's end", self.id)
             raise TableError(
@@ -346,15 +398,18 @@ class Table:
                 "finish_failed",
                 f"the move was kept but the match's end could not be recorded yet ({exc})"[:200],
             ) from None
+        if apply:
+            self._ended(row)
+        return row
+
+    def _ended(self, row: TableRow) -> None:
+        self.row = row
+        if self.on_finish is not None:
+            self.on_finish(self)
 
     def finish(self) -> None:
         """Keep the finished match's record and mark the table finished (frees its slot)."""
-        now = time.time()
-        self.store.add_replay(self.id, self.row.match, self.recorder.finish(), now)
-        self.row.status, self.row.ended = FINISHED, now
-        self.store.save(self.row)
-        if self.on_finish is not None:
-            self.on_finish(self)
+        self._ended(self._record_end())
 
     def rematch(self) -> None:
         """The next match at this table: the same people and links, seats rotated one on."""
@@ -414,12 +469,19 @@ class Table:
                 self._stop(f"agent {seat.kind!r} (seat {seat.index}) failed: {exc}")
                 return
             try:
-                self._apply(seat.index, int(action))
-            except Exception as exc:  # the store refused the move: nothing was applied
+                await asyncio.shield(self._agent_move(seat.index, int(action), state))
+            except asyncio.CancelledError:
+                raise
+            except TableError as exc:  # the store refused the move (or the match's end)
                 self._stop(f"the table could not keep a move: {exc}")
                 return
             if self.pace and self.state.hand_number != hand:
                 await asyncio.sleep(3 * self.pace)  # time to read the hand's end
+
+    async def _agent_move(self, seat: int, a: int, state: BergenState) -> None:
+        async with self.lock:
+            if not self.closed and state is self.state:
+                await self._commit(seat, a)
 
     def _stop(self, error: str) -> None:
         self.row.error = error[:300]
@@ -542,6 +604,10 @@ class TableManager:
     _finished: OrderedDict[str, Table] = field(default_factory=OrderedDict)
     _buckets: dict[str, tuple[float, float]] = field(default_factory=dict)
     sockets: Counter[str] = field(default_factory=Counter)  # open WebSockets per address
+    #: The store's writes of moves and match ends wait in this one thread, not the event loop.
+    writer: Executor = field(
+        default_factory=lambda: ThreadPoolExecutor(1, thread_name_prefix="bergen-store")
+    )
 
     # ------------------------------------------------------------------ creation
 
@@ -599,6 +665,7 @@ class TableManager:
             pool=self.pool,
             speeds=self.speeds,
             moves=moves,
+            writer=self.writer,
             **kw,
         )
 
@@ -671,18 +738,19 @@ class TableManager:
             )
         self._spend(address, rate)
 
-    def rematch(self, table: Table) -> Table:
+    async def rematch(self, table: Table) -> Table:
         """The next match at a finished table: it takes a live slot again, within the quotas
         of the address that created the table (429/503 as :meth:`create`)."""
         if not table.over:
             raise TableError(409, "match_not_over", "the match is still being played")
-        creator = table.row.address  # a rematch is a new live table of the table's creator
-        self.expire()
-        self._admit(creator)
-        table.rematch()
-        self._spend(creator)
-        self._finished.pop(table.id, None)
-        self._add(table)
+        async with table.lock:  # not while the match's last move is being kept
+            creator = table.row.address  # a rematch is a new live table of its creator
+            self.expire()
+            self._admit(creator)
+            table.rematch()
+            self._spend(creator)
+            self._finished.pop(table.id, None)
+            self._add(table)
         return table
 
     # ------------------------------------------------------------------ look-up
@@ -755,9 +823,9 @@ class TableManager:
         gone = [
             tid for tid, t in self.tables.items() if now - t.last_move > self.limits.idle_seconds
         ]
-        for table in [t for t in self.tables.values() if t.over]:  # an end not yet recorded
-            with contextlib.suppress(TableError):
-                table._finish_kept()
+        for table in [t for t in self.tables.values() if t.over and not t.lock.locked()]:
+            with contextlib.suppress(TableError):  # a match's end the store refused before
+                table._end(table._record_end)
         for tid in gone:
             table = self.tables.pop(tid)
             table.row.status, table.row.ended = EXPIRED, time.time()
