@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import re
+import time
 from pathlib import Path
 from typing import Any
 
@@ -304,9 +305,11 @@ def test_messages_do_not_grow_with_the_match() -> None:
     """Each message carries the hand being played and the last finished hand only."""
     client, manager = client_for()
     with client:
-        body = {"seats": ["person", "person"], "options": {"target": 60}}
-        links = client.post("/api/tables", json=body).json()["seats"]
-        tokens = [s["link"][3:] for s in links]
+        from bergen_env.rules import Rules
+
+        # a table of people takes no seed from a request; the operator's API does
+        table = manager.create(Rules.preset("standard", target=60), ["person"] * 2, seed=2)
+        tokens = list(table.row.tokens)
         sizes: dict[int, int] = {}
         for _ in range(3000):
             views = [client.get(f"/api/s/{t}").json() for t in tokens]
@@ -401,13 +404,15 @@ def test_open_sockets_are_bounded_per_address() -> None:
 
 def finish_match(client: TestClient, token: str) -> dict[str, Any]:
     """Play a person's seat (first legal move) until the match is over; the last view."""
-    for _ in range(500):
+    for _ in range(4000):
         view = client.get(f"/api/s/{token}").json()
         if view["over"]:
             return view
         if view["turn"] == view["seat"]:
             move = {"action": view["legal"][0]["action"], "version": view["version"]}
             assert client.post(f"/api/s/{token}/move", json=move).status_code == 200
+        else:  # the agent's move is on its way
+            time.sleep(0.005)
     raise AssertionError("the match did not end")
 
 
@@ -498,6 +503,7 @@ def test_no_seed_at_a_table_of_people() -> None:
 def test_every_error_code_has_a_text_in_every_language() -> None:
     source = "\n".join(p.read_text() for p in Path(STATIC).parent.glob("*.py"))
     codes = set(re.findall(r'TableError\(\s*\d+,\s*"(\w+)"', source))
+    codes |= set(re.findall(r'_check_rate\(\s*\w+,\s*\w+,\s*"(\w+)"', source))
     catalog = json.loads((Path(STATIC) / "i18n.json").read_text())
     assert {"seed_with_people", "stale_view", "too_many_requests"} <= codes
     for lang, texts in catalog.items():

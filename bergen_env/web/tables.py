@@ -694,14 +694,18 @@ class TableManager:
                 f"your address already plays {mine} tables (the limit); finish one first",
                 retry_after=60,
             )
-        tokens, _ = self._bucket(address)
+        self._check_rate(address, None, "too_many_new_tables", "new tables")
+
+    def _check_rate(self, address: str, per_minute: float | None, code: str, what: str) -> None:
+        """A 429 with ``Retry-After`` when ``address``'s bucket has no token left."""
+        tokens, _ = self._bucket(address, per_minute)
         if tokens < 1:
-            rate = self.limits.creations_per_minute / 60
+            rate = (per_minute or self.limits.creations_per_minute) / 60
             wait = max(1, int((1 - tokens) / rate) + 1)
             raise TableError(
                 429,
-                "too_many_new_tables",
-                f"too many new tables from your address; try again in {wait} s",
+                code,
+                f"too many {what} from your address; try again in {wait} s",
                 retry_after=wait,
             )
 
@@ -725,17 +729,8 @@ class TableManager:
 
     def charge_replay(self, address: str) -> None:
         """Spend one of ``address``'s replay uploads; 429 with ``Retry-After`` when none left."""
-        address = quota_key(address)
-        rate = self.limits.replays_per_minute
-        tokens, _ = self._bucket(address, rate)
-        if tokens < 1:
-            wait = max(1, int((1 - tokens) / (rate / 60)) + 1)
-            raise TableError(
-                429,
-                "too_many_requests",
-                f"too many replay files from your address; try again in {wait} s",
-                retry_after=wait,
-            )
+        address, rate = quota_key(address), self.limits.replays_per_minute
+        self._check_rate(address, rate, "too_many_requests", "replay files")
         self._spend(address, rate)
 
     async def rematch(self, table: Table) -> Table:
