@@ -472,7 +472,7 @@ class Table:
                 await asyncio.shield(self._agent_move(seat.index, int(action), state))
             except asyncio.CancelledError:
                 raise
-            except TableError as exc:  # the store refused the move (or the match's end)
+            except Exception as exc:  # the store refused the move (or the match's end)
                 self._stop(f"the table could not keep a move: {exc}")
                 return
             if self.pace and self.state.hand_number != hand:
