@@ -75,7 +75,8 @@ def test_a_restart_restores_every_table_with_its_links(tmp_path) -> None:
         assert len(manager.tables) == 2
         after = [client.get(f"/api/s/{t}").json() for t in tokens]
         for a, b in zip(before, after):
-            a.pop("version"), b.pop("version")
+            # a page drops views older than its own: the restored table's versions are newer
+            assert b.pop("version") > a.pop("version")
             assert a == b
         table = manager.by_token(tokens[0])[0]
         assert table.state.moves[-1] == made[-1] or table.hands_done > 0
