@@ -21,6 +21,7 @@ import os
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 
 import httpx2
@@ -104,8 +105,7 @@ async def run(args: argparse.Namespace, base: str) -> dict:
             else:
                 body = {
                     "num_players": 4,
-                    "partnerships": True,
-                    "seed": args.seed + i,
+                    "partnerships": True,  # two people: the server deals (no seed)
                     "seats": ["person", "greedy", "person", "heuristic"],
                 }
             r = await http.post("/api/tables", json=body)
@@ -189,7 +189,9 @@ def main(argv: list[str] | None = None) -> dict:
         help="the server's --agent-pool",
     )
     parser.add_argument(
-        "--db", default=":memory:", help="the server's table store (an SQLite file; default none)"
+        "--db",
+        help="the server's table store, an SQLite file (default: a new file in a temporary "
+        "directory, as a server keeps its tables; :memory: keeps nothing)",
     )
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--timeout", type=float, default=600.0, help="seconds per match at most")
@@ -205,6 +207,13 @@ def main(argv: list[str] | None = None) -> dict:
         result = asyncio.run(run(args, args.url.rstrip("/")))
         print(json.dumps(result, indent=1))
         return result
+    with tempfile.TemporaryDirectory() as folder:
+        args.db = args.db or os.path.join(folder, "bergen-web.sqlite3")
+        return serve_and_run(args)
+
+
+def serve_and_run(args: argparse.Namespace) -> dict:
+    """Start a server on this machine, run the load against it, stop it."""
     port = free_port()
     env = dict(os.environ, PYTHONPATH=os.getcwd())
     server = subprocess.Popen(
@@ -225,6 +234,8 @@ def main(argv: list[str] | None = None) -> dict:
             str(args.tables + args.search_tables),
             "--creations-per-minute",
             str(max(60, 2 * (args.tables + args.search_tables))),
+            "--sockets-per-address",
+            str(2 * args.tables + 64),
             "--db",
             args.db,
         ],

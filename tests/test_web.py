@@ -116,7 +116,7 @@ def test_two_people_and_a_spectator() -> None:
     with client:
         r = client.post(
             "/api/tables",
-            json={"num_players": 3, "seats": ["person", "heuristic", "person"], "seed": 1},
+            json={"num_players": 3, "seats": ["person", "heuristic", "person"]},
         )
         assert r.status_code == 201, r.text
         out = r.json()
@@ -147,7 +147,7 @@ def test_agents_only_table_is_watched() -> None:
 def test_refused_moves() -> None:
     client, manager = make_client()
     with client:
-        token = seat_token(play(client, "seats=person,person&seed=3"))
+        token = seat_token(play(client, "seats=person,person"))
         table, seat = manager.by_token(token)
         other = table.seats[1 - seat].token
         state = client.get(f"/api/s/{token}").json()
@@ -274,7 +274,7 @@ def test_idle_tables_expire_by_moves_not_sockets() -> None:
     clock = Clock()
     client, manager = make_client(limits=Limits(idle_seconds=60), clock=clock)
     with client:
-        token = seat_token(play(client, "seats=person,person&seed=1"))
+        token = seat_token(play(client, "seats=person,person"))
         table = manager.by_token(token)[0]
         clock.now = 59
         assert manager.expire() == []

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import re
+import time
 from pathlib import Path
 from typing import Any
 
@@ -304,9 +305,11 @@ def test_messages_do_not_grow_with_the_match() -> None:
     """Each message carries the hand being played and the last finished hand only."""
     client, manager = client_for()
     with client:
-        body = {"seats": ["person", "person"], "seed": 2, "options": {"target": 60}}
-        links = client.post("/api/tables", json=body).json()["seats"]
-        tokens = [s["link"][3:] for s in links]
+        from bergen_env.rules import Rules
+
+        # a table of people takes no seed from a request; the operator's API does
+        table = manager.create(Rules.preset("standard", target=60), ["person"] * 2, seed=2)
+        tokens = list(table.row.tokens)
         sizes: dict[int, int] = {}
         for _ in range(3000):
             views = [client.get(f"/api/s/{t}").json() for t in tokens]
@@ -397,3 +400,179 @@ def test_open_sockets_are_bounded_per_address() -> None:
             assert ws.receive_json()["type"] == "state"
         for ws in sockets:
             ws.__exit__(None, None, None)
+
+
+def finish_match(client: TestClient, token: str) -> dict[str, Any]:
+    """Play a person's seat (first legal move) until the match is over; the last view."""
+    for _ in range(4000):
+        view = client.get(f"/api/s/{token}").json()
+        if view["over"]:
+            return view
+        if view["turn"] == view["seat"]:
+            move = {"action": view["legal"][0]["action"], "version": view["version"]}
+            assert client.post(f"/api/s/{token}/move", json=move).status_code == 200
+        else:  # the agent's move is on its way
+            time.sleep(0.005)
+    raise AssertionError("the match did not end")
+
+
+def test_a_rematch_counts_against_the_creators_quotas() -> None:
+    """Finished tables cannot be collected and rematched into more live tables than a
+    creation would allow: per-address tables, then the creation rate."""
+    limits = Limits(tables_per_address=2, max_hands=1, creations_per_minute=100)
+    client, manager = client_for(limits=limits)
+    with client:
+        first = new_table(client).json()["seats"][0]["link"][3:]
+        finish_match(client, first)
+        assert not manager.tables
+        for _ in range(2):
+            assert new_table(client).status_code == 201
+        r = client.post(f"/api/s/{first}/rematch", json={})
+        assert r.status_code == 429 and r.json()["code"] == "too_many_tables", r.text
+        assert len(manager.tables) == 2 and manager.by_token(first)[0].row.match == 0
+    clock = Clock()
+    limits = Limits(tables_per_address=100, max_hands=1, creations_per_minute=2)
+    client, manager = client_for(limits=limits, clock=clock)
+    with client:
+        first = new_table(client).json()["seats"][0]["link"][3:]
+        finish_match(client, first)
+        assert new_table(client).status_code == 201
+        r = client.post(f"/api/s/{first}/rematch", json={})
+        assert r.status_code == 429 and r.json()["code"] == "too_many_new_tables", r.text
+        clock.now += 60
+        assert client.post(f"/api/s/{first}/rematch", json={}).status_code == 200
+
+
+def test_a_refused_rematch_changes_nothing() -> None:
+    client, manager = client_for(limits=Limits(max_hands=1))
+    with client:
+        token = new_table(client).json()["seats"][0]["link"][3:]
+        finish_match(client, token)
+        table, _ = manager.by_token(token)
+        before = (table.row.match, list(table.row.kinds), list(table.row.tokens), table.state)
+        manager.agents.pop("greedy")  # the agent left the menu: the next deal is refused
+        r = client.post(f"/api/s/{token}/rematch", json={})
+        assert r.status_code == 400 and r.json()["code"] == "unknown_agent"
+        after = (table.row.match, list(table.row.kinds), list(table.row.tokens), table.state)
+        assert after == before and table.over and table.row.status == "finished"
+        assert not manager.tables and manager.store.load(table.id).match == 0
+
+
+def test_spectators_cannot_crowd_out_the_seats() -> None:
+    """Spectator sockets and each seat link's sockets have their own bounds (4429 over one)."""
+    limits = Limits(spectators_per_table=3, sockets_per_seat=2, sockets_per_address=100)
+    client, manager = client_for(limits=limits)
+    with client:
+        links = new_table(client, seats=["person", "person"]).json()
+        seats = [s["link"] for s in links["seats"]]
+        held = [client.websocket_connect(f"/ws{links['watch']}") for _ in range(3)]
+        for ws in held:
+            ws.__enter__()
+            assert ws.receive_json()["type"] == "state"
+        with client.websocket_connect(f"/ws{links['watch']}") as ws:
+            assert ws.receive_json()["code"] == "too_many_sockets"
+            with pytest.raises(WebSocketDisconnect) as closed:
+                ws.receive_json()
+            assert closed.value.code == 4429
+        for link in seats:  # every seat still connects, up to its own bound
+            for _ in range(2):
+                ws = client.websocket_connect(f"/ws{link}")
+                ws.__enter__()
+                assert ws.receive_json()["type"] == "state"
+                held.append(ws)
+            with client.websocket_connect(f"/ws{link}") as ws:
+                assert ws.receive_json()["code"] == "too_many_sockets"
+        for ws in held:
+            ws.__exit__(None, None, None)
+
+
+def test_no_seed_at_a_table_of_people() -> None:
+    """Whoever chose the seed would know the other people's hands and the boneyard."""
+    client, manager = client_for()
+    with client:
+        for seats in (["person", "person"], ["person", "greedy", "person"]):
+            r = new_table(client, seats=seats, num_players=len(seats), seed=7)
+            assert r.status_code == 400 and r.json()["code"] == "seed_with_people", r.text
+        r = client.post("/api/play", json={"query": {"seats": "person,person", "seed": "7"}})
+        assert r.status_code == 400 and r.json()["code"] == "seed_with_people", r.text
+        assert not manager.tables
+        assert new_table(client, seats=["person", "greedy"], seed=7).status_code == 201
+        assert new_table(client, seats=["person", "person"]).status_code == 201
+
+
+def test_every_error_code_has_a_text_in_every_language() -> None:
+    source = "\n".join(p.read_text() for p in Path(STATIC).parent.glob("*.py"))
+    codes = set(re.findall(r'TableError\(\s*\d+,\s*"(\w+)"', source))
+    codes |= set(re.findall(r'_check_rate\(\s*\w+,\s*\w+,\s*"(\w+)"', source))
+    catalog = json.loads((Path(STATIC) / "i18n.json").read_text())
+    assert {"seed_with_people", "stale_view", "too_many_requests"} <= codes
+    for lang, texts in catalog.items():
+        assert not {c for c in codes if f"err_{c}" not in texts}, lang
+
+
+def test_a_move_chosen_in_an_old_view_is_refused() -> None:
+    """A move sent again after its answer was lost is not applied twice (409 stale_view)."""
+    client, manager = client_for()
+    with client:
+        tokens = [
+            s["link"][3:] for s in new_table(client, seats=["person", "person"]).json()["seats"]
+        ]
+        table = manager.by_token(tokens[0])[0]
+        first = tokens[table.state.current_player]
+        old = client.get(f"/api/s/{first}").json()
+        move = {"action": old["legal"][0]["action"], "version": old["version"]}
+        assert client.post(f"/api/s/{first}/move", json=move).status_code == 200
+        other = next(t for t in tokens if t != first)
+        while table.state.current_player != table.seat_of(first):  # the other seat moves
+            view = client.get(f"/api/s/{other}").json()
+            move2 = {"action": view["legal"][0]["action"], "version": view["version"]}
+            assert client.post(f"/api/s/{other}/move", json=move2).status_code == 200
+        made = len(table.state.moves)
+        again = {"action": table.state.legal_actions()[0], "version": old["version"]}
+        r = client.post(f"/api/s/{first}/move", json=again)
+        assert r.status_code == 409 and r.json()["code"] == "stale_view", r.text
+        assert r.json()["params"]["version"] == table.version
+        assert len(table.state.moves) == made
+        again["version"] = "7"
+        assert client.post(f"/api/s/{first}/move", json=again).status_code == 400
+
+
+def test_quotas_count_an_ipv6_slash_64_as_one_address() -> None:
+    limits = Limits(tables_per_address=1)
+    client, manager = client_for("2001:db8:1:2::1", limits=limits)
+    with client:
+        person = {"seats": ["person", "person"]}
+        assert client.post("/api/tables", json=person).status_code == 201
+        same = other_client(manager, "2001:db8:1:2:ffff::9")
+        r = same.post("/api/tables", json=person)
+        assert r.status_code == 429 and r.json()["code"] == "too_many_tables"
+        assert other_client(manager, "2001:db8:1:3::1").post("/api/tables", json=person).is_success
+
+
+def test_replay_uploads_are_rate_limited_per_address() -> None:
+    clock = Clock()
+    client, manager = client_for(limits=Limits(replays_per_minute=2), clock=clock)
+    with client:
+        body = {"text": '{"format": "x"}\n'}
+        assert [client.post("/api/replay", json=body).status_code for _ in range(2)] == [400] * 2
+        r = client.post("/api/replay", json=body)
+        assert r.status_code == 429 and r.json()["code"] == "too_many_requests"
+        assert 1 <= int(r.headers["retry-after"]) <= 60
+        assert (
+            other_client(manager, "198.51.100.3").post("/api/replay", json=body).status_code == 400
+        )
+        clock.now += 30
+        assert client.post("/api/replay", json=body).status_code == 400
+
+
+def test_unknown_names_are_named_as_everywhere_else() -> None:
+    """The web's unknown-name error is the library's message (bergen_env.validation)."""
+    from bergen_env.rules import RULE_OPTIONS
+    from bergen_env.validation import unknown_message
+
+    client, _ = client_for()
+    with client:
+        r = new_table(client, options={"targte": 50})
+        assert r.status_code == 400 and r.json()["code"] == "unknown_option"
+        assert r.json()["error"] == unknown_message(["targte"], RULE_OPTIONS, "rule option")
+        assert "did you mean 'target'" in r.json()["error"]

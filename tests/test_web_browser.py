@@ -330,3 +330,28 @@ def test_attacks_in_a_real_browser(browser):
         page.wait_for_timeout(800)
         assert not manager.tables
         page.close()
+
+
+def test_a_seat_page_refused_for_too_many_sockets_tries_again(browser):
+    """Over a seat link's socket bound the page is told so and reconnects later; spectators
+    have their own bound and cannot crowd out the seats."""
+    from bergen_env.web import Limits
+
+    manager = TableManager(pace=0.01, limits=Limits(sockets_per_seat=1, spectators_per_table=1))
+    with running_server(manager) as base:
+        table = _people_table(manager, 3)
+        token = table.seats[0].token
+        watcher = browser.new_page(viewport=PHONE)
+        watcher.goto(f"{base}/w/{table.id}")  # the one spectator socket
+        first = browser.new_page(viewport=PHONE)
+        first.goto(f"{base}/s/{token}")  # the seat's one socket, although spectators are full
+        wait_until(first, "document.body.dataset.version !== undefined")
+        page = browser.new_page(viewport=PHONE)
+        page.goto(f"{base}/s/{token}")
+        page.wait_for_selector("#notice:not([hidden])")
+        assert page.locator("#notice").inner_text() == "Too many pages have this table open."
+        first.close()  # a socket is free: the page connects again by itself
+        wait_until(page, "document.getElementById('notice').hidden", timeout=20_000)
+        assert table.connections(token) == 1
+        page.close()
+        watcher.close()

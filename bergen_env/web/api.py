@@ -118,7 +118,7 @@ async def seat_move(request: Request) -> Response:
         raise TableError(
             400, "bad_action", 'a move is {"action": id or move text}, e.g. "[3|5]>left"'
         )
-    table.move(seat, body["action"])
+    await table.play(seat, body["action"], body.get("version"))
     response = JSONResponse(seat_message(table, seat))
     # the server's own share of the move's latency (read by benchmarks/web_load.py)
     response.headers["server-timing"] = f"app;dur={(time.perf_counter() - start) * 1000:.3f}"
@@ -129,7 +129,7 @@ async def rematch(request: Request) -> Response:
     tables = manager(request)
     table, _ = tables.by_token(request.path_params["token"])
     await read_json(request, (), tables.limits.max_json_bytes)
-    tables.rematch(table, address(request))
+    await tables.rematch(table)
     return JSONResponse(seat_message(table, table.seat_of(request.path_params["token"])))
 
 
@@ -157,7 +157,8 @@ async def table_frames(request: Request) -> Response:
     return JSONResponse(table.frames[1])
 
 
-def _upload_frames(text: str, match: int) -> dict[str, Any]:
+def _upload_frames(text: str, match: int) -> bytes:
+    """The frames of match ``match`` of a replay file, as JSON bytes (runs in a thread)."""
     try:
         records = parse_replay_text(text)
         if not 0 <= match < len(records):
@@ -172,20 +173,21 @@ def _upload_frames(text: str, match: int) -> dict[str, Any]:
             400, "bad_replay", f"not a usable bergen-replay/1 file: {str(exc)[:300]}"
         ) from None
     out["matches"] = len(records)
-    return out
+    return json.dumps(out, separators=(",", ":")).encode()
 
 
 async def upload_frames(request: Request) -> Response:
     """Frames of an uploaded replay file: ``{"text": the file's text, "match": i}``."""
+    manager(request).charge_replay(address(request))
     body = await read_json(request, ("text", "match"), manager(request).limits.max_body_bytes)
     text, match = body.get("text"), body.get("match", 0)
     if not isinstance(text, str):
         raise TableError(400, "bad_replay", "'text' must be the replay file's text")
     if isinstance(match, bool) or not isinstance(match, int):
         raise TableError(400, "bad_replay", f"'match' must be an integer, got {excerpt(match)}")
-    # parsing and re-simulating a file is the heaviest request: off the event loop
+    # parsing, re-simulating and serialising a file is the heaviest request: off the event loop
     out = await asyncio.to_thread(_upload_frames, text, match)
-    return JSONResponse(out)
+    return Response(out, media_type="application/json")
 
 
 ROUTES = [

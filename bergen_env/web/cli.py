@@ -19,6 +19,9 @@ from bergen_env.web.options import PERSON
 from bergen_env.web.store import SQLiteStore
 from bergen_env.web.tables import DEFAULT_AGENTS, Limits, TableManager
 
+#: The largest WebSocket message a client may send (larger: the socket is closed, 1009).
+WS_MAX_BYTES = 4096
+
 #: The table store's file when ``--db`` is not given (in the working directory).
 DEFAULT_DB = "bergen-web.sqlite3"
 
@@ -90,6 +93,12 @@ def parser() -> argparse.ArgumentParser:
         help="new tables per client address and minute (429 above it)",
     )
     p.add_argument(
+        "--sockets-per-address",
+        type=int,
+        default=Limits.sockets_per_address,
+        help="open WebSockets of one client address (pages and spectators)",
+    )
+    p.add_argument(
         "--idle-minutes",
         type=float,
         default=Limits.idle_seconds / 60,
@@ -126,11 +135,16 @@ def parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> None:
     p = parser()
     args = p.parse_args(argv)
-    positive = (args.max_tables, args.tables_per_address, args.creations_per_minute)
+    positive = (
+        args.max_tables,
+        args.tables_per_address,
+        args.creations_per_minute,
+        args.sockets_per_address,
+    )
     if args.pace < 0 or min(positive) <= 0 or args.idle_minutes <= 0 or args.replay_days <= 0:
         p.error(
             "--pace must be >= 0; --max-tables, --tables-per-address, --creations-per-minute, "
-            "--idle-minutes and --replay-days > 0"
+            "--sockets-per-address, --idle-minutes and --replay-days > 0"
         )
     if args.workers < 0:
         p.error("--workers must be >= 0 (0: one per core)")
@@ -152,6 +166,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         max_tables=args.max_tables,
         tables_per_address=args.tables_per_address,
         creations_per_minute=args.creations_per_minute,
+        sockets_per_address=args.sockets_per_address,
         idle_seconds=args.idle_minutes * 60,
         replay_days=args.replay_days,
     )
@@ -164,6 +179,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         host=args.host,
         port=args.port,
         log_level="warning",
+        ws_max_size=WS_MAX_BYTES,  # the sockets only listen: a client has nothing big to send
         proxy_headers=bool(proxies),
         forwarded_allow_ips=proxies or None,
     )

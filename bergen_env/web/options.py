@@ -8,13 +8,13 @@ own type for each option). Both end in :func:`table_request`. Bad input is a
 
 from __future__ import annotations
 
-import difflib
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from bergen_env.errors import InvalidOptionError
 from bergen_env.rules import RULE_OPTIONS, Rules
+from bergen_env.validation import unknown_message
 from bergen_env.web.errors import TableError, excerpt
 from bergen_env.web.i18n import LANGUAGES
 
@@ -89,14 +89,7 @@ def refuse_unknown(names: Iterable[Any], valid: Sequence[str], what: str) -> Non
     if not unknown:
         return
     first = unknown[0][:30]
-    close = difflib.get_close_matches(first, valid, n=1)
-    hint = f" (did you mean {close[0]!r}?)" if close else ""
-    raise TableError(
-        400,
-        "unknown_option",
-        f"unknown {what} {excerpt(first, 34)}{hint}; valid: {list(valid)}",
-        option=first,
-    )
+    raise TableError(400, "unknown_option", unknown_message([first], valid, what), option=first)
 
 
 def build_rules(
@@ -193,6 +186,20 @@ def seed_value(value: Any, text: bool) -> int | None:
     return seed
 
 
+def table_request(rules: Rules, kinds: list[str], seed: Any, lang: Any, text: bool) -> TableRequest:
+    """A checked request; a seed is refused where two or more people sit: whoever chose it
+    would know the others' hands and the boneyard."""
+    chosen = seed_value(seed, text)
+    if chosen is not None and kinds.count(PERSON) >= 2:
+        raise TableError(
+            400,
+            "seed_with_people",
+            "'seed' is refused at a table of two or more people: whoever chose it would know "
+            "the others' tiles; leave it out for a random deal",
+        )
+    return TableRequest(rules, kinds, chosen, language(lang))
+
+
 def from_body(body: Mapping[str, Any]) -> TableRequest:
     """The table asked for by a ``POST /api/tables`` body."""
     options = body.get("options", {})
@@ -205,12 +212,8 @@ def from_body(body: Mapping[str, Any]) -> TableRequest:
         options,
         text=False,
     )
-    return TableRequest(
-        rules,
-        seat_kinds(rules, body.get("seats"), "greedy"),
-        seed_value(body.get("seed"), False),
-        language(body.get("lang")),
-    )
+    kinds = seat_kinds(rules, body.get("seats"), "greedy")
+    return table_request(rules, kinds, body.get("seed"), body.get("lang"), text=False)
 
 
 def from_query(query: Mapping[str, Any]) -> TableRequest:
@@ -222,9 +225,5 @@ def from_query(query: Mapping[str, Any]) -> TableRequest:
     players = query.get("players", query.get("num_players", "2"))
     preset = query.get("preset", query.get("rules", "standard"))
     rules = build_rules(preset, players, query.get("partnerships", "false"), options, text=True)
-    return TableRequest(
-        rules,
-        seat_kinds(rules, query.get("seats"), query.get("opponents", "greedy")),
-        seed_value(query.get("seed"), True),
-        language(query.get("lang")),
-    )
+    kinds = seat_kinds(rules, query.get("seats"), query.get("opponents", "greedy"))
+    return table_request(rules, kinds, query.get("seed"), query.get("lang"), text=True)

@@ -1,8 +1,10 @@
 """Live updates: a seat's or a spectator's view over a WebSocket, sent again after every change.
 
-A socket only listens: moves go to the API. A table's socket count is bounded; a socket of a
-table that expires gets the reason and is closed with ``4410``; an unknown link closes with
-``4404`` (the page stops reconnecting on any 44xx).
+A socket only listens: moves go to the API. Spectators' sockets and each seat link's sockets
+are bounded separately (a spectator link cannot crowd out the players); a socket over a bound
+closes with ``4429`` and the page tries again later. A socket of a table that expires gets the
+reason and is closed with ``4410``; an unknown link closes with ``4404`` (the page stops
+reconnecting on those).
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from starlette.websockets import WebSocket, WebSocketDisconnect
 from bergen_env.web.api import seat_message
 from bergen_env.web.errors import TableError
 from bergen_env.web.store import EXPIRED
-from bergen_env.web.tables import Table, TableManager
+from bergen_env.web.tables import Table, TableManager, quota_key
 
 
 def _error(exc: TableError) -> dict[str, Any]:
@@ -38,7 +40,7 @@ async def seat_socket(ws: WebSocket) -> None:
     except TableError as exc:
         await refuse(ws, exc)
         return
-    await serve(ws, tables, table, lambda: seat_message(table, table.seat_of(token)))
+    await serve(ws, tables, table, lambda: seat_message(table, table.seat_of(token)), token)
 
 
 async def watch_socket(ws: WebSocket) -> None:
@@ -52,19 +54,23 @@ async def watch_socket(ws: WebSocket) -> None:
 
 
 async def serve(
-    ws: WebSocket, tables: TableManager, table: Table, snapshot: Callable[[], dict[str, Any]]
+    ws: WebSocket,
+    tables: TableManager,
+    table: Table,
+    snapshot: Callable[[], dict[str, Any]],
+    token: str | None = None,
 ) -> None:
-    """Send ``snapshot()`` now and after every change of ``table`` until either side closes."""
-    address = ws.client.host if ws.client else "unknown"
-    if (
-        table.connections >= tables.limits.max_connections_per_table
-        or tables.sockets[address] >= tables.limits.sockets_per_address
-    ):
+    """Send ``snapshot()`` now and after every change of ``table`` until either side closes
+    (``token``: the seat link of the socket; None: a spectator)."""
+    address = quota_key(ws.client.host if ws.client else "unknown")
+    limits = tables.limits
+    bound = limits.spectators_per_table if token is None else limits.sockets_per_seat
+    if table.connections(token) >= bound or tables.sockets[address] >= limits.sockets_per_address:
         await refuse(ws, TableError(429, "too_many_sockets", "too many open connections"))
         return
     await ws.accept()
     tables.sockets[address] += 1
-    changed = table.listen()
+    changed = table.listen(token)
     receiving = asyncio.ensure_future(ws.receive())
     sent = -1
     try:

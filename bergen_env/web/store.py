@@ -6,7 +6,8 @@ to rebuild the table after a restart: the engine replays the moves from the seed
 match is kept as its ``bergen-replay/1`` record for :attr:`Limits.replay_days` days.
 
 :class:`SQLiteStore` uses the standard library's ``sqlite3`` in WAL mode; every write is
-committed before it returns, so a move is on disk before the player is told it was accepted.
+committed before it returns, so a move is on disk before the player is told it was accepted;
+the server waits for writes in one writer thread, and reads use a second connection.
 Another database replaces it by implementing :class:`TableStore`.
 """
 
@@ -15,6 +16,7 @@ from __future__ import annotations
 import json
 import sqlite3
 import threading
+from contextlib import nullcontext
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -121,6 +123,14 @@ class SQLiteStore:
                 self._db.execute("PRAGMA journal_mode=WAL")
                 self._db.execute("PRAGMA synchronous=FULL")
             self._db.executescript(SCHEMA)
+            # reads (on the server's event loop) have their own connection and lock: in WAL
+            # mode they never wait for a write being committed in the writer thread
+            self._reader, self._read_lock = self._db, self._lock
+            if self.durable:
+                self._reader = sqlite3.connect(
+                    self.path, check_same_thread=False, isolation_level=None
+                )
+                self._read_lock = threading.Lock()
         except sqlite3.Error as exc:
             raise OSError(f"--db {self.path}: cannot open the table store: {exc}") from None
 
@@ -166,8 +176,8 @@ class SQLiteStore:
         )
 
     def _read(self, sql: str, params: tuple[Any, ...]) -> list[tuple[Any, ...]]:
-        with self._lock:
-            return self._db.execute(sql, params).fetchall()
+        with self._read_lock:
+            return self._reader.execute(sql, params).fetchall()
 
     def load(self, table: str) -> TableRow | None:
         rows = self._read("SELECT row FROM tables WHERE id = ?", (table,))
@@ -217,5 +227,6 @@ class SQLiteStore:
         return len(gone)
 
     def close(self) -> None:
-        with self._lock:
+        with self._lock, self._read_lock if self._reader is not self._db else nullcontext():
+            self._reader.close()
             self._db.close()

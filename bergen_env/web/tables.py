@@ -11,11 +11,14 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
+import ipaddress
 import logging
 import secrets
 import time
 from collections import Counter, OrderedDict
 from collections.abc import Callable, Sequence
+from concurrent.futures import Executor, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -29,7 +32,7 @@ from bergen_env.observation import Encoder
 from bergen_env.replay import MatchRecorder, hands_at_end
 from bergen_env.rules import Rules
 from bergen_env.web.agent_pool import AgentPool
-from bergen_env.web.errors import TableError
+from bergen_env.web.errors import TableError, excerpt
 from bergen_env.web.messages import (
     build_message,
     hand_summary,
@@ -66,13 +69,28 @@ class Limits:
     max_tables: int = 200  # tables being played at once (finished ones hold no slot)
     tables_per_address: int = 8  # tables being played that one client address created
     creations_per_minute: float = 6.0  # new tables per client address (a burst of as many)
+    replays_per_minute: float = 12.0  # uploaded replay files per client address (a burst too)
     idle_seconds: float = 1800.0  # a table with no move for this long expires
     max_hands: int = 100  # hands per match at a web table
     replay_days: float = 7.0  # finished matches stay readable this long
-    max_connections_per_table: int = 32
+    spectators_per_table: int = 32  # open spectator sockets of one table
+    sockets_per_seat: int = 4  # open sockets of one seat link (a person's pages)
     sockets_per_address: int = 64  # open WebSockets of one client address
     max_body_bytes: int = 2 * 1024 * 1024  # request bodies (replay files are the largest)
     max_json_bytes: int = 16 * 1024  # JSON bodies of the API besides replay files
+
+
+def quota_key(address: str) -> str:
+    """Whom a quota counts: the address, or for IPv6 its /64 (one subscriber's network)."""
+    try:
+        ip = ipaddress.ip_address(address)
+    except ValueError:  # "testclient", "unknown": as given
+        return address
+    if isinstance(ip, ipaddress.IPv6Address):
+        if ip.ipv4_mapped is not None:
+            return str(ip.ipv4_mapped)
+        return str(ipaddress.IPv6Network((ip, 64), strict=False))
+    return address
 
 
 @dataclass
@@ -116,6 +134,7 @@ class Table:
         speeds: dict[str, float] | None = None,
         moves: Sequence[tuple[int, int]] = (),
         with_agents: bool = True,
+        writer: Executor | None = None,
     ) -> None:
         self.row = row
         self.id = row.id
@@ -124,52 +143,55 @@ class Table:
         self.limits = limits
         self.pace = pace
         self.pool = pool
+        #: The one thread the store's writes of the server wait in (None: the caller's).
+        self.writer = writer
+        #: Held while a move is checked, kept and applied: one move of this table at a time.
+        self.lock = asyncio.Lock()
         #: The slowest decision of each agent of the menu so far (seconds), shared by the tables
         #: of a server: an agent that has always been quick acts in the event loop.
         self.speeds: dict[str, float] = speeds if speeds is not None else {}
         self._clock = clock
         self._agent_specs = agent_specs
         self.last_move = clock()
-        self.version = 0
+        #: Counts changes; it starts at the time in microseconds so that it grows across restarts.
+        self.version = time.time_ns() // 1000
         self.closed = False
         self.on_finish: Callable[[Table], None] | None = None
         #: The replay frames of the last finished match, keyed by it (built on first request).
         self.frames: tuple[Any, Any] = (None, None)
         self._changed: asyncio.Event | None = None
-        self._listeners: set[asyncio.Event] = set()
+        self._listeners: dict[asyncio.Event, str | None] = {}  # event: seat link or None
         self._runner: asyncio.Task | None = None
-        self._deal(with_agents)
+        self._deal(row, with_agents)
         for seat, action in moves:
-            self._apply(seat, action, persist=False)
+            self._apply(seat, action)
 
-    def _deal(self, with_agents: bool) -> None:
-        """Seat everyone and deal the match ``row.match`` of this table."""
-        rules, row, match = self.rules, self.row, self.row.match
-        self.seats: list[Seat] = []
+    def _deal(self, row: TableRow, with_agents: bool) -> None:
+        """Seat everyone and deal the match ``row.match`` of ``row``; then ``row`` is this
+        table's row. Everything is built before anything changes (a refusal changes nothing)."""
+        rules, match = self.rules, row.match
+        seats: list[Seat] = []
         for index, (kind, token) in enumerate(zip(row.kinds, row.tokens)):
             if kind == PERSON:
-                self.seats.append(Seat(index, kind, token=token))
+                seats.append(Seat(index, kind, token=token))
                 continue
-            agent = self._make_agent(index, kind) if with_agents else None
-            self.seats.append(Seat(index, kind, agent=agent))
+            agent = self._make_agent(row, index, kind) if with_agents else None
+            seats.append(Seat(index, kind, agent=agent))
         key = (0,) if match == 0 else (0, match)
         rng = np.random.default_rng(np.random.SeedSequence(row.seed, spawn_key=key))
-        self.state = BergenState(rules, seed=rng)
-        self.recorder = MatchRecorder(self.state, [s.kind for s in self.seats], seed=row.seed)
-        self.encoder = (
-            Encoder(rules)
-            if any(
-                s.agent is not None and getattr(s.agent, "needs_observation", True)
-                for s in self.seats
-            )
-            else None
+        state = BergenState(rules, seed=rng)
+        recorder = MatchRecorder(state, [s.kind for s in seats], seed=row.seed)
+        needs_obs = any(
+            s.agent is not None and getattr(s.agent, "needs_observation", True) for s in seats
         )
+        self.row, self.seats, self.state, self.recorder = row, seats, state, recorder
+        self.encoder = Encoder(rules) if needs_obs else None
         self.events: list[dict[str, Any]] = []  # public log of the hand being played
         self.last_result: dict[str, Any] | None = None  # the last finished hand, with its log
         self.hands_done = 0
         self.moves_made = 0  # moves of this match so far (the store's move numbers)
 
-    def _make_agent(self, index: int, kind: str) -> Agent:
+    def _make_agent(self, row: TableRow, index: int, kind: str) -> Agent:
         specs = self._agent_specs
         if kind not in specs:
             raise TableError(
@@ -179,8 +201,8 @@ class Table:
                 f"of {sorted(specs)}",
                 seat=index,
             )
-        key = (1, index) if self.row.match == 0 else (1, index, self.row.match)
-        rng = np.random.default_rng(np.random.SeedSequence(self.row.seed, spawn_key=key))
+        key = (1, index) if row.match == 0 else (1, index, row.match)
+        rng = np.random.default_rng(np.random.SeedSequence(row.seed, spawn_key=key))
         try:
             agent = make_agent(specs[kind])
             agent.reset(self.rules, index, rng)
@@ -231,8 +253,32 @@ class Table:
 
     # ------------------------------------------------------------------ moves
 
-    def move(self, seat: int, action: Any) -> None:
-        """A person's move; raises :class:`TableError` (409/422) when it may not be made."""
+    def move(self, seat: int, action: Any, version: Any = None) -> None:
+        """A person's move; raises :class:`TableError` (409/422) when it may not be made.
+
+        ``version``, when given, is the version of the view the move was chosen in: a move
+        chosen in an older view (e.g. sent again after its answer was lost) is refused. The
+        store's write waits in this thread; the server's event loop uses :meth:`play`."""
+        a = self._checked(seat, action, version)
+        self._keep_move(seat, a)
+        self._apply(seat, a)
+        try:
+            if self.over:
+                self._end(self._record_end)
+        finally:
+            self.notify()
+
+    async def play(self, seat: int, action: Any, version: Any = None) -> None:
+        """:meth:`move` for the event loop: one move of a table at a time, in order, and the
+        disk waits in the store's writer thread; done even if the request is cancelled."""
+        await asyncio.shield(self._play(seat, action, version))
+
+    async def _play(self, seat: int, action: Any, version: Any) -> None:
+        async with self.lock:
+            await self._commit(seat, self._checked(seat, action, version))
+
+    def _checked(self, seat: int, action: Any, version: Any) -> int:
+        """The action ``seat`` may make now, or the :class:`TableError` saying why not."""
         if self.over:
             raise TableError(409, "match_over", "the match is over; no more moves")
         if self.closed:
@@ -247,6 +293,17 @@ class Table:
                 f"it is not your turn: seat {turn} is on turn (seats count from 0)",
                 turn=turn,
             )
+        if version is not None and version != self.version:
+            if isinstance(version, bool) or not isinstance(version, int):
+                raise TableError(
+                    400, "bad_action", f"'version' must be an integer, got {excerpt(version)}"
+                )
+            raise TableError(
+                409,
+                "stale_view",
+                f"the table changed since view {version}; it is at {self.version}",
+                version=self.version,
+            )
         a = parse_move(action, self.rules.num_actions)
         if not self.state.is_legal(a):
             raise TableError(
@@ -256,18 +313,39 @@ class Table:
                 f"{self.state.legal_actions_text()}",
                 action=a,
             )
-        self._apply(seat, a)
+        return a
 
-    def _apply(self, seat: int, a: int, *, persist: bool = True) -> None:
+    async def _off_loop(self, fn: Callable[..., Any], *args: Any) -> Any:
+        """``fn(*args)`` in the store's writer thread (in this one without a writer)."""
+        if self.writer is None:
+            return fn(*args)
+        return await asyncio.get_running_loop().run_in_executor(self.writer, fn, *args)
+
+    async def _commit(self, seat: int, a: int) -> None:
+        """Keep the move, apply it, record the match's end; then tell every page (hold
+        :attr:`lock`)."""
+        await self._off_loop(self._keep_move, seat, a)
+        self._apply(seat, a)
+        try:
+            if self.over:
+                row = await self._off_loop(self._end, self._record_end, False)
+                self._ended(row)
+        finally:
+            self.notify()
+
+    def _keep_move(self, seat: int, a: int) -> None:
+        """Write the move to the store (committed on return; 503 when the store refuses)."""
+        try:
+            self.store.add_move(self.id, self.row.match, self.moves_made, seat, a)
+        except Exception as exc:
+            logger.exception("table %s: the store refused a move", self.id)
+            raise TableError(
+                503, "store_failed", f"the move could not be kept, try again ({exc})"[:200]
+            ) from None
+
+    def _apply(self, seat: int, a: int) -> None:
+        """Apply a move kept in the store to the match and the public log (no notice)."""
         state = self.state
-        if persist:  # on disk before anyone is told
-            try:
-                self.store.add_move(self.id, self.row.match, self.moves_made, seat, a)
-            except Exception as exc:
-                logger.exception("table %s: the store refused a move", self.id)
-                raise TableError(
-                    503, "store_failed", f"the move could not be kept, try again ({exc})"[:200]
-                ) from None
         self.moves_made += 1
         side = self.rules.side_of[seat]
         before = state.scores[:]
@@ -299,30 +377,60 @@ class Table:
             self.hands_done += 1
             self.events = []
         self.last_move = self._clock()
-        if persist and self.over:
-            self.finish()
-        self.notify()
+
+    def _record_end(self) -> TableRow:
+        """Keep the finished match's record and the finished row in the store; that row."""
+        now = time.time()
+        self.store.add_replay(self.id, self.row.match, self.recorder.finish(), now)
+        row = dataclasses.replace(self.row, status=FINISHED, ended=now)
+        self.store.save(row)
+        return row
+
+    def _end(self, record: Callable[[], TableRow], apply: bool = True) -> TableRow:
+        """``record()`` with a 503 when the store refuses (the manager's sweep tries again);
+        with ``apply`` the finished row then becomes the table's."""
+        try:
+            row = record()
+        except Exception as exc:
+            logger.exception("table %s: the store refused the match's end", self.id)
+            raise TableError(
+                503,
+                "finish_failed",
+                f"the move was kept but the match's end could not be recorded yet ({exc})"[:200],
+            ) from None
+        if apply:
+            self._ended(row)
+        return row
+
+    def _ended(self, row: TableRow) -> None:
+        self.row = row
+        if self.on_finish is not None:
+            self.on_finish(self)
 
     def finish(self) -> None:
         """Keep the finished match's record and mark the table finished (frees its slot)."""
-        now = time.time()
-        self.store.add_replay(self.id, self.row.match, self.recorder.finish(), now)
-        self.row.status, self.row.ended = FINISHED, now
-        self.store.save(self.row)
-        if self.on_finish is not None:
-            self.on_finish(self)
+        self._ended(self._record_end())
 
     def rematch(self) -> None:
         """The next match at this table: the same people and links, seats rotated one on."""
         if not self.over:
             raise TableError(409, "match_not_over", "the match is still being played")
-        row = self.row
-        row.match += 1
-        row.kinds = row.kinds[-1:] + row.kinds[:-1]
-        row.tokens = row.tokens[-1:] + row.tokens[:-1]
-        row.status, row.ended, row.error = LIVE, None, None
-        self._deal(with_agents=True)
-        self.store.save(row)
+        row = dataclasses.replace(
+            self.row,
+            match=self.row.match + 1,
+            kinds=self.row.kinds[-1:] + self.row.kinds[:-1],
+            tokens=self.row.tokens[-1:] + self.row.tokens[:-1],
+            status=LIVE,
+            ended=None,
+            error=None,
+        )
+        old = self.__dict__.copy()
+        self._deal(row, with_agents=True)  # may refuse: then nothing has changed
+        try:
+            self.store.save(row)
+        except Exception:
+            self.__dict__.update(old)
+            raise
         self.last_move = self._clock()
         self.closed = False
         self.notify()
@@ -361,12 +469,19 @@ class Table:
                 self._stop(f"agent {seat.kind!r} (seat {seat.index}) failed: {exc}")
                 return
             try:
-                self._apply(seat.index, int(action))
-            except Exception as exc:  # the store refused the move: nothing was applied
+                await asyncio.shield(self._agent_move(seat.index, int(action), state))
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:  # the store refused the move (or the match's end)
                 self._stop(f"the table could not keep a move: {exc}")
                 return
             if self.pace and self.state.hand_number != hand:
                 await asyncio.sleep(3 * self.pace)  # time to read the hand's end
+
+    async def _agent_move(self, seat: int, a: int, state: BergenState) -> None:
+        async with self.lock:
+            if not self.closed and state is self.state:
+                await self._commit(seat, a)
 
     def _stop(self, error: str) -> None:
         self.row.error = error[:300]
@@ -406,17 +521,18 @@ class Table:
 
     # ------------------------------------------------------------------ listeners
 
-    def listen(self) -> asyncio.Event:
+    def listen(self, key: str | None = None) -> asyncio.Event:
+        """An event set at every change, for a socket of seat link ``key`` (None: a spectator)."""
         event = asyncio.Event()
-        self._listeners.add(event)
+        self._listeners[event] = key
         return event
 
     def unlisten(self, event: asyncio.Event) -> None:
-        self._listeners.discard(event)
+        self._listeners.pop(event, None)
 
-    @property
-    def connections(self) -> int:
-        return len(self._listeners)
+    def connections(self, key: str | None = None) -> int:
+        """Open sockets of seat link ``key`` (None: of spectators)."""
+        return sum(1 for k in self._listeners.values() if k == key)
 
     def notify(self) -> None:
         self.version += 1
@@ -488,6 +604,10 @@ class TableManager:
     _finished: OrderedDict[str, Table] = field(default_factory=OrderedDict)
     _buckets: dict[str, tuple[float, float]] = field(default_factory=dict)
     sockets: Counter[str] = field(default_factory=Counter)  # open WebSockets per address
+    #: The store's writes of moves and match ends wait in this one thread, not the event loop.
+    writer: Executor = field(
+        default_factory=lambda: ThreadPoolExecutor(1, thread_name_prefix="bergen-store")
+    )
 
     # ------------------------------------------------------------------ creation
 
@@ -501,6 +621,7 @@ class TableManager:
         address: str = "local",
     ) -> Table:
         """A new live table (its agents not started: call :meth:`Table.start`)."""
+        address = quota_key(address)
         self.expire()
         self._admit(address)
         if len(kinds) != rules.num_players:
@@ -544,6 +665,7 @@ class TableManager:
             pool=self.pool,
             speeds=self.speeds,
             moves=moves,
+            writer=self.writer,
             **kw,
         )
 
@@ -572,40 +694,58 @@ class TableManager:
                 f"your address already plays {mine} tables (the limit); finish one first",
                 retry_after=60,
             )
-        tokens, _ = self._bucket(address)
+        self._check_rate(address, None, "too_many_new_tables", "new tables")
+
+    def _check_rate(self, address: str, per_minute: float | None, code: str, what: str) -> None:
+        """A 429 with ``Retry-After`` when ``address``'s bucket has no token left."""
+        tokens, _ = self._bucket(address, per_minute)
         if tokens < 1:
-            rate = self.limits.creations_per_minute / 60
+            rate = (per_minute or self.limits.creations_per_minute) / 60
             wait = max(1, int((1 - tokens) / rate) + 1)
             raise TableError(
                 429,
-                "too_many_new_tables",
-                f"too many new tables from your address; try again in {wait} s",
+                code,
+                f"too many {what} from your address; try again in {wait} s",
                 retry_after=wait,
             )
 
-    def _bucket(self, address: str) -> tuple[float, float]:
+    def _bucket(self, address: str, per_minute: float | None = None) -> tuple[float, float]:
+        """The tokens of ``address``'s bucket (``per_minute``: of another request kind)."""
         now = self.clock()
-        burst = self.limits.creations_per_minute
-        tokens, then = self._buckets.get(address, (burst, now))
+        burst = self.limits.creations_per_minute if per_minute is None else per_minute
+        key = address if per_minute is None else f"{per_minute}:{address}"
+        tokens, then = self._buckets.get(key, (burst, now))
         tokens = min(burst, tokens + (now - then) * burst / 60)
         return tokens, now
 
-    def _spend(self, address: str) -> None:
-        tokens, now = self._bucket(address)
-        self._buckets[address] = (tokens - 1, now)
-        if len(self._buckets) > 10_000:  # forget addresses whose bucket is full again
-            for key in [k for k in self._buckets if self._bucket(k)[0] >= 1][:5000]:
-                del self._buckets[key]
+    def _spend(self, address: str, per_minute: float | None = None) -> None:
+        tokens, now = self._bucket(address, per_minute)
+        key = address if per_minute is None else f"{per_minute}:{address}"
+        self._buckets[key] = (tokens - 1, now)
+        if len(self._buckets) > 10_000:  # forget buckets that are full again
+            full = [k for k, (n, t) in self._buckets.items() if n >= 1 and now - t > 60]
+            for k in full[:5000]:
+                del self._buckets[k]
 
-    def rematch(self, table: Table, address: str) -> Table:
-        """The next match at a finished table: it takes a live slot again."""
+    def charge_replay(self, address: str) -> None:
+        """Spend one of ``address``'s replay uploads; 429 with ``Retry-After`` when none left."""
+        address, rate = quota_key(address), self.limits.replays_per_minute
+        self._check_rate(address, rate, "too_many_requests", "replay files")
+        self._spend(address, rate)
+
+    async def rematch(self, table: Table) -> Table:
+        """The next match at a finished table: it takes a live slot again, within the quotas
+        of the address that created the table (429/503 as :meth:`create`)."""
         if not table.over:
             raise TableError(409, "match_not_over", "the match is still being played")
-        if len(self.tables) >= self.limits.max_tables:
-            self._admit(address)
-        self._finished.pop(table.id, None)
-        table.rematch()
-        self._add(table)
+        async with table.lock:  # not while the match's last move is being kept
+            creator = table.row.address  # a rematch is a new live table of its creator
+            self.expire()
+            self._admit(creator)
+            table.rematch()
+            self._spend(creator)
+            self._finished.pop(table.id, None)
+            self._add(table)
         return table
 
     # ------------------------------------------------------------------ look-up
@@ -678,6 +818,9 @@ class TableManager:
         gone = [
             tid for tid, t in self.tables.items() if now - t.last_move > self.limits.idle_seconds
         ]
+        for table in [t for t in self.tables.values() if t.over and not t.lock.locked()]:
+            with contextlib.suppress(TableError):  # a match's end the store refused before
+                table._end(table._record_end)
         for tid in gone:
             table = self.tables.pop(tid)
             table.row.status, table.row.ended = EXPIRED, time.time()

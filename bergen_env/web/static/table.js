@@ -38,12 +38,17 @@ async function post(path, payload) {
     method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(payload),
   });
   busy = false;
-  if (!res.ok) notice(errorText(res.body));
-  else { notice(""); show(res.body); }
+  if (!res.ok) {
+    notice(errorText(res.body));
+    if (res.body.code === "stale_view") { // the view is behind: show the current one
+      const now = await request(api);
+      if (now.ok) show(now.body);
+    }
+  } else { notice(""); show(res.body); }
   render(); // the buttons again, whichever view is the newest
 }
 
-const move = (action) => post("move", { action });
+const move = (action) => post("move", { action, version: msg.version });
 
 function show(next) {
   if (msg && next.version < msg.version && next.table === msg.table) return; // an older view
@@ -282,11 +287,12 @@ function connect() {
     else if (data.type === "error") notice(errorText(data), data.code === "restarting" ? "info" : "error");
   };
   ws.onclose = (e) => {
-    if (e.code >= 4400 && e.code < 4500) { fatal = true; return; }
+    const full = e.code === 4429; // too many pages open: try again later, keep its notice
+    if (e.code >= 4400 && e.code < 4500 && !full) { fatal = true; return; }
     if (fatal) return;
-    if (e.code !== 1012) notice(t("reconnecting"), "info"); // 1012: the server said it restarts
-    setTimeout(connect, retry);
-    retry = Math.min(retry * 2, 5000);
+    if (e.code !== 1012 && !full) notice(t("reconnecting"), "info"); // 1012: it restarts
+    setTimeout(connect, full ? Math.max(retry, 5000) : retry);
+    retry = Math.min(retry * 2, full ? 30000 : 5000);
   };
 }
 
