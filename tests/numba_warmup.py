@@ -20,11 +20,12 @@ GROUPS = ("env", "agents")
 
 
 def warm_env() -> None:
-    """The batched env (with and without observations) and the learner env."""
+    """The batched env (with and without observations, one thread and ``parallel``) and the
+    learner env."""
     from bergen_env.vector import BergenLearnerVectorEnv, BergenVectorEnv
 
-    for observations in (True, False):
-        env = BergenVectorEnv(num_envs=2, seed=0, observations=observations)
+    for observations, parallel in ((True, False), (False, False), (True, True)):
+        env = BergenVectorEnv(num_envs=2, seed=0, observations=observations, parallel=parallel)
         obs, _ = env.reset()
         for _ in range(3):
             obs, *_ = env.step(env.random_actions(obs["action_mask"]))

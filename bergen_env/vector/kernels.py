@@ -952,6 +952,22 @@ def greedy_row(r, i, masks, m, scores, hlen):
     return best
 
 
+@njit_inline
+def seat_action(r, i, kinds, seats, auto_forced, count, masks, m, scores, hlen, agent_rng):
+    """The built-in move of the seat on turn in row ``i`` (its ``count`` legal actions in row
+    ``i`` of ``masks``): the seat ``rel`` places after the learner (``seats[i]``) plays by
+    ``kinds[rel]`` (0 uniform random, 1 greedy); the learner plays its forced move (with
+    ``auto_forced``, when exactly one action is legal); -1 when the learner must choose."""
+    rel = (m[i, CUR] - seats[i]) % r[R_N]
+    if rel == 0:
+        if not (auto_forced and count == 1):
+            return -1
+        return random_row(masks, agent_rng, i)  # the only legal action: no draw
+    if kinds[rel] == 0:
+        return random_row(masks, agent_rng, i)
+    return greedy_row(r, i, masks, m, scores, hlen)
+
+
 @njit
 def advance_rows(
     r, kinds, seat_option, auto_forced, m, scores, hands, bits, hlen, voids, line, bone, rng,
@@ -969,15 +985,10 @@ def advance_rows(
     for i in range(m.shape[0]):
         while True:
             count = legal_mask(r, i, m, hands, bits, masks)
-            rel = (m[i, CUR] - seats[i]) % n
-            if rel == 0:
-                if not (auto_forced and count == 1):
-                    break
-                a = random_row(masks, agent_rng, i)  # the only legal action: no draw
-            elif kinds[rel] == 0:
-                a = random_row(masks, agent_rng, i)
-            else:
-                a = greedy_row(r, i, masks, m, scores, hlen)
+            a = seat_action(r, i, kinds, seats, auto_forced, count, masks, m, scores, hlen,
+                            agent_rng)  # fmt: skip
+            if a < 0:
+                break
             b0, b1, b2, b3 = scores[i, 0], scores[i, 1], scores[i, 2], scores[i, 3]
             apply_action(r, i, m, scores, hands, bits, hlen, voids, line, bone, rng, deals, a)
             finish_row(r, i, m, scores, hands, bits, hlen, voids, line, bone, rng, deals,

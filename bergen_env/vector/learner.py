@@ -320,15 +320,15 @@ class BergenLearnerVectorEnv(gym.vector.VectorEnv):
         else:
             recorded = np.zeros((0, size), dtype=np.int64)
             waiting = np.zeros((0, size), dtype=np.bool_)
-        obs = np.zeros((len(rows), OBS_SIZE), dtype=np.float32)
-        mask = np.zeros(self.rules.num_actions, dtype=np.int8)
+        obs = np.zeros((size, OBS_SIZE), dtype=np.float32)
+        masks = np.zeros((size, self.rules.num_actions), dtype=np.int8)
         replay_final(
-            b.rule_array, rows, acts, self._kinds, self._needs_obs, recorded, waiting, *state,
-            b.deals, agent_rng, seats, mask, obs,
+            b.rule_array, rows, acts, self._kinds, self.auto_forced, self._needs_obs, recorded,
+            waiting, *state, b.deals, agent_rng, seats, masks, obs,
         )  # fmt: skip
         final_obs = np.full(size, None, dtype=object)
-        for j, i in enumerate(rows):
-            final_obs[i] = obs[j]
+        for i in rows:
+            final_obs[i] = obs[i]
         ended = np.zeros(size, dtype=np.bool_)
         ended[rows] = True
         sides = self.rules.num_sides
@@ -359,17 +359,16 @@ class BergenLearnerVectorEnv(gym.vector.VectorEnv):
 
 @njit
 def replay_final(
-    r, rows, acts, kinds, use_recorded, recorded, waiting, m, scores, hands, bits, hlen, voids,
-    line, bone, rng, deals, agent_rng, seats, mask, out,
+    r, rows, acts, kinds, auto_forced, use_recorded, recorded, waiting, m, scores, hands, bits,
+    hlen, voids, line, bone, rng, deals, agent_rng, seats, masks, out,
 ):  # fmt: skip
-    """Replay each row of ``rows`` from the state before a step up to the end of its match and
-    write the learner's (``seats[i]``) observation of it into ``out[j]``: the learner's action
-    ``acts[i]``, then the opponents' and forced moves, as ``advance_rows`` plays them (built-in
-    opponents by ``kinds``, drawing from the same streams) or, with ``use_recorded``, as
-    recorded per round (``recorded[k, i]`` where ``waiting[k, i]``)."""
-    n = r[K.R_N]
-    for j in range(rows.shape[0]):
-        i = rows[j]
+    """Replay each row ``i`` of ``rows`` from the state before a step up to the end of its
+    match and write the learner's (``seats[i]``) observation of it into row ``i`` of ``out``
+    (``masks``: scratch of the batch's shape): the learner's action ``acts[i]``, then the
+    opponents' and forced moves as ``advance_rows`` plays them (``seat_action``, drawing from
+    the same streams) or, with ``use_recorded``, as recorded per round (``recorded[k, i]``
+    where ``waiting[k, i]``)."""
+    for i in rows:
         a = acts[i]
         k = 0
         while True:
@@ -382,15 +381,12 @@ def replay_final(
                 a = recorded[k, i]
                 k += 1
                 continue
-            K.legal_mask(r, i, m, hands, bits, mask)
-            rel = (m[i, K.CUR] - seats[i]) % n
-            if rel == 0:
-                a = K.random_row(mask, agent_rng, i)  # the learner's forced move: no draw
-            elif kinds[rel] == 0:
-                a = K.random_row(mask, agent_rng, i)
-            else:
-                a = K.greedy_row(r, i, mask, m, scores, hlen)
-        mask[:] = 0
+            count = K.legal_mask(r, i, m, hands, bits, masks)
+            a = K.seat_action(r, i, kinds, seats, auto_forced, count, masks, m, scores, hlen,
+                              agent_rng)  # fmt: skip
+            if a < 0:  # a match that ended in the step has no real decision before its end
+                raise RuntimeError("replay_final: the learner must choose before the match ends")
+        masks[i] = 0
         if not m[i, K.TERMINAL] and m[i, K.CUR] == seats[i]:
-            K.legal_mask(r, i, m, hands, bits, mask)
-        K.encode(r, i, m, scores, hands, hlen, voids, line, bone, mask, seats[i], out[j])
+            K.legal_mask(r, i, m, hands, bits, masks)
+        K.encode(r, i, m, scores, hands, hlen, voids, line, bone, masks, seats[i], out)
