@@ -24,14 +24,13 @@ Times, in CPU time (``time.thread_time``) of one process on one core, ns per act
 from __future__ import annotations
 
 import argparse
-import json
 import time
 from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
-from benchmarks.run import engine_loop, pin_to_one_core
+from benchmarks.run import engine_loop, pin_to_one_core, write_json
 from benchmarks.vector_speed import cpu_rate
 from bergen_env.rules import Rules
 from bergen_env.tiles import CONTAINS, DOUBLE_ID, IS_DOUBLE, OTHER_HALF, PIPS
@@ -410,9 +409,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--json", help="write the results here")
     args = parser.parse_args(argv)
     result = run(args.rows, args.seconds)
-    if args.json:
-        with open(args.json, "w") as f:
-            json.dump(result, f, indent=2)
+    write_json(args.json, result)
     return result
 
 

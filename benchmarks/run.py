@@ -312,6 +312,21 @@ def pin_to_one_core() -> tuple[set[int] | None, str]:
     return before, f"pinned to cpu {core}"
 
 
+def print_pinned_command(module: str) -> None:
+    """Print the command that reproduces this run, pinned to one core as the docs give it."""
+    import shlex
+
+    print("command:", shlex.join(["taskset", "-c", "0", "python", "-m", module, *sys.argv[1:]]))
+
+
+def write_json(path: str | None, result: Any) -> None:
+    """Write ``result`` as indented JSON to ``path`` (atomically); nothing when ``path`` is None."""
+    if path:
+        from bergen_env.atomic_files import write_text
+
+        write_text(path, json.dumps(result, indent=2))
+
+
 # ---------------------------------------------------------------------------- main
 
 

@@ -24,9 +24,6 @@ ratio is always of two figures of the same run.
 from __future__ import annotations
 
 import argparse
-import json
-import shlex
-import sys
 import time
 from collections.abc import Callable
 from typing import Any
@@ -43,7 +40,9 @@ from benchmarks.run import (
     machine,
     make_single_agent,
     pin_to_one_core,
+    print_pinned_command,
     single_agent_loop,
+    write_json,
 )
 from benchmarks.vector_speed import cpu_rate
 from bergen_env.agents import make_agent
@@ -159,14 +158,9 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--agents", nargs="+", default=AGENTS, help="agent strings to time")
     parser.add_argument("--json", help="write the results here")
     args = parser.parse_args(argv)
-    print(
-        "command:",
-        shlex.join(["taskset", "-c", "0", "python", "-m", "benchmarks.speed_page", *sys.argv[1:]]),
-    )
+    print_pinned_command("benchmarks.speed_page")
     result = run(args.seconds, args.positions, args.agents)
-    if args.json:
-        with open(args.json, "w") as f:
-            json.dump(result, f, indent=2)
+    write_json(args.json, result)
     return result
 
 

@@ -15,8 +15,6 @@ from __future__ import annotations
 
 import argparse
 import importlib.util
-import json
-import shlex
 import subprocess
 import sys
 import tempfile
@@ -24,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 import bergen_env
-from benchmarks.run import aec_loop, engine_loop, pin_to_one_core
+from benchmarks.run import aec_loop, engine_loop, pin_to_one_core, print_pinned_command, write_json
 from benchmarks.vector_speed import BATCH, ROUNDS, cpu_rate, vector_loop
 from bergen_env.rules import Rules
 
@@ -94,14 +92,9 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--rules", default="standard")
     parser.add_argument("--json", help="write the results here")
     args = parser.parse_args(argv)
-    print(
-        "command:",
-        shlex.join(["taskset", "-c", "0", "python", "-m", "benchmarks.vector_ab", *sys.argv[1:]]),
-    )
+    print_pinned_command("benchmarks.vector_ab")
     result = run(args.ref, args.seconds, args.rules)
-    if args.json:
-        with open(args.json, "w") as f:
-            json.dump(result, f, indent=2)
+    write_json(args.json, result)
     return result
 
 

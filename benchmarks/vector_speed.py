@@ -27,9 +27,6 @@ from __future__ import annotations
 
 import argparse
 import gc
-import json
-import shlex
-import sys
 import time
 from collections.abc import Callable
 from typing import Any
@@ -44,7 +41,9 @@ from benchmarks.run import (
     machine,
     make_single_agent,
     pin_to_one_core,
+    print_pinned_command,
     single_agent_loop,
+    write_json,
 )
 from bergen_env.agents import make_agent
 from bergen_env.rules import PRESETS, Rules
@@ -287,16 +286,9 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--no-search", action="store_true", help="skip the search rows")
     parser.add_argument("--no-sizes", action="store_true", help="skip memory and the N sweep")
     args = parser.parse_args(argv)
-    print(
-        "command:",
-        shlex.join(
-            ["taskset", "-c", "0", "python", "-m", "benchmarks.vector_speed", *sys.argv[1:]]
-        ),
-    )
+    print_pinned_command("benchmarks.vector_speed")
     result = run(args.seconds, args.quick, tuple(args.rules), not args.no_search, not args.no_sizes)
-    if args.json:
-        with open(args.json, "w") as f:
-            json.dump(result, f, indent=2)
+    write_json(args.json, result)
     return result
 
 

@@ -13,13 +13,13 @@ includes the second thread's).
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import time
 from typing import Any
 
 import numba
 
+from benchmarks.run import write_json
 from bergen_env.vector import BergenVectorEnv
 
 SEED = 0
@@ -69,9 +69,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--json", help="write the results here")
     args = parser.parse_args(argv)
     result = measure(args.rows, args.rounds, args.steps)
-    if args.json:
-        with open(args.json, "w") as f:
-            json.dump(result, f, indent=2)
+    write_json(args.json, result)
     return result
 
 

@@ -96,13 +96,13 @@ class ArgumentParser(argparse.ArgumentParser):
 def add_rules_arguments(p: argparse.ArgumentParser) -> None:
     """``--players``, ``--partnerships``, ``--rules`` and ``--rule-override``, as
     ``evaluate.build_rules`` reads them."""
-    from bergen_env.rules import PRESETS, RULE_OPTIONS
+    from bergen_env.rules import RULE_OPTIONS
 
     p.add_argument(
         "--players",
         type=int,
         default=None,
-        help="seats: 2, 3 or 4 (default: as a policy file records, else 2)",
+        help="seats: 2, 3 or 4 (default: as a policy among the agents records, else 2)",
     )
     p.add_argument(
         "--partnerships",
@@ -113,8 +113,8 @@ def add_rules_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--rules",
         default=None,
-        help=f"rules preset: {', '.join(PRESETS)} (default: as a policy file records, else "
-        "standard)",
+        help=f"rules preset: {', '.join(PRESETS)} (default: the rules a policy among the agents "
+        "records, else standard)",
     )
     p.add_argument(
         "--rule-override",

@@ -37,11 +37,12 @@ from bergen_env.agents import make_agent
 from bergen_env.arena import TournamentResult, run_tournament, seat_lineups
 from bergen_env.atomic_files import atomic_path, check_writable, write_text
 from bergen_env.errors import BergenError
-from bergen_env.rules import PRESETS, RULE_OPTIONS, Rules
+from bergen_env.rules import Rules
 
 from .cli import (
     ArgumentParser,
     UsageError,
+    add_rules_arguments,
     command_rules,
     register_policy_kinds,
     require_extra,
@@ -95,32 +96,7 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         help="allow ppo:PATH zips and rllib:PATH checkpoints, which are unpickled and so can run "
         "code: only for your own files (share policies as policy:FILE.safetensors instead)",
     )
-    p.add_argument(
-        "--players",
-        type=int,
-        default=None,
-        help="seats: 2, 3 or 4 (default: as a policy among the agents records, else 2)",
-    )
-    p.add_argument(
-        "--partnerships",
-        action=argparse.BooleanOptionalAction,
-        default=None,
-        help="4 players in two teams (default: on for draw and fives, off otherwise)",
-    )
-    p.add_argument(
-        "--rules",
-        default=None,
-        help=f"rules preset: {', '.join(PRESETS)} (default: the rules a policy among the agents "
-        "records, else standard)",
-    )
-    p.add_argument(
-        "--rule-override",
-        nargs="+",
-        action="extend",
-        default=[],
-        metavar="KEY=VALUE",
-        help=f"override a rule option; options: {', '.join(RULE_OPTIONS)}",
-    )
+    add_rules_arguments(p)
     p.add_argument("--matches", type=int, default=2000, help="matches (rounded up to groups)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--workers", type=int, default=1, help="processes (default 1)")
