@@ -449,3 +449,20 @@ def test_rating_table_pair_task_killed_is_played_again(ray_instance, tmp_path: P
     assert killed, "no worker was caught running a pair's task"
     assert len(run.played) == 3
     assert _stored(tmp_path / "ray.json") == _stored(tmp_path / "local.json")
+
+
+def test_exploit_ray_flag_writes_the_json_of_local_workers(
+    ray_instance, small_tasks, tmp_path: Path
+) -> None:
+    from training.exploit import main
+
+    common = ["--policy", "greedy", "--matches", "8", "--samples", "3", "--seed", "2"]
+    common += ["--no-progress"]
+    assert main([*common, "--workers", "2", "--json", str(tmp_path / "w.json")]) == 0
+    assert main([*common, "--ray", "--json", str(tmp_path / "r.json")]) == 0
+    local = json.loads((tmp_path / "w.json").read_text())
+    on_ray = json.loads((tmp_path / "r.json").read_text())
+    for data in (local, on_ray):
+        for key in ("command", "workers", "seconds"):
+            data["config"].pop(key)
+    assert local == on_ray
