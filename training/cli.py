@@ -126,6 +126,18 @@ def add_rules_arguments(p: argparse.ArgumentParser) -> None:
     )
 
 
+def check_match_arguments(args: argparse.Namespace, counts: Sequence[str]) -> None:
+    """The checks of a command that plays matches: each of ``counts`` (``matches``, ``workers``,
+    ...) at least 1, ``--seed`` at least 0, and ``--ray`` without ``--workers``."""
+    for flag in counts:
+        if getattr(args, flag) < 1:
+            raise UsageError(f"--{flag.replace('_', '-')} must be >= 1")
+    if args.seed < 0:
+        raise UsageError("--seed must be >= 0")
+    if args.ray is not None and args.workers > 1:
+        raise UsageError("--ray uses the Ray cluster's CPUs: leave out --workers")
+
+
 def require_extra(extra: str, feature: str, modules: Sequence[str] | None = None) -> None:
     """Raise :class:`MissingExtraError` naming ``feature`` if a module it needs is missing.
 

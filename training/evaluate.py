@@ -43,6 +43,7 @@ from .cli import (
     ArgumentParser,
     UsageError,
     add_rules_arguments,
+    check_match_arguments,
     command_rules,
     register_policy_kinds,
     require_extra,
@@ -197,13 +198,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 def tournament(argv: Sequence[str] | None = None) -> int:
     """Check the arguments (a user error is a :class:`UsageError`), play and report."""
     args = parse_args(argv)
-    for flag in ("matches", "workers", "max_hands"):
-        if getattr(args, flag) < 1:
-            raise UsageError(f"--{flag.replace('_', '-')} must be >= 1")
-    if args.seed < 0:
-        raise UsageError("--seed must be >= 0")
-    if args.ray is not None and args.workers > 1:
-        raise UsageError("--ray uses the Ray cluster's CPUs: leave out --workers")
+    check_match_arguments(args, ("matches", "workers", "max_hands"))
     register_policy_kinds(args.agents)
     if args.trust_pickle:
         args.agents = trust_pickle(args.agents)
