@@ -11,6 +11,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import httpx2 as httpx
 import pytest
@@ -391,3 +392,51 @@ def test_a_slow_disk_does_not_stall_the_event_loop(tmp_path) -> None:
             thread.join(30)
         assert answers == [200] and len(table.state.moves) == 1
         assert manager.store.moves(table.id, 0) == table.state.moves
+
+
+def test_a_replay_asked_for_as_the_match_ends_waits_for_its_record(tmp_path) -> None:
+    """Pages see the match over once its last move is applied; a replay asked for before the
+    record reaches the disk is answered with that record, not "the match is still played"."""
+    import threading
+
+    release, writing = threading.Event(), threading.Event()
+
+    class SlowStore(SQLiteStore):
+        def add_replay(self, *args) -> None:
+            writing.set()
+            assert release.wait(30)
+            super().add_replay(*args)
+
+    store = SlowStore(str(tmp_path / "t.db"))
+    manager = TableManager(agents=dict(AGENTS), store=store, pace=0, limits=Limits(max_hands=1))
+    client = TestClient(create_app(manager))
+    with client:
+        r = client.post("/api/tables", json={"seats": ["person", "person"]})
+        table = manager.by_token(r.json()["seats"][0]["link"][3:])[0]
+        last: list[int] = []
+        while not writing.is_set():
+            seat = table.state.current_player
+            action = table.state.legal_actions()[0]
+            token = table.seats[seat].token
+            mover = threading.Thread(
+                target=lambda t=token, a=action: last.append(
+                    client.post(f"/api/s/{t}/move", json={"action": a}).status_code
+                )
+            )
+            mover.start()
+            while mover.is_alive() and not writing.is_set():
+                mover.join(0.01)
+        assert client.get(f"/api/w/{table.id}").json()["over"]  # the page already sees it
+        answers: list[Any] = []
+        asker = threading.Thread(
+            target=lambda: answers.append(client.get(f"/api/w/{table.id}/replay"))
+        )
+        asker.start()
+        asker.join(0.5)
+        assert asker.is_alive() and not answers, "the replay did not wait for the record"
+        release.set()
+        asker.join(30)
+        mover.join(30)
+        assert last[-1] == 200 and answers[0].status_code == 200, answers[0].text
+        record = json.loads(answers[0].text)
+        assert sum(len(h["events"]) for h in record["hands"]) == table.moves_made

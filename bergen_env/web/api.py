@@ -140,7 +140,7 @@ async def watch_state(request: Request) -> Response:
 
 async def table_replay(request: Request) -> Response:
     table = manager(request).by_id(request.path_params["table"])
-    text = json.dumps(table.replay_record(), separators=(",", ":")) + "\n"
+    text = json.dumps(await table.finished_record(), separators=(",", ":")) + "\n"
     return Response(
         text,
         media_type="application/x-ndjson",
@@ -150,7 +150,7 @@ async def table_replay(request: Request) -> Response:
 
 async def table_frames(request: Request) -> Response:
     table = manager(request).by_id(request.path_params["table"])
-    record = table.replay_record()
+    record = await table.finished_record()
     key = (table.id, record["seed"], len(record["hands"]), table.row.match)
     if table.frames[0] != key:  # re-simulated once per finished match, not per request
         table.frames = (key, await asyncio.to_thread(replay_frames, record))

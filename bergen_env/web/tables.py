@@ -573,6 +573,14 @@ class Table:
             )
         return record
 
+    async def finished_record(self) -> dict[str, Any]:
+        """:meth:`replay_record` once a match's last move, if one is being kept, is recorded.
+
+        A page sees the match over as soon as its last move is applied; its record reaches the
+        store a moment later (under :attr:`lock`), so a replay asked for in between waits."""
+        async with self.lock:
+            return self.replay_record()
+
     def links(self) -> dict[str, Any]:
         """Every person seat's link and the spectator link (paths; the page makes them absolute)."""
         return {
