@@ -34,12 +34,6 @@ The global state (``STATE_SIZE``), for centralized critics, uses absolute seats 
 adds every hand and the boneyard's contents (not its order): views ``hands`` (4 x 28),
 ``line``, ``boneyard_tiles``, ``left_end``, ``right_end``, ``end_doubles``, ``line_empty``,
 ``to_move``, ``seats``, ``hand_sizes``, ``voids``, ``boneyard``, ``scores``, ``need``.
-
-The hidden information of one observer (``HIDDEN_SIZE = 140``), for critics that may read what
-the observer's policy must not (asymmetric actor-critic): ``other_hands`` (the hands of relative
-seats 1, 2, 3; 3 x 28 tile counts), ``boneyard_tiles`` (the undrawn tiles' counts, not their
-order) and ``next_draw`` (one-hot of the tile the next draw would give; all 0 when no tile may be
-drawn).
 """
 
 from __future__ import annotations
@@ -92,13 +86,6 @@ STATE_LAYOUT: tuple[tuple[str, int], ...] = (
 )
 
 
-HIDDEN_LAYOUT: tuple[tuple[str, int], ...] = (
-    ("other_hands", (MAX_SEATS - 1) * NUM_TILES),
-    ("boneyard_tiles", NUM_TILES),
-    ("next_draw", NUM_TILES),
-)
-
-
 def _offsets(layout: tuple[tuple[str, int], ...]) -> dict[str, slice]:
     out, start = {}, 0
     for name, size in layout:
@@ -109,12 +96,8 @@ def _offsets(layout: tuple[tuple[str, int], ...]) -> dict[str, slice]:
 
 OBS_SLICES = _offsets(OBS_LAYOUT)
 STATE_SLICES = _offsets(STATE_LAYOUT)
-HIDDEN_SLICES = _offsets(HIDDEN_LAYOUT)
 OBS_SIZE = sum(size for _, size in OBS_LAYOUT)
 STATE_SIZE = sum(size for _, size in STATE_LAYOUT)
-HIDDEN_SIZE = sum(size for _, size in HIDDEN_LAYOUT)
-_NEXT_DRAW = HIDDEN_SLICES["next_draw"].start
-_BONE_TILES = HIDDEN_SLICES["boneyard_tiles"].start
 #: ``_VOID_ROWS[mask]``: the 7 flags of a 7-bit void mask, as bytes (one per number).
 _VOID_ROWS = tuple(
     bytes((mask >> n) & 1 for n in range(NUM_NUMBERS)) for mask in range(1 << NUM_NUMBERS)
@@ -174,13 +157,9 @@ def _write_scores(out: np.ndarray, start: int, s: BergenState, first_side: int) 
 
 
 def obs_bounds(rules: Rules, layout: str = "obs") -> tuple[np.ndarray, np.ndarray]:
-    """Elementwise (low, high) of the observation, state or hidden array under ``rules``."""
-    if layout == "hidden":
-        high = np.full(HIDDEN_SIZE, rules.sets, dtype=np.float32)
-        high[HIDDEN_SLICES["next_draw"]] = 1.0
-        return np.zeros(HIDDEN_SIZE, dtype=np.float32), high
+    """Elementwise (low, high) of the observation or state array under ``rules``."""
     if layout not in ("obs", "state"):
-        raise ValueError(f"layout must be 'obs', 'state' or 'hidden', got {layout!r}")
+        raise ValueError(f"layout must be 'obs' or 'state', got {layout!r}")
     slices = OBS_SLICES if layout == "obs" else STATE_SLICES
     size = OBS_SIZE if layout == "obs" else STATE_SIZE
     low = np.zeros(size, dtype=np.float32)
@@ -272,21 +251,6 @@ class Encoder:
         _fill_shared(b, _STATE_SHARED, s, 0, 0)
         out = self._state_bytes_array.astype(np.float32)
         _write_scores(out, _STATE_SCORES, s, 0)
-        return out
-
-    def hidden(self, s: BergenState, seat: int) -> np.ndarray:
-        """What ``seat`` cannot see (a new array): the other hands by relative seat, the
-        boneyard's contents and its next drawable tile. For critics only, never for a policy."""
-        out = np.zeros(HIDDEN_SIZE, dtype=np.float32)
-        n = self.n
-        for k in range(1, n):
-            start = (k - 1) * NUM_TILES
-            out[start : start + NUM_TILES] = s.hands[(seat + k) % n]
-        pos = s.bone_pos
-        for t in s.boneyard[pos:]:
-            out[_BONE_TILES + t] += 1.0
-        if s.drawable:
-            out[_NEXT_DRAW + s.boneyard[pos]] = 1.0
         return out
 
     def __getstate__(self) -> dict:

@@ -44,11 +44,7 @@ the result reports it, so a training run or ``check_env`` stays quiet) or ``"rai
 ``0..A-1`` always raises.
 ``render_mode``: ``"ansi"`` (the whole table as text) or ``"rgb_array"`` (the learner's view as
 a ``(544, 960, 3)`` uint8 image: :mod:`bergen_env.render_image`, needs Pillow, the ``render``
-extra). ``privileged``: append what the learner cannot see to its
-observation, ``Box(240 + 140,)``: the observation, then
-:meth:`~bergen_env.observation.Encoder.hidden` (the other hands by relative seat, the boneyard's
-contents and its next tile). For asymmetric actor-critic training, whose critic reads it and whose
-policy must read only the first ``OBS_SIZE`` entries (``training.oracle_critic``); off by default.
+extra).
 
 ``action_space.sample()`` without a mask draws a legal action of the current position (its
 pickled form is a plain ``Discrete``, so a vector env's batched space samples without masks:
@@ -103,7 +99,7 @@ from bergen_env.observation import Encoder, obs_bounds
 from bergen_env.render import render_text
 from bergen_env.render_image import render_rgb
 from bergen_env.rules import Rules
-from bergen_env.validation import check_bool, check_choice, invalid, is_int, keyword_names
+from bergen_env.validation import check_choice, invalid, is_int, keyword_names
 
 REWARD_MODES = (*AEC_REWARD_MODES, "shaped", "win")
 ILLEGAL_ACTION_MODES = ("raise", "lose")
@@ -130,7 +126,6 @@ class BergenSingleAgentEnv(gym.Env):
         max_hands: int | None = DEFAULT_MAX_HANDS,
         illegal_action: str = "lose",
         render_mode: str | None = None,
-        privileged: bool = False,
         **overrides: Any,
     ) -> None:
         opts = EnvOptions.resolve(
@@ -159,7 +154,6 @@ class BergenSingleAgentEnv(gym.Env):
                 raise InvalidOptionError(
                     f"option reward='win' needs a match-win table: {exc}"
                 ) from None
-        privileged = check_bool("privileged", privileged)
         if isinstance(opponents, (str, Agent)) or callable(opponents):
             raise InvalidOptionError(
                 f"option 'opponents' must be a list (one entry per other seat), got {opponents!r}"
@@ -194,11 +188,7 @@ class BergenSingleAgentEnv(gym.Env):
         self.render_mode = opts.render_mode
 
         num_actions = self.rules.num_actions
-        self.privileged = privileged
         low, high = obs_bounds(self.rules)
-        if self.privileged:
-            h_low, h_high = obs_bounds(self.rules, "hidden")
-            low, high = np.concatenate([low, h_low]), np.concatenate([high, h_high])
         self.observation_space = spaces.Box(low=low, high=high, shape=low.shape, dtype=np.float32)
         self.action_space = LegalActionSpace(num_actions, self._sample_mask)
         self._encoder = Encoder(self.rules)
@@ -394,10 +384,7 @@ class BergenSingleAgentEnv(gym.Env):
         """The learner's observation and ``info`` (one legal-action list serves both)."""
         game, seat = self.game, self.seat
         legal = game.legal_actions() if game.current_player == seat else ()
-        obs = self._encoder.observe(game, seat, legal)
-        if self.privileged:
-            obs = np.concatenate([obs, self._encoder.hidden(game, seat)])
-        return obs, self._make_info(legal)
+        return self._encoder.observe(game, seat, legal), self._make_info(legal)
 
     def _points_reward(self, before: list[int]) -> float:
         scores = self.game.scores

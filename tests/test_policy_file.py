@@ -203,44 +203,6 @@ def test_numpy_forward_pass_matches_torch(name: str) -> None:
     assert [agent.act(o, m, None) for o, m in zip(obs, masks)] == torch_actions.tolist()
 
 
-def test_oracle_critic_model_exports_and_agrees(tmp_path: Path) -> None:
-    """The oracle-critic policy (actor on the observation, critic on observation + hidden)."""
-    pytest.importorskip("sb3_contrib")
-    import torch
-    from sb3_contrib import MaskablePPO
-
-    from bergen_env.single_agent import BergenSingleAgentEnv
-    from training.export_policy import export_model, export_zip
-    from training.oracle_critic import OracleCriticPolicy
-    from training.policies import save_policy
-
-    rules = Rules.preset("standard")
-    env = BergenSingleAgentEnv(opponents=["random"], privileged=True)
-    model = MaskablePPO(
-        OracleCriticPolicy,
-        env,
-        n_steps=16,
-        batch_size=16,
-        seed=0,
-        policy_kwargs={"net_arch": [16, 8], "activation_fn": torch.nn.Tanh},
-    )
-    zip_path = save_policy(model, tmp_path / "oracle.zip", rules, timesteps=0)
-    from_zip = read_policy_file(export_zip(zip_path))
-    from_memory = read_policy_file(export_model(model, rules, tmp_path / "mem"))
-    assert from_zip.header["provenance"]["critic"] == "oracle"
-    obs, masks = recorded_observations(rules, seed=3, matches=1)
-    with torch.no_grad():
-        latent = model.policy.mlp_extractor.forward_actor(torch.as_tensor(obs))
-        logits = model.policy.action_net(latent).numpy()
-    for policy in (from_zip, from_memory):
-        assert [layer["activation"] for layer in policy.header["network"]["layers"]] == [
-            "tanh",
-            "tanh",
-            "identity",
-        ]
-        np.testing.assert_allclose(policy.network.logits(obs), logits, atol=1e-5)
-
-
 def test_exporter_refuses_what_numpy_cannot_express(tmp_path: Path) -> None:
     pytest.importorskip("sb3_contrib")
     import torch

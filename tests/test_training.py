@@ -16,7 +16,7 @@ pytest.importorskip("sb3_contrib")
 
 import bergen_env  # noqa: E402
 from bergen_env.agents.base import make_agent  # noqa: E402
-from bergen_env.observation import HIDDEN_SIZE, OBS_SIZE  # noqa: E402
+from bergen_env.observation import OBS_SIZE  # noqa: E402
 from bergen_env.rules import Rules  # noqa: E402
 from training.config import ConfigError, TrainConfig, load_config, schedule  # noqa: E402
 from training.policies import PolicyFileError, load_policy, read_metadata  # noqa: E402
@@ -194,6 +194,16 @@ def test_policy_with_other_sizes_is_rejected(run_dir: Path, tmp_path: Path) -> N
     )
     with pytest.raises(PolicyFileError, match=r"small.zip.*shape \(10,\).*\(240,\)"):
         load_policy(path, trust_pickle=True)
+    # a file whose metadata disagrees with its model: the error names both
+    edited = tmp_path / "edited.zip"
+    rewrite_member(
+        run_dir / "final_model.zip",
+        edited,
+        "bergen_policy.json",
+        lambda data: json.dumps(json.loads(data) | {"obs_size": 250}).encode(),
+    )
+    with pytest.raises(PolicyFileError, match=r"edited.zip.*obs_size=250.*shape \(240,\)"):
+        load_policy(edited, trust_pickle=True)
 
 
 def test_unknown_config_key_names_file_and_key(tmp_path: Path) -> None:
@@ -207,6 +217,10 @@ def test_unknown_config_key_names_file_and_key(tmp_path: Path) -> None:
         ConfigError, match=r"quick.yaml.*unknown key 'nsteps' \(did you mean 'n_steps'"
     ):
         load_config(ROOT / "configs/quick.yaml", ["nsteps=3"])
+    removed = tmp_path / "removed.yaml"  # the asymmetric critic's key is gone
+    removed.write_text("default:\n  critic: oracle\n")
+    with pytest.raises(ConfigError, match=r"removed.yaml: unknown key 'critic'; valid keys: \["):
+        load_config(removed)
     top = tmp_path / "top.yaml"
     top.write_text("ppo:\n  seed: 1\n")
     with pytest.raises(ConfigError, match="top.yaml.*'default:'"):
@@ -307,36 +321,3 @@ def test_selfplay_partnership_training_runs(tmp_path: Path) -> None:
     snaps = sorted(p.name for p in (run / "snapshots").glob("snapshot_*.zip"))
     assert len(snaps) >= 3
     assert 0.0 <= out["final"]["random"]["win_rate"] <= 1.0
-
-
-def test_oracle_critic_run_trains_and_its_policy_acts_on_plain_observations(
-    tmp_path: Path,
-) -> None:
-    from training.oracle_critic import OracleCriticPolicy
-    from training.policies import load_model
-    from training.train import main
-
-    run = tmp_path / "oracle"
-    sets = [*TINY, "critic=oracle", "eval_opponents=[random]"]
-    out = main(
-        ["--config", "configs/quick.yaml", "--run-dir", str(run)]
-        + [x for s in sets for x in ("--set", s)]
-    )
-    assert out["timesteps"] == 512
-    model, meta = load_model(run / "final_model.zip", trust_pickle=True)
-    assert isinstance(model.policy, OracleCriticPolicy)
-    assert model.observation_space.shape == (OBS_SIZE + HIDDEN_SIZE,)
-    assert meta["obs_size"] == OBS_SIZE
-    assert (
-        play_aec_match(load_policy(run / "final_model.zip", trust_pickle=True), seat=1, seed=2) > 5
-    )
-    # a file whose metadata disagrees: the error names the inputs an oracle-critic model reads
-    edited = tmp_path / "edited.zip"
-    rewrite_member(
-        run / "final_model.zip",
-        edited,
-        "bergen_policy.json",
-        lambda data: json.dumps(json.loads(data) | {"obs_size": 250}).encode(),
-    )
-    with pytest.raises(PolicyFileError, match=r"observation \+ hidden tiles has shape \(380,\)"):
-        load_model(edited, trust_pickle=True)

@@ -165,10 +165,6 @@ class TrainConfig(EnvBlock):
     """Hidden layers of the policy and value networks (separate networks)."""
     activation: str = "relu"
     """``relu`` or ``tanh``."""
-    critic: str = "obs"
-    """``obs`` (the value network reads the learner's observation) or ``oracle`` (it also reads
-    the hidden tiles: asymmetric actor-critic, ``training.oracle_critic``; the policy still reads
-    only the observation)."""
 
     # --- evaluation and checkpoints
     eval_opponents: list[str] = field(default_factory=lambda: ["random", "greedy"])
@@ -199,11 +195,7 @@ class TrainConfig(EnvBlock):
 
     def env_kwargs(self) -> dict[str, Any]:
         """Keyword arguments of :class:`bergen_env.single_agent.BergenSingleAgentEnv`."""
-        return dict(
-            **self.env_block_kwargs(),
-            auto_forced=self.auto_forced,
-            privileged=self.critic == "oracle",
-        )
+        return dict(**self.env_block_kwargs(), auto_forced=self.auto_forced)
 
 
 FIELDS = {f.name: f for f in dataclasses.fields(TrainConfig)}

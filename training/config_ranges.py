@@ -174,7 +174,6 @@ TRAIN: dict[str, Allowed] = {
     "max_grad_norm": number(0, lo_open=True),
     "net_arch": widths(empty=False),
     "activation": choice("relu", "tanh"),
-    "critic": choice("obs", "oracle"),
     "eval_opponents": AGENTS,
     "eval_every": integer(0),
     "eval_matches": POSITIVE,

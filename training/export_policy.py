@@ -29,7 +29,7 @@ from typing import Any
 
 import numpy as np
 
-from bergen_env.observation import HIDDEN_SIZE, OBS_SIZE
+from bergen_env.observation import OBS_SIZE
 from bergen_env.policy_file import SUFFIX, PolicyFileError, save_policy_file
 from bergen_env.rules import Rules
 
@@ -43,7 +43,7 @@ TORCH_ACTIVATIONS = {
     "torch.nn.modules.activation.Tanh": "tanh",
 }
 #: SB3 policy classes whose actor is ``mlp_extractor.policy_net`` then ``action_net``.
-POLICY_CLASSES = ("MaskableActorCriticPolicy", "OracleCriticPolicy")
+POLICY_CLASSES = ("MaskableActorCriticPolicy",)
 FLATTEN = "stable_baselines3.common.torch_layers.FlattenExtractor"
 
 
@@ -136,7 +136,7 @@ def export_zip(
     activation = next((v for k, v in TORCH_ACTIVATIONS.items() if f"'{k}'" in act_text), None)
     if activation is None:
         raise PolicyFileError(f"{source}: activation {act_text} is not one of {TORCH_ACTIVATIONS}")
-    if obs_shape not in ((OBS_SIZE,), (OBS_SIZE + HIDDEN_SIZE,)):
+    if obs_shape != (OBS_SIZE,):
         raise PolicyFileError(f"{source}: observation shape {obs_shape} is not this package's")
     try:
         state_dict = torch.load(io.BytesIO(weights_bytes), map_location="cpu", weights_only=True)
@@ -149,7 +149,6 @@ def export_zip(
         "exported_from": zip_path.name,
         "exported_from_sha256": hashlib.sha256(zip_path.read_bytes()).hexdigest(),
         "timesteps": int(meta.get("timesteps", data.get("num_timesteps", 0))),
-        "critic": "oracle" if obs_shape != (OBS_SIZE,) else "obs",
     }
     out = Path(out) if out is not None else zip_path.with_suffix(SUFFIX)
     return save_policy_file(out, rules, weights, biases, activations, prov | (provenance or {}))

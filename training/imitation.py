@@ -27,7 +27,6 @@ import numpy as np
 import torch
 
 from bergen_env.agents.base import make_agent
-from bergen_env.observation import OBS_SIZE
 from bergen_env.single_agent import BergenSingleAgentEnv
 
 from .config import TrainConfig
@@ -39,7 +38,7 @@ from .selfplay import build_opponents
 class TeacherData:
     """Learner decisions of the teacher: observations, masks, actions and returns that followed."""
 
-    obs: np.ndarray  # float32 (N, OBS_SIZE), or (N, OBS_SIZE + HIDDEN_SIZE) with critic: oracle
+    obs: np.ndarray  # float32 (N, OBS_SIZE)
     masks: np.ndarray  # bool (N, num_actions)
     actions: np.ndarray  # int64 (N,)
     returns: np.ndarray  # float32 (N,)
@@ -75,9 +74,8 @@ def collect_teacher_data(cfg: TrainConfig, decisions: int, seed: int) -> Teacher
         done = False
         while not done:
             mask = env.action_masks()
-            # the teacher sees the observation only (a privileged env appends the hidden tiles)
             view = env.game.public_view(env.seat)
-            a = int(teacher.act(obs[:OBS_SIZE], mask.astype(np.int8), view))
+            a = int(teacher.act(obs, mask.astype(np.int8), view))
             obs_rows.append(obs)
             mask_rows.append(mask)
             actions.append(a)

@@ -10,9 +10,7 @@ which reads the zip without unpickling) and play it with ``policy:PATH``, which 
 
 A policy file is an sb3-contrib ``MaskablePPO`` zip plus one extra member, ``bergen_policy.json``,
 with the rules and observation/action sizes it was trained for (:func:`save_policy` writes it).
-The agent acts deterministically: the most probable legal action. A model trained with
-``critic: oracle`` (:mod:`training.oracle_critic`) loads and acts the same way: its policy
-network reads the plain observation (only its critic, unused here, read the hidden tiles).
+The agent acts deterministically: the most probable legal action.
 
 Acting in the AEC env from user code::
 
@@ -53,11 +51,9 @@ from bergen_env.agents.base import (
     registered_agents,
 )
 from bergen_env.engine import PublicView
-from bergen_env.observation import HIDDEN_SIZE, OBS_SIZE
+from bergen_env.observation import OBS_SIZE
 from bergen_env.policy_file import PolicyFileError, check_trained_rules
 from bergen_env.rules import Rules
-
-from .oracle_critic import OracleCriticPolicy
 
 META_NAME = "bergen_policy.json"
 META_FORMAT = 1
@@ -141,16 +137,11 @@ def load_model(path: str | Path, trust_pickle: bool = False) -> tuple[MaskablePP
     except Exception as exc:  # SB3 raises many kinds on a damaged archive
         raise PolicyFileError(f"policy file {str(path)!r} is corrupted ({exc})") from None
     obs_shape = tuple(model.observation_space.shape or ())
-    # an oracle-critic model is trained on observation + hidden tiles; its actor reads OBS_SIZE
-    if isinstance(model.policy, OracleCriticPolicy):
-        expected, inputs = (OBS_SIZE + HIDDEN_SIZE,), "observation + hidden tiles"
-    else:
-        expected, inputs = (OBS_SIZE,), "observation"
-    if obs_shape != expected or meta["obs_size"] != OBS_SIZE:
+    if obs_shape != (OBS_SIZE,) or meta["obs_size"] != OBS_SIZE:
         raise PolicyFileError(
             f"policy file {str(path)!r} was trained on inputs of shape {obs_shape} "
-            f"(metadata obs_size={meta['obs_size']}), but this package's {inputs} has shape "
-            f"{expected}"
+            f"(metadata obs_size={meta['obs_size']}), but this package's observation has shape "
+            f"{(OBS_SIZE,)}"
         )
     if int(model.action_space.n) != meta["num_actions"]:
         raise PolicyFileError(

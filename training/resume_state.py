@@ -93,7 +93,6 @@ SAFE_CLASSES: frozenset[tuple[str, str]] = frozenset(
         ("sb3_contrib.common.maskable.buffers", "MaskableRolloutBuffer"),
         ("torch.nn.modules.activation", "ReLU"),
         ("torch.nn.modules.activation", "Tanh"),
-        ("training.oracle_critic", "OracleCriticPolicy"),
         ("training.selfplay", "OpponentPool"),  # re-pointed at this run's snapshots on load
     }
 )

@@ -83,7 +83,6 @@ from .config import (
     schedule,
 )
 from .export_policy import export_model
-from .oracle_critic import OracleCriticPolicy
 from .policies import PPOAgent, save_policy  # registers the "ppo" agent kind
 from .resume_state import (
     ContinuedCSV,
@@ -529,7 +528,7 @@ class StopOnSignal(BaseCallback):
 def build_model(cfg: TrainConfig, env: VecEnv, run_dir: Path) -> MaskablePPO:
     activation = {"relu": torch.nn.ReLU, "tanh": torch.nn.Tanh}[cfg.activation]
     return MaskablePPO(
-        OracleCriticPolicy if cfg.critic == "oracle" else "MlpPolicy",
+        "MlpPolicy",
         env,
         learning_rate=schedule(cfg.learning_rate),
         n_steps=cfg.n_steps,
