@@ -12,14 +12,14 @@ Rewards             ``reward="match"``: +1 / -1/(sides-1) at the end; ``"points"
 
 Bergen is a point-scoring draw-domino game for 2-4 players or 2 partnerships (seats 0 & 2
 against 1 & 3): you score when your play leaves both ends of the line showing the same
-number. The rules are ``shared/RULES.md``; every option is a keyword argument.
+number. The rules are ``bergen_env/RULES.md`` (docs/rules.md); every option is a keyword argument.
 
 Arguments
 ---------
 ``num_players`` (2-4, default 2 or the given ``Rules``'), ``partnerships`` (4 players only),
-``rules`` (a preset name ``"standard"``, ``"traditional"``, ``"double_set"`` or a
-:class:`bergen_env.Rules`), any rule option of RULES.md §3 as an override
-(``lead="highest"``, ``domino_points=5``, ...),
+``rules`` (a preset name of :data:`bergen_env.rules.PRESETS`: ``"standard"``, ``"traditional"``,
+``"double_set"``, ``"draw"`` or ``"fives"``; or a :class:`bergen_env.Rules`), any rule option
+(RULES.md, "Options") as an override (``lead="highest"``, ``domino_points=5``, ...),
 ``reward`` (``"match"`` or ``"points"``), ``max_hands`` (a match still running after this many
 hands is truncated, reward 0; default 2000), ``render_mode`` (``"ansi"`` or ``"human"``: the
 whole table as text; ``"rgb_array"``: the view of the agent on turn as a ``(544, 960, 3)`` uint8

@@ -139,8 +139,3 @@ def observation_of_view(view: PublicView) -> tuple[np.ndarray, np.ndarray]:
 
 #: Never drawn from: a placeholder state deals no further hand.
 _PLACEHOLDER_RNG = np.random.default_rng(0)
-
-
-def load_policy_file(path: str | Path, allow_mismatch: bool = False) -> PolicyAgent:
-    """Load a portable policy file as an agent."""
-    return PolicyAgent(path, allow_mismatch=allow_mismatch)
