@@ -288,7 +288,7 @@ class BergenState:
             return [2 * self.lead_tile]
         p = self.current_player
         bits = self.hand_bits[p]
-        if not self.line_len:  # a free lead (RULES.md §9): any tile, laid with end 0
+        if not self.line_len:  # a free lead (RULES.md, "Dealing and the lead"): any tile, end 0
             return [2 * t for t in bits_to_tiles(bits)]
         e0, e1 = self.end_num
         m0 = bits & CONTAINS[e0]
@@ -361,7 +361,7 @@ class BergenState:
     def action_points(self, action: int) -> int:
         """Points the player on turn scores by the legal ``action`` now, without applying it.
 
-        The play's points (RULES.md §6 headers after end caps, or §9 the Fives count), plus
+        The play's points (RULES.md: "Headers" after "End caps", or the "Fives count"), plus
         ``domino_points`` if the play empties the hand under ``out_scoring='fixed'`` (unless the
         play alone already reaches the target); 0 for a draw or a pass. A hand won under
         ``out_scoring='pips'``/``'pips_fives'`` scores the other hands' pips, which the player
@@ -396,7 +396,7 @@ class BergenState:
         return points
 
     def _capped(self, side: int, header: int) -> int:
-        """A header's value after end caps (RULES.md §6) for ``side``."""
+        """A header's value after end caps (RULES.md, "End caps") for ``side``."""
         if header and self.rules.end_caps:
             return cap_header(header, self.rules.target - self.scores[side], True)
         return header
@@ -795,7 +795,7 @@ def lead_of(
 
 
 def _find_lead(counts: list[list[int]], lead: str, first: int) -> tuple[int | None, int | None]:
-    """The seat that leads and the tile it must lead (RULES.md §4, §9).
+    """The seat that leads and the tile it must lead (RULES.md, "Dealing and the lead").
 
     ``(seat, None)`` for a free lead (any tile); ``(None, None)`` when nobody holds the double
     a ``lowest``/``highest``/``highest_any`` lead needs (a redeal).
@@ -848,6 +848,7 @@ def validate_deal(deal: Any, rules: Rules) -> Deal:
         )
     if rules.lead in DOUBLE_LEADS and not any(IS_DOUBLE[t] for h in hands for t in h):
         raise InvalidDealError(
-            f"deal gives no seat a double: nobody can lead under lead={rules.lead!r} (RULES.md §4)"
+            f"deal gives no seat a double: nobody can lead under lead={rules.lead!r} "
+            "(RULES.md, 'Dealing and the lead')"
         )
     return hands, boneyard

@@ -74,7 +74,7 @@ def render_text(state: BergenState) -> str:
 
 # ---------------------------------------------------------------------- hand and match ends
 
-#: How each blocked rule picks the winner (RULES.md §7), for announcements.
+#: How each blocked rule picks the winner (RULES.md, "Blocked hands"), for announcements.
 BLOCKED_RULE_TEXT = {
     "german": "fewest doubles, then fewest pips",
     "american": "a side without doubles beats one with, then fewest pips; "

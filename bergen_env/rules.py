@@ -1,5 +1,5 @@
-"""The rule options of RULES.md §3 as one frozen, validated object, with the five presets
-(standard, traditional, double_set, draw and fives; RULES.md §3 and §9).
+"""The rule options of RULES.md ("Options") as one frozen, validated object, with the five
+presets (standard, traditional, double_set, draw and fives; RULES.md, "Presets").
 
 >>> r = Rules.preset("standard", num_players=4, partnerships=True)
 >>> (r.hand_size, r.target, r.num_sides)
@@ -26,14 +26,16 @@ from bergen_env.tiles import NUM_TILES
 from bergen_env.validation import check_bool, check_int, check_keywords
 
 PRESETS = ("standard", "traditional", "double_set", "draw", "fives")
-#: Presets that seat four players as two partnerships unless ``partnerships=False`` (RULES.md §9).
+#: Presets that seat four players as two partnerships unless ``partnerships=False``
+#: (RULES.md, "Presets").
 PARTNERSHIP_PRESETS = ("draw", "fives")
 LEADS = ("lowest", "highest", "highest_any", "rotate")
-#: Leads decided by a double: a deal in which no seat holds one is redealt (RULES.md §4, §9).
+#: Leads decided by a double: a deal in which no seat holds one is redealt
+#: (RULES.md, "Dealing and the lead").
 DOUBLE_LEADS = ("lowest", "highest", "highest_any")
 BLOCKED_RULES = ("german", "american", "pips", "most_doubles")
 
-#: Options that a preset sets and a keyword argument may override (RULES.md §3 and §5).
+#: Options that a preset sets and a keyword argument may override (RULES.md, "Presets").
 RULE_OPTIONS = (
     "sets",
     "hand_size",
@@ -65,7 +67,7 @@ _BOOL_OPTIONS = ("partnerships", "end_caps", "voluntary_draw", "single_hand")
 
 
 def _preset_values(preset: str, num_players: int, num_sides: int) -> dict[str, Any]:
-    """The option values of a preset for a player count (RULES.md §3 table)."""
+    """The option values of a preset for a player count (the table of RULES.md, "Presets")."""
     if preset == "standard":
         return dict(
             sets=1,

@@ -1,6 +1,6 @@
 """The scoring rule of every game, state-free: the one place the engine and the agents read it.
 
-Points during play (``play_scoring``, RULES.md §6 and §9):
+Points during play (``play_scoring``, RULES.md "Scoring during play"):
 
 - ``headers`` (Bergen): after a play, ends showing the same number make a header worth 2, 3 or
   4 by the number of double ends (:data:`HEADER_BY_DOUBLES`); a double play 5; the opening
@@ -10,9 +10,9 @@ Points during play (``play_scoring``, RULES.md §6 and §9):
   multiple of 5; a play of ``[0|0]`` never scores.
 - ``none`` (Draw): nothing.
 
-Points for winning a hand (``out_scoring``, RULES.md §7 and §9): ``fixed`` (``domino_points`` /
-``blocked_points``, with ``leftover_penalty``), ``pips`` (the pips left in the other sides'
-hands) or ``pips_fives`` (those pips rounded to the nearest 5, divided by 5).
+Points for winning a hand (``out_scoring``, RULES.md "Points for winning a hand"): ``fixed``
+(``domino_points`` / ``blocked_points``, with ``leftover_penalty``), ``pips`` (the pips left in
+the other sides' hands) or ``pips_fives`` (those pips rounded to the nearest 5, divided by 5).
 
 The engine's hot path reads :data:`PLAY_POINTS`, a table built from :func:`line_points`.
 
@@ -36,7 +36,7 @@ from bergen_env.tiles import IS_DOUBLE, NUM_NUMBERS, NUM_TILES, OTHER_HALF, PIPS
 PLAY_SCORINGS = ("headers", "fives", "none")
 OUT_SCORINGS = ("fixed", "pips", "pips_fives")
 
-#: Header points by the number of double ends after the play (RULES.md §6).
+#: Header points by the number of double ends after the play (RULES.md, "Headers").
 HEADER_BY_DOUBLES = (2, 3, 4)
 #: The opening double is a double header (its one tile is both ends).
 OPENING_HEADER = 2
@@ -148,7 +148,8 @@ def play_result(
 
 
 def cap_header(header: int, need: int, end_caps: bool) -> int:
-    """A header's value after end caps (RULES.md §6) for a side ``need`` points from the target.
+    """A header's value after end caps (RULES.md, "End caps") for a side ``need`` points from
+    the target.
 
     ``need <= 2``: 1 point; ``need == 3``: at most 2. Without ``end_caps`` the header itself.
     """
@@ -174,13 +175,13 @@ def out_points(out_scoring: str, pips: int, fixed: int = 0) -> int:
 
 
 def leftover_penalties(penalty: int, tiles_left: Sequence[int], winner: int | None) -> list[int]:
-    """Per side, the (non-positive) leftover penalty of RULES.md §7: ``penalty`` per tile held,
-    for every side but the hand's winner."""
+    """Per side, the (non-positive) leftover penalty of RULES.md ("Leftover penalty"):
+    ``penalty`` per tile held, for every side but the hand's winner."""
     return [0 if side == winner else -penalty * left for side, left in enumerate(tiles_left)]
 
 
 def blocked_winner(rule: str, tallies: Sequence[tuple[int, int, int]]) -> int | None:
-    """The side that wins a blocked hand under ``rule`` (RULES.md §7), None on a tie.
+    """The side that wins a blocked hand under ``rule`` (RULES.md, "Blocked hands"), None on a tie.
 
     ``tallies[side] = (doubles, pips, lowest double or 7)``.
 

@@ -1,7 +1,7 @@
 """Double-six tiles: canonical ids, precomputed lookup tables, printing and parsing.
 
-Tile ids follow RULES.md §1: tiles sorted by ``(a, b)`` with ``a <= b``, so
-``[0|0]=0, [0|1]=1, ..., [6|6]=27``.
+Tile ids follow RULES.md ("How the engine numbers things"): tiles sorted by ``(a, b)`` with
+``a <= b``, so ``[0|0]=0, [0|1]=1, ..., [6|6]=27``.
 
 >>> tile_str(8)
 '[1|2]'

@@ -50,7 +50,7 @@ class EnvBlock:
     partnerships: bool = False
     """Two sides of two partners (4 players only)."""
     rules: str = "standard"
-    """Preset name: standard, traditional or double_set."""
+    """Preset name: standard, traditional, double_set, draw or fives."""
     rule_overrides: dict[str, Any] = field(default_factory=dict)
     """Single rule options overriding the preset, e.g. ``{lead: highest}``."""
     reward: str = "match"
