@@ -1,4 +1,4 @@
-"""Scripted deals for Draw and Fives (RULES.md §9): every new clause, engine and env.
+"""Scripted deals for Draw and Fives (RULES.md, "Presets"): every new clause, engine and env.
 
 Deals list the hands and the front of the boneyard (see ``tests/scripted.py``). Short hands with
 a reserve as large as the boneyard (nobody may draw) make hands end in a few moves.

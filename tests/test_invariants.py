@@ -19,7 +19,7 @@ from bergen_env.actions import DOUBLE_PLAY, DRAW, NUM_PLAY_ACTIONS, PASS
 from bergen_env.rules import BLOCKED_RULES, LEADS, PRESETS
 from bergen_env.tiles import DOUBLE_ID, NUM_NUMBERS, NUM_TILES, PIPS, TILES
 
-#: Every preset x seat configuration (RULES.md §1 and §3).
+#: Every preset x seat configuration (RULES.md, "Presets").
 SEATINGS = ((2, False), (3, False), (4, False), (4, True))
 CONFIGS = tuple((preset, n, p) for preset in PRESETS for n, p in SEATINGS)
 
@@ -88,7 +88,7 @@ def check_state(s: BergenState) -> None:
     assert mask.dtype == np.int8 and mask.shape == (rules.num_actions,)
     assert np.flatnonzero(mask).tolist() == legal
     assert all(s.is_legal(a) for a in legal)
-    if s.lead_tile is not None:  # a fresh hand: the forced lead of RULES.md §4
+    if s.lead_tile is not None:  # a fresh hand: the forced lead (RULES.md, "Dealing and the lead")
         assert legal == [2 * s.lead_tile]
         assert s.hands[s.current_player][s.lead_tile] >= 1
         assert s.line_len == 0 and s.bone_pos == 0 and not s.moves
@@ -96,7 +96,7 @@ def check_state(s: BergenState) -> None:
         num = TILES[s.lead_tile][0]
         better = range(num) if rules.lead == "lowest" else range(num + 1, NUM_NUMBERS)
         assert not any(row[DOUBLE_ID[m]] for row in s.hands for m in better)
-    elif not s.line_len:  # a free lead (RULES.md §9): any own tile, laid with end 0
+    elif not s.line_len:  # a free lead: any own tile, laid with end 0
         assert rules.lead in ("highest_any", "rotate")
         assert legal == [2 * t for t in range(NUM_TILES) if s.hands[s.current_player][t]]
         assert s.bone_pos == 0 and not s.moves
@@ -108,7 +108,7 @@ def check_state(s: BergenState) -> None:
 
 
 def _cap(header: int, need: int, end_caps: bool) -> int:
-    """RULES.md §6 end caps."""
+    """RULES.md's "End caps"."""
     if not end_caps:
         return header
     if need <= 2:
@@ -126,7 +126,8 @@ def check_scoring(
     results_before: int,
     pips_after: Sequence[int] | None = None,
 ) -> None:
-    """The score change of one action is what RULES.md §6-§7 and §9 allow.
+    """The score change of one action is what RULES.md allows ("Scoring during play", "End of a
+    hand").
 
     A header (1..5) or a Fives count (1..4) for the mover's side, plus at a hand end the
     engine's ``HandResult``: domino/blocked points (or, under pip scoring, the other sides'

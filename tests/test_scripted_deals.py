@@ -1,4 +1,5 @@
-"""Scripted deals for every clause of RULES.md §4-§8, with masks, scores and turn after each step.
+"""Scripted deals for every clause of RULES.md from "Dealing and the lead" to "The match", with
+masks, scores and turn after each step.
 
 Each deal is written by hand; the comments give the reasoning from the rules. Deals list the
 hands and the front of the boneyard (the rest follows in canonical order, see ``scripted``).
@@ -16,7 +17,7 @@ from scripted import check_masks, engine_legal, make_deal, new_env, play, step
 from bergen_env import BergenState, HandResult, Rules, blocked_winner
 from bergen_env.tiles import IS_DOUBLE, NUM_TILES, parse_tile
 
-# --------------------------------------------------------------------------- headers (§6)
+# --------------------------------------------------------------------------- headers
 
 # standard, 2 players. [0|0] stays in the boneyard, so [1|1] (player_0) is the lowest double.
 HEADERS_HANDS = [
@@ -90,7 +91,7 @@ def test_end_caps(target: int, end_caps: bool, scores: list, winner: int | None)
         assert env.game.hand_results == []  # the hand never ended
 
 
-# --------------------------------------------------------------------------- domino (§7)
+# --------------------------------------------------------------------------- domino
 
 # standard, 2 players, hand_size 3: player_0 goes out with a play that makes a double header.
 DOMINO_HANDS = [[(1, 1), (1, 5), (5, 6)], [(1, 3), (3, 6), (2, 4)]]
@@ -126,7 +127,7 @@ def test_domino_after_a_header(target: int, final: tuple, over: bool) -> None:
         assert env.agent_selection == f"player_{game.current_player}"
 
 
-# --------------------------------------------------------------------------- blocked (§7)
+# --------------------------------------------------------------------------- blocked
 
 
 # (rule, player_0's tiles after leading [0|0], player_1's tiles, winning side or None)
@@ -269,7 +270,8 @@ def test_blocked_winner_function() -> None:
 
 
 def _reference_key(rule: str, doubles: int, pip_count: int, lowest: int) -> tuple:
-    """RULES.md §7 as one sort key per side: the unique smallest key wins, a tie scores nothing."""
+    """RULES.md's "Blocked hands" as one sort key per side: the unique smallest key wins, a tie
+    scores nothing."""
     if rule == "german":
         return (doubles, pip_count)
     if rule == "american":  # sides without doubles first (by pips), else the lowest double
@@ -448,7 +450,7 @@ def test_no_voluntary_draw_by_default() -> None:
     assert not env.game.is_legal(56) and not env.game.is_legal(57)
 
 
-# --------------------------------------------------------------------------- dealing and lead (§4)
+# --------------------------------------------------------------------------- dealing and lead
 
 LEAD_DEALS = {
     # player_0 holds [3|3]; player_1 holds [1|1] and [6|6]
@@ -484,7 +486,7 @@ def test_lead_lowest_and_highest(deal: str, lead: str, seat: int, tile: tuple) -
 
 
 def test_lead_highest_through_a_second_hand() -> None:
-    # two fixed deals: the second hand's lead is decided again by §4
+    # two fixed deals: the second hand's lead is decided again (RULES.md, "Dealing and the lead")
     rules = Rules.preset("standard", hand_size=3, reserve=22, lead="highest")
     first = make_deal(rules, [[(6, 6), (1, 2), (1, 3)], [(2, 2), (2, 3), (1, 4)]])
     second = make_deal(rules, [[(2, 2), (1, 3), (0, 1)], [(5, 5), (1, 4), (4, 4)]])
