@@ -183,7 +183,7 @@ TRAIN: dict[str, Allowed] = {
     "checkpoint_every": POSITIVE,
 }
 
-#: :class:`training.expert_iteration.ExpertIterationConfig`.
+#: :class:`training.expert_iteration_config.ExpertIterationConfig`.
 EXPERT_ITERATION: dict[str, Allowed] = {
     "name": NAME,
     "seed": SEED,
