@@ -12,7 +12,8 @@ from bergen_env.agents.search import SearchAgent
 from bergen_env.policy_file import read_policy_file
 from bergen_env.rules import Rules
 
-from .config import ConfigError, EnvBlock, load_dataclass_config
+from .config import EnvBlock, load_dataclass_config
+from .config_checks import ConfigError, key_error
 from .config_ranges import EXPERT_ITERATION, check_ranges
 
 #: The ``player`` entry that means the network being trained.
@@ -113,12 +114,11 @@ class ExpertIterationConfig(EnvBlock):
         """Check every field; errors name ``source`` and the key."""
         check_ranges(self, EXPERT_ITERATION, source)
 
-        def bad(key: str, why: str) -> ConfigError:
-            return ConfigError(f"{source}: key {key!r} {why}, got {getattr(self, key)!r}")
-
         rules = self.env_options(source).rules
         if self.relabel and (rules.play_scoring != "headers" or rules.out_scoring != "fixed"):
-            raise bad(
+            raise key_error(
+                self,
+                source,
                 "relabel",
                 "must be 0 under rules that score pips (renaming the numbers needs "
                 "play_scoring 'headers' and out_scoring 'fixed')",
@@ -135,34 +135,51 @@ class ExpertIterationConfig(EnvBlock):
                 )
                 why = f"must hold 1 agent string (for every seat) or {others}, one for each of "
                 why += seats
-            raise bad("opponents", why)
+            raise key_error(self, source, "opponents", why)
         try:
             for spec in {*self.player, *self.opponents} - {NETWORK}:
                 make_agent(spec)
         except ValueError as exc:
             raise ConfigError(f"{source}: key 'player'/'opponents': {exc}") from None
         if NETWORK in self.opponents:
-            raise bad("opponents", f"must be agent strings ({NETWORK!r} plays the learner only)")
+            raise key_error(
+                self,
+                source,
+                "opponents",
+                f"must be agent strings ({NETWORK!r} plays the learner only)",
+            )
         try:
             teacher = make_agent(self.teacher) if isinstance(self.teacher, str) else None
         except ValueError as exc:
             raise ConfigError(f"{source}: key 'teacher': {exc}") from None
         if not isinstance(teacher, SearchAgent):
-            raise bad("teacher", "must be a search agent string (search:...)")
+            raise key_error(self, source, "teacher", "must be a search agent string (search:...)")
         if teacher.budget_ms is not None:
-            raise bad("teacher", "must not set budget_ms (labels must not depend on the machine)")
+            raise key_error(
+                self,
+                source,
+                "teacher",
+                "must not set budget_ms (labels must not depend on the machine)",
+            )
         if self.init_policy is not None:
             try:
                 policy = read_policy_file(self.init_policy)
             except ValueError as exc:  # names the file and the problem
                 raise ConfigError(f"{source}: key 'init_policy': {exc}") from None
             if policy.rules.to_dict() | {"name": ""} != rules.to_dict() | {"name": ""}:
-                raise bad("init_policy", "was trained for other rules than the config's")
+                raise key_error(
+                    self, source, "init_policy", "was trained for other rules than the config's"
+                )
             scorer = policy.network.scorer
             if scorer is not None and self.scorer:
                 widths = scorer.layer_sizes[:-1]
                 if widths != self.scorer:
-                    raise bad("scorer", f"must be empty or {widths} (the init_policy's scorer)")
+                    raise key_error(
+                        self,
+                        source,
+                        "scorer",
+                        f"must be empty or {widths} (the init_policy's scorer)",
+                    )
 
     def opponent_seats(self, rules: Rules) -> list[int]:
         """The seats (relative to the learner: 1 is the next) that ``opponents`` plays."""
