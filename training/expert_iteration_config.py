@@ -191,7 +191,8 @@ class ExpertIterationConfig(EnvBlock):
         return self.env_options().rules
 
     def env_kwargs(self) -> dict[str, Any]:
-        """Keyword arguments of :class:`BergenSingleAgentEnv` (the reward is not used)."""
+        """Keyword arguments of :class:`bergen_env.single_agent.BergenSingleAgentEnv` (the
+        reward is not used)."""
         return self.env_block_kwargs() | {"reward": "match", "auto_forced": True}
 
 
