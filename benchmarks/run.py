@@ -327,6 +327,26 @@ def write_json(path: str | None, result: Any) -> None:
         write_text(path, json.dumps(result, indent=2))
 
 
+def check_targets(checks: dict[str, float | None]) -> dict[str, dict[str, Any]]:
+    """Each of :data:`TARGETS` with its measured value and whether it is met (printed)."""
+    targets = {}
+    print("targets")
+    for key, target in TARGETS.items():
+        value = checks[key]
+        if value is None:
+            met = None
+        elif key == "bytes_per_env":
+            met = value < target
+        else:
+            met = value >= target
+        targets[key] = {"value": value, "target": target, "met": met}
+        shown = "n/a" if value is None else f"{value:,.2f}"
+        verdict = {True: "MET", False: "NOT MET", None: "not measured"}[met]
+        relation = "<" if key == "bytes_per_env" else ">="
+        print(f"  {key:<30} {shown:>16} ({relation} {target:,}) {verdict}")
+    return targets
+
+
 # ---------------------------------------------------------------------------- main
 
 
@@ -453,21 +473,7 @@ def run(quick: bool) -> dict[str, Any]:
         "single_agent_steps_per_s": single_rate,
         "bytes_per_env": memory["aec_env"],
     }
-    targets = {}
-    print("targets")
-    for key, target in TARGETS.items():
-        value = checks[key]
-        if value is None:
-            met = None
-        elif key == "bytes_per_env":
-            met = value < target
-        else:
-            met = value >= target
-        targets[key] = {"value": value, "target": target, "met": met}
-        shown = "n/a" if value is None else f"{value:,.2f}"
-        verdict = {True: "MET", False: "NOT MET", None: "not measured"}[met]
-        relation = "<" if key == "bytes_per_env" else ">="
-        print(f"  {key:<30} {shown:>16} ({relation} {target:,}) {verdict}")
+    targets = check_targets(checks)
     for note in notes:
         print(f"note: {note}")
     return {

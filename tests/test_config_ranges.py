@@ -19,7 +19,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 def config_classes() -> dict[str, type]:
     pytest.importorskip("torch")
-    from training.expert_iteration import ExpertIterationConfig
+    from training.expert_iteration_config import ExpertIterationConfig
 
     return {"TrainConfig": TrainConfig, "ExpertIterationConfig": ExpertIterationConfig}
 

@@ -242,7 +242,7 @@ def yaml_default(f: dataclasses.Field) -> str:
     [
         ("training.config", "TrainConfig", "`TrainConfig`"),
         ("training.train_rllib", "RLlibConfig", "`RLlibConfig`"),
-        ("training.expert_iteration", "ExpertIterationConfig", "`ExpertIterationConfig`"),
+        ("training.expert_iteration_config", "ExpertIterationConfig", "`ExpertIterationConfig`"),
         ("training.tune_heuristic", "TuneConfig", "`TuneConfig`"),
     ],
 )

@@ -26,27 +26,30 @@ from bergen_env.symmetry import (  # noqa: E402
     relabel_observation_map,
 )
 from training.config import ConfigError  # noqa: E402
-from training.expert_iteration import (  # noqa: E402
+from training.expert_iteration import main  # noqa: E402
+from training.expert_iteration_collection import (  # noqa: E402
     Decisions,
-    ExpertIterationConfig,
-    Relabelling,
-    ScoredNetwork,
-    build_network,
     collect_decisions,
     collect_parallel,
+)
+from training.expert_iteration_config import ExpertIterationConfig, load_config  # noqa: E402
+from training.expert_iteration_fitting import (  # noqa: E402
+    Relabelling,
     fit,
-    hidden_and_logits,
     imitation_loss,
-    load_config,
-    main,
     make_optimizer,
-    network_arrays,
-    numpy_network,
-    policy_logits,
     scaled_regrets,
     soft_targets,
     split_matches,
     target_values,
+)
+from training.expert_iteration_networks import (  # noqa: E402
+    ScoredNetwork,
+    build_network,
+    hidden_and_logits,
+    network_arrays,
+    numpy_network,
+    policy_logits,
 )
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -469,7 +472,7 @@ def collect_with_seatings(
     cfg: ExpertIterationConfig, decisions: int, seed: int, monkeypatch: pytest.MonkeyPatch
 ) -> tuple[Decisions, list[tuple[int, list[tuple[object, int]]]]]:
     """Collect, recording each match's learner seat and the agents of the other seats."""
-    import training.expert_iteration as ei
+    import training.expert_iteration_collection as ei
 
     seatings: list[tuple[int, list[tuple[object, int]]]] = []
 

@@ -342,12 +342,9 @@ def test_expert_iteration_labels_on_ray_equal_the_local_ones(ray_instance) -> No
     pytest.importorskip("torch")
     import dataclasses
 
-    from training.expert_iteration import (
-        ExpertIterationConfig,
-        build_network,
-        collect_parallel,
-        network_arrays,
-    )
+    from training.expert_iteration_collection import collect_parallel
+    from training.expert_iteration_config import ExpertIterationConfig
+    from training.expert_iteration_networks import build_network, network_arrays
 
     cfg = ExpertIterationConfig(
         decisions=24,

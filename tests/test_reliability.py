@@ -373,6 +373,8 @@ def test_expert_iteration_resumes_at_the_job_where_it_stopped(
 ) -> None:
     pytest.importorskip("torch")
     import training.expert_iteration as ei
+    import training.expert_iteration_collection as collection
+    from training.expert_iteration_run import read_metrics
     from training.run_folder import unlock
 
     config = expert_config(tmp_path, iterations=2)
@@ -380,15 +382,15 @@ def test_expert_iteration_resumes_at_the_job_where_it_stopped(
     ei.main(["--config", str(config), "--run-dir", str(whole), "--no-progress"])
 
     jobs: list[int] = []
-    collect = ei._collect_job
+    collect = collection._collect_job
 
-    def interrupted(args: tuple) -> ei.Decisions:
+    def interrupted(args: tuple) -> collection.Decisions:
         jobs.append(args[3])
         if len(jobs) == 4:  # iteration 1, its second job of two
             raise KeyboardInterrupt
         return collect(args)
 
-    monkeypatch.setattr(ei, "_collect_job", interrupted)
+    monkeypatch.setattr(collection, "_collect_job", interrupted)
     with pytest.raises(KeyboardInterrupt):
         ei.main(["--config", str(config), "--run-dir", str(cut), "--no-progress"])
     assert (cut / "state_0.safetensors").is_file() and not (cut / "state_1.safetensors").exists()
@@ -408,7 +410,7 @@ def test_expert_iteration_resumes_at_the_job_where_it_stopped(
     rows = [
         [
             {k: v for k, v in row.items() if k not in timing}
-            for row in ei.read_metrics(d / "metrics.csv", 9)
+            for row in read_metrics(d / "metrics.csv", 9)
         ]
         for d in (whole, cut)
     ]

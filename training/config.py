@@ -30,14 +30,10 @@ from bergen_env.env_options import REWARD_MODES, EnvOptions
 from bergen_env.single_agent import REWARD_MODES as SINGLE_AGENT_REWARD_MODES
 from bergen_env.validation import check_keywords, is_bool, is_int, is_number
 
-from .cli import UsageError
+from .config_checks import ConfigError
 from .config_ranges import TRAIN, check_ranges
 
 T = TypeVar("T")
-
-
-class ConfigError(UsageError, ValueError):
-    """A bad config file or override; the message names the file and the key."""
 
 
 @dataclass

@@ -3,7 +3,7 @@ printed in ``docs/configs.md`` (``python -m training.config_ranges`` rewrites th
 
 Each entry is an :class:`Allowed`: a test of the value and the words that say what passes
 (``an int >= 1``, ``one of 'relu', 'tanh'``). :func:`check_ranges` raises one
-:class:`~training.config.ConfigError` naming the first key whose value fails, the value and
+:class:`~training.config_checks.ConfigError` naming the first key whose value fails, the value and
 what is allowed.
 """
 
@@ -20,6 +20,8 @@ from bergen_env.env_options import REWARD_MODES
 from bergen_env.rules import PRESETS
 from bergen_env.single_agent import REWARD_MODES as SINGLE_AGENT_REWARD_MODES
 from bergen_env.validation import is_bool, is_int, is_number
+
+from .config_checks import key_error
 
 #: The largest count of processes or threads a config may ask for.
 MAX_PROCESSES = 256
@@ -182,7 +184,7 @@ TRAIN: dict[str, Allowed] = {
     "checkpoint_every": POSITIVE,
 }
 
-#: :class:`training.expert_iteration.ExpertIterationConfig`.
+#: :class:`training.expert_iteration_config.ExpertIterationConfig`.
 EXPERT_ITERATION: dict[str, Allowed] = {
     "name": NAME,
     "seed": SEED,
@@ -233,12 +235,9 @@ TABLES: dict[str, dict[str, Allowed]] = {
 
 def check_ranges(cfg: Any, table: Mapping[str, Allowed], source: str) -> None:
     """Raise a ``ConfigError`` naming the first field of ``cfg`` outside ``table``."""
-    from .config import ConfigError
-
     for key, allowed in table.items():
-        value = getattr(cfg, key)
-        if not allowed.ok(value):
-            raise ConfigError(f"{source}: key {key!r} must be {allowed.text}, got {value!r}")
+        if not allowed.ok(getattr(cfg, key)):
+            raise key_error(cfg, source, key, f"must be {allowed.text}")
 
 
 # ---------------------------------------------------------------------- docs/configs.md

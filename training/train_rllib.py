@@ -48,7 +48,8 @@ from bergen_env.rules import Rules
 from bergen_env.validation import is_int
 
 from .cli import ArgumentParser
-from .config import ConfigError, EnvBlock, add_override_argument, load_dataclass_config
+from .config import EnvBlock, add_override_argument, load_dataclass_config
+from .config_checks import ConfigError, key_error
 
 PROG = "bergen-train-rllib"
 POLICY_MODES = ("shared", "sides")
@@ -93,22 +94,19 @@ class RLlibConfig(EnvBlock):
     def validate(self, source: str = "<config>") -> None:
         """Check values; errors name ``source`` and the key."""
 
-        def bad(key: str, why: str) -> ConfigError:
-            return ConfigError(f"{source}: key {key!r} {why}, got {getattr(self, key)!r}")
-
         for key in ("stop_iters", "num_cpus", "num_envs_per_env_runner", "max_hands"):
             value = getattr(self, key)
             if not is_int(value) or value < 1:
-                raise bad(key, "must be a positive int")
+                raise key_error(self, source, key, "must be a positive int")
         for key in ("checkpoint_every", "num_env_runners", "num_learners", "seed"):
             value = getattr(self, key)
             if not is_int(value) or value < 0:
-                raise bad(key, "must be an int >= 0")
+                raise key_error(self, source, key, "must be an int >= 0")
         if self.policies not in POLICY_MODES:
-            raise bad("policies", f"must be one of {POLICY_MODES}")
+            raise key_error(self, source, "policies", f"must be one of {POLICY_MODES}")
         for key in ("rule_overrides", "ppo", "model", "scripted"):
             if not isinstance(getattr(self, key), dict):
-                raise bad(key, "must be a mapping")
+                raise key_error(self, source, key, "must be a mapping")
         rules = self.env_options(source).rules
         try:
             from .rllib_env import parse_scripted

@@ -53,7 +53,8 @@ from bergen_env.stats import Z95, standard_error
 from bergen_env.validation import is_bool, is_int, is_number
 
 from .cli import ArgumentParser, require_extra
-from .config import ConfigError, add_override_argument, load_dataclass_config
+from .config import add_override_argument, load_dataclass_config
+from .config_checks import ConfigError, key_error
 
 PROG = "python -m training.tune_heuristic"
 #: The default heuristic's weights.
@@ -106,42 +107,46 @@ class TuneConfig:
     def validate(self, source: str = "<config>") -> None:
         """Check every field; errors name ``source`` and the key."""
 
-        def bad(key: str, why: str) -> ConfigError:
-            return ConfigError(f"{source}: key {key!r} {why}, got {getattr(self, key)!r}")
-
         if not isinstance(self.name, str) or not self.name:
-            raise bad("name", "must be a non-empty string")
+            raise key_error(self, source, "name", "must be a non-empty string")
         if not is_int(self.seed) or not 0 <= self.seed < 2**32:
-            raise bad("seed", "must be an int in [0, 2**32)")
+            raise key_error(self, source, "seed", "must be an int in [0, 2**32)")
         for key in ("generations", "population", "elite", "matches", "holdout_matches"):
             if not is_int(getattr(self, key)) or getattr(self, key) < 1:
-                raise bad(key, "must be a positive int")
+                raise key_error(self, source, key, "must be a positive int")
         if self.elite > self.population:
-            raise bad("elite", f"must be at most population ({self.population})")
+            raise key_error(
+                self, source, "elite", f"must be at most population ({self.population})"
+            )
         for key in ("init_sigma", "min_sigma"):
             if not is_number(getattr(self, key)) or getattr(self, key) <= 0:
-                raise bad(key, "must be a number > 0")
+                raise key_error(self, source, key, "must be a number > 0")
         if not is_number(self.smoothing) or not 0 <= self.smoothing < 1:
-            raise bad("smoothing", "must be a number in [0, 1)")
+            raise key_error(self, source, "smoothing", "must be a number in [0, 1)")
         if not is_bool(self.partnerships):
-            raise bad("partnerships", "must be true or false")
+            raise key_error(self, source, "partnerships", "must be true or false")
         if not isinstance(self.rule_overrides, dict):
-            raise bad("rule_overrides", "must be a mapping")
+            raise key_error(self, source, "rule_overrides", "must be a mapping")
         if self.tune is not None and (
             not isinstance(self.tune, list)
             or not self.tune
             or len(set(self.tune)) != len(self.tune)
             or not all(name in WEIGHT_NAMES for name in self.tune)
         ):
-            raise bad(
-                "tune", f"must be null or a non-empty list of distinct names of {WEIGHT_NAMES}"
+            raise key_error(
+                self,
+                source,
+                "tune",
+                f"must be null or a non-empty list of distinct names of {WEIGHT_NAMES}",
             )
         for key in ("start", "opponent"):
             value = getattr(self, key)
             if not isinstance(value, dict) or not all(
                 k in WEIGHT_NAMES and is_number(v) and v >= 0 for k, v in value.items()
             ):
-                raise bad(key, f"must map names of {WEIGHT_NAMES} to numbers >= 0")
+                raise key_error(
+                    self, source, key, f"must map names of {WEIGHT_NAMES} to numbers >= 0"
+                )
         try:
             self.make_rules()
         except ValueError as exc:
