@@ -72,7 +72,7 @@ def test_sb3_maskable_ppo(tmp_path: Path) -> None:
     args = ["--total-timesteps", "512", "--n-envs", "2", "--eval-episodes", "4"]
     out = run_example("sb3_maskable_ppo.py", *args, "--save", str(tmp_path / "policy.zip"))
     rate(r"win rate (\d\.\d+)", out)
-    from training.policies import read_metadata
+    from training.ppo_policies import read_metadata
 
     assert read_metadata(tmp_path / "policy.zip")["num_actions"] == 58
 

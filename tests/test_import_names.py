@@ -67,7 +67,7 @@ def run(cmd: list[str], cwd: Path, pythonpath: str | None) -> subprocess.Complet
 @PYTHONPATHS
 def test_policy_kind_loads_once_from_the_registry(tmp_path: Path, pythonpath: str | None) -> None:
     """``ppo:`` in Python after ``import bergen_env`` alone: the registry loads the kind from its
-    entry point, as the same module object ``import training.policies`` gives."""
+    entry point, as the same module object ``import training.ppo_policies`` gives."""
     pytest.importorskip("sb3_contrib")
     code = textwrap.dedent(
         """
@@ -80,14 +80,22 @@ def test_policy_kind_loads_once_from_the_registry(tmp_path: Path, pythonpath: st
             make_agent("ppo:no_such_policy.zip")
         except ValueError as exc:
             assert "no_such_policy.zip" in str(exc) and "does not exist" in str(exc), exc
-        import training.policies
+        import training.ppo_policies
 
-        assert agent_factory("ppo") is training.policies.make_ppo_agent
+        assert agent_factory("ppo") is training.ppo_policies.make_ppo_agent
         """
     )
     proc = run([sys.executable, "-c", code + ONE_NAME_CHECK, str(ROOT)], tmp_path, pythonpath)
     assert proc.returncode == 0, proc.stderr
     assert f"one name: {ROOT / 'training' / '__init__.py'}" in proc.stdout
+
+
+def test_unknown_kind_names_the_closest_kind_plugins_included() -> None:
+    from bergen_env.agents import agent_kinds, make_agent
+
+    assert {"ppo", "rllib", "random", "search"} <= set(agent_kinds())
+    with pytest.raises(ValueError, match=r"unknown agent 'ppx:m.zip' \(did you mean 'ppo'\?\)"):
+        make_agent("ppx:m.zip")
 
 
 @PYTHONPATHS

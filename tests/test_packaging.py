@@ -128,7 +128,7 @@ def test_wheel_holds_the_two_packages_only(wheel: Path) -> None:
     assert tops == {"bergen_env", "training"}
     assert "bergen_env/py.typed" in names
     assert "training/train.py" in names and "training/cli.py" in names
-    assert "[bergen_env.agents]\nppo = training.policies:make_ppo_agent" in entries
+    assert "[bergen_env.agents]\nppo = training.ppo_policies:make_ppo_agent" in entries
     assert rules == (ROOT / "docs" / "rules.md").read_text()  # the text, not a link
 
 

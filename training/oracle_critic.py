@@ -7,7 +7,7 @@ the learner's 240 entries followed by :meth:`bergen_env.observation.Encoder.hidd
 hands, the boneyard's contents and its next tile) and the model uses :class:`OracleCriticPolicy`,
 whose value network reads the whole vector and whose policy network reads only the first
 ``OBS_SIZE`` entries. The critic is used only in training (to compute advantages), so the policy
-stays fair: it acts from the observation alone, and :class:`training.policies.PPOAgent` feeds it
+stays fair: it acts from the observation alone, and :class:`training.ppo_policies.PPOAgent` feeds it
 plain observations. (As in PerfectDou's "perfect-training-imperfect-execution" and Pinto et al.
 2017, "Asymmetric Actor Critic for Image-Based Robot Learning".)
 """

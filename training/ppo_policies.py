@@ -19,7 +19,7 @@ Acting in the AEC env from user code::
 
     import numpy as np
     import bergen_env
-    from training.policies import load_policy
+    from training.ppo_policies import load_policy
 
     agent = load_policy("policies/standard_2p.zip", trust_pickle=True)  # a file you made
     env = bergen_env.env(num_players=2)
@@ -51,7 +51,7 @@ try:
     import torch
     from sb3_contrib import MaskablePPO
 except ImportError:  # e.g. the agent registry loading the "ppo" kind on a base install
-    require_extra("train", "training.policies", ["torch", "sb3_contrib"])
+    require_extra("train", "training.ppo_policies", ["torch", "sb3_contrib"])
     raise
 
 from bergen_env.agents.base import Agent, checked_legal_actions
@@ -120,7 +120,7 @@ def read_metadata(path: str | Path) -> dict[str, Any]:
             if META_NAME not in archive.namelist():
                 raise PolicyFileError(
                     f"policy file {str(path)!r} has no {META_NAME} member: not saved by "
-                    f"training.policies.save_policy"
+                    f"training.ppo_policies.save_policy"
                 )
             meta = json.loads(archive.read(META_NAME))
     except (zipfile.BadZipFile, json.JSONDecodeError, OSError, KeyError) as exc:
