@@ -159,6 +159,39 @@ def run_in(
 
 
 @pytest.mark.slow
+def test_checkout_on_pythonpath_shadows_the_install_whole(fresh_venv: Path, tmp_path: Path) -> None:
+    """With the repository on ``PYTHONPATH`` both packages come from the checkout, and the
+    installed console scripts run its code (no half of the package from each place)."""
+    env = {k: v for k, v in os.environ.items() if k != "VIRTUAL_ENV"}
+    env["PYTHONPATH"] = str(ROOT)
+
+    def run(*cmd: str) -> subprocess.CompletedProcess:
+        return subprocess.run(
+            [str(fresh_venv / cmd[0]), *cmd[1:]],
+            cwd=tmp_path,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
+
+    probe = run(
+        "python",
+        "-c",
+        "import bergen_env, training.cli as c; print(bergen_env.__file__, c.__file__)",
+    )
+    assert probe.returncode == 0, probe.stderr
+    assert probe.stdout.split() == [
+        str(ROOT / "bergen_env" / "__init__.py"),
+        str(ROOT / "training" / "cli.py"),
+    ]
+    for script in ("bergen-evaluate", "bergen-exploit", "bergen-replay"):
+        proc = run(script, "--help")
+        assert proc.returncode == 0, (script, proc.stderr)
+        assert proc.stdout.startswith(f"usage: {script}")
+
+
+@pytest.mark.slow
 def test_base_install_runs_the_clis_and_ships_the_rules(fresh_venv: Path, tmp_path: Path) -> None:
     probe = run_in(
         fresh_venv,
