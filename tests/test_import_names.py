@@ -76,16 +76,18 @@ def test_policy_kind_loads_once_from_the_registry(tmp_path: Path, pythonpath: st
         from bergen_env.agents import agent_factory, make_agent
 
         assert "training" not in sys.modules  # the library imports no training module
-        try:
-            make_agent("ppo:no_such_policy.zip")
-        except ValueError as exc:
-            assert "no_such_policy.zip" in str(exc) and "does not exist" in str(exc), exc
+        zip_path = sys.argv[2]
+        agent = make_agent(f"ppo:path={zip_path},trust_pickle=true")
+        assert type(agent).__module__ == "training.ppo_policies", type(agent)
+        assert agent.trained_rules.num_players == 2, agent.trained_rules
         import training.ppo_policies
 
         assert agent_factory("ppo") is training.ppo_policies.make_ppo_agent
         """
     )
-    proc = run([sys.executable, "-c", code + ONE_NAME_CHECK, str(ROOT)], tmp_path, pythonpath)
+    shipped = str(ROOT / "policies" / "standard_2p.zip")
+    cmd = [sys.executable, "-c", code + ONE_NAME_CHECK, str(ROOT), shipped]
+    proc = run(cmd, tmp_path, pythonpath)
     assert proc.returncode == 0, proc.stderr
     assert f"one name: {ROOT / 'training' / '__init__.py'}" in proc.stdout
 
