@@ -48,7 +48,7 @@ def main() -> None:
     print(f"vs {args.opponent}: mean return {mean:+.3f}, win rate {(mean + 1) / 2:.3f}")
 
     if args.save:
-        from bergen_env.training.policies import save_policy
+        from training.ppo_policies import save_policy
 
         path = save_policy(model, args.save, Rules.preset("standard"))
         print(f"saved {path}; try: bergen-evaluate --agents ppo:{path} greedy")

@@ -213,7 +213,7 @@ def test_every_program_module_runs_as_its_console_script() -> None:
     scripts = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["scripts"]
     for script, target in scripts.items():
         module, _, func = target.partition(":")
-        if module != "bergen_env.training.cli":
+        if module != "training.cli":
             continue
         source = inspect.getsource(getattr(cli, func))
         name = next(m for m, p in PROGRAMS.items() if p.prog == script)

@@ -81,7 +81,7 @@ def policy_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
     from bergen_env.rules import Rules
     from bergen_env.single_agent import BergenSingleAgentEnv
-    from training.policies import save_policy
+    from training.ppo_policies import save_policy
 
     env = BergenSingleAgentEnv(opponents=["random"])
     model = MaskablePPO(

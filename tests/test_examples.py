@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib.util
 import os
 import re
 import subprocess
@@ -71,17 +70,11 @@ def test_cleanrl_masked_ppo(tmp_path: Path) -> None:
 def test_sb3_maskable_ppo(tmp_path: Path) -> None:
     pytest.importorskip("sb3_contrib")
     args = ["--total-timesteps", "512", "--n-envs", "2", "--eval-episodes", "4"]
-    # --save needs the installed name bergen_env.training (an editable install of this checkout)
-    spec = importlib.util.find_spec("bergen_env.training")
-    installed_here = spec is not None and Path(spec.origin).parent == ROOT / "training"
-    if installed_here:
-        args += ["--save", str(tmp_path / "policy.zip")]
-    out = run_example("sb3_maskable_ppo.py", *args)
+    out = run_example("sb3_maskable_ppo.py", *args, "--save", str(tmp_path / "policy.zip"))
     rate(r"win rate (\d\.\d+)", out)
-    if installed_here:
-        from training.policies import read_metadata
+    from training.ppo_policies import read_metadata
 
-        assert read_metadata(tmp_path / "policy.zip")["num_actions"] == 58
+    assert read_metadata(tmp_path / "policy.zip")["num_actions"] == 58
 
 
 def test_pettingzoo_sb3_action_mask() -> None:

@@ -19,32 +19,17 @@ import tomllib
 ROOT = Path(__file__).resolve().parents[1]
 PYPROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text())
 SETUPTOOLS = PYPROJECT["tool"]["setuptools"]
-#: What a wheel is built from (everything else in the repository stays out of it).
+#: What a wheel is built from, with folders that must stay out of it (benchmarks/ is a package).
 SOURCES = ["pyproject.toml", "README.md", "bergen_env", "training", "docs"]
+NOT_INSTALLED = ["tests", "benchmarks", "examples", "configs"]
 
 
-def find_packages(folder: Path) -> set[str]:
-    """Dotted names of the packages (folders with ``__init__.py``) below ``folder``."""
-    return {
-        ".".join(init.parent.relative_to(folder).parts)
-        for init in folder.rglob("__init__.py")
-        if init.parent != folder
-    }
-
-
-def repo_module(name: str) -> str:
-    """The module of an installed name as it is imported from a checkout."""
-    prefix = "bergen_env.training"
-    return "training" + name[len(prefix) :] if name.startswith(prefix) else name
-
-
-def test_every_package_is_listed() -> None:
-    """``packages`` is an explicit list (for the training/ mapping): it must not miss one."""
-    found = {"bergen_env"} | {f"bergen_env.{p}" for p in find_packages(ROOT / "bergen_env")}
-    mapping = SETUPTOOLS["package-dir"]
-    for name, folder in mapping.items():
-        found |= {name} | {f"{name}.{p}" for p in find_packages(ROOT / folder)}
-    assert set(SETUPTOOLS["packages"]) == found
+def test_packages_are_the_flat_layout() -> None:
+    """``bergen_env`` and ``training`` install under their own names from the repository root:
+    no folder is mapped to another import name (a second name for one file), and the root is
+    said outright, so ``pip install -e .`` is a static .pth line (no import hook)."""
+    assert SETUPTOOLS["package-dir"] == {"": "."}
+    assert SETUPTOOLS["packages"]["find"]["include"] == ["bergen_env*", "training*"]
 
 
 def test_console_scripts_resolve() -> None:
@@ -52,7 +37,7 @@ def test_console_scripts_resolve() -> None:
     assert {"bergen-train", "bergen-evaluate", "bergen-play", "bergen-replay"} <= set(scripts)
     for target in scripts.values():
         module, _, func = target.partition(":")
-        assert callable(getattr(importlib.import_module(repo_module(module)), func)), target
+        assert callable(getattr(importlib.import_module(module), func)), target
 
 
 def test_rules_document_is_the_docs_page() -> None:
@@ -61,11 +46,10 @@ def test_rules_document_is_the_docs_page() -> None:
 
 
 @pytest.fixture(scope="module")
-def wheel_build(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
-    """A wheel built (with pip, isolated) from a copy of the sources, and the build's verbose
-    output (the build backend's own messages included, whatever pip's version)."""
+def sources(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A copy of the sources (and of folders that must not be installed)."""
     src = tmp_path_factory.mktemp("src")
-    for name in SOURCES:
+    for name in SOURCES + NOT_INSTALLED:
         path = ROOT / name
         if path.is_dir():
             shutil.copytree(
@@ -73,6 +57,14 @@ def wheel_build(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
             )
         else:
             shutil.copy2(path, src / name)
+    return src
+
+
+@pytest.fixture(scope="module")
+def wheel_build(sources: Path, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
+    """A wheel built (with pip, isolated) from a copy of the sources, and the build's verbose
+    output (the build backend's own messages included, whatever pip's version)."""
+    src = sources
     out = tmp_path_factory.mktemp("dist")
     cmd = [sys.executable, "-m", "pip", "wheel", "--no-deps", "-v", "-w", str(out), str(src)]
     proc = subprocess.run(cmd, check=True, capture_output=True, text=True, timeout=600)
@@ -94,6 +86,23 @@ def test_build_is_quiet(wheel_build: tuple[Path, str]) -> None:
 
 
 @pytest.mark.slow
+def test_editable_install_is_one_static_path(sources: Path, tmp_path: Path) -> None:
+    """``pip install -e .`` is quiet and adds the checkout's root to ``sys.path`` with one .pth
+    line: no import hook, so a module has the same name installed and in the checkout."""
+    venv.EnvBuilder(with_pip=True).create(tmp_path / "venv")
+    python = str(tmp_path / "venv" / "bin" / "python")
+    cmd = [python, "-m", "pip", "install", "--no-deps", "-v", "-e", str(sources)]
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    warned = [line for line in (proc.stdout + proc.stderr).splitlines() if "Warning: " in line]
+    assert not warned, "\n".join(warned)
+    (site,) = (tmp_path / "venv" / "lib").glob("python3*/site-packages")
+    (pth,) = site.glob("__editable__.bergen_env-*.pth")
+    assert pth.read_text().split() == [str(sources.resolve())]
+    assert not list(site.glob("__editable__*finder*"))
+
+
+@pytest.mark.slow
 def test_wheel_ships_the_web_game_files(wheel: Path) -> None:
     """The browser game's static files (a data folder, no package) are all in the wheel."""
     static = ROOT / "bergen_env" / "web" / "static"
@@ -107,14 +116,19 @@ def test_wheel_ships_the_web_game_files(wheel: Path) -> None:
 
 
 @pytest.mark.slow
-def test_wheel_holds_one_top_level_package(wheel: Path) -> None:
+def test_wheel_holds_the_two_packages_only(wheel: Path) -> None:
+    """``bergen_env/`` and ``training/`` and nothing else top-level (no tests/, benchmarks/, ...);
+    the agent kinds of ``training`` are entry points of the ``bergen_env.agents`` group."""
     with zipfile.ZipFile(wheel) as archive:
         names = archive.namelist()
         rules = archive.read("bergen_env/RULES.md").decode()
+        (entry_points,) = [n for n in names if n.endswith(".dist-info/entry_points.txt")]
+        entries = archive.read(entry_points).decode()
     tops = {n.split("/")[0] for n in names if not n.split("/")[0].endswith(".dist-info")}
-    assert tops == {"bergen_env"}
+    assert tops == {"bergen_env", "training"}
     assert "bergen_env/py.typed" in names
-    assert "bergen_env/training/train.py" in names and "bergen_env/training/cli.py" in names
+    assert "training/train.py" in names and "training/cli.py" in names
+    assert "[bergen_env.agents]\nppo = training.ppo_policies:make_ppo_agent" in entries
     assert rules == (ROOT / "docs" / "rules.md").read_text()  # the text, not a link
 
 
@@ -145,22 +159,60 @@ def run_in(
 
 
 @pytest.mark.slow
+def test_checkout_on_pythonpath_shadows_the_install_whole(fresh_venv: Path, tmp_path: Path) -> None:
+    """With the repository on ``PYTHONPATH`` both packages come from the checkout, and the
+    installed console scripts run its code (no half of the package from each place)."""
+    env = {k: v for k, v in os.environ.items() if k != "VIRTUAL_ENV"}
+    env["PYTHONPATH"] = str(ROOT)
+
+    def run(*cmd: str) -> subprocess.CompletedProcess:
+        return subprocess.run(
+            [str(fresh_venv / cmd[0]), *cmd[1:]],
+            cwd=tmp_path,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
+
+    probe = run(
+        "python",
+        "-c",
+        "import bergen_env, training.cli as c; print(bergen_env.__file__, c.__file__)",
+    )
+    assert probe.returncode == 0, probe.stderr
+    assert probe.stdout.split() == [
+        str(ROOT / "bergen_env" / "__init__.py"),
+        str(ROOT / "training" / "cli.py"),
+    ]
+    for script in ("bergen-evaluate", "bergen-exploit", "bergen-replay"):
+        proc = run(script, "--help")
+        assert proc.returncode == 0, (script, proc.stderr)
+        assert proc.stdout.startswith(f"usage: {script}")
+
+
+@pytest.mark.slow
 def test_base_install_runs_the_clis_and_ships_the_rules(fresh_venv: Path, tmp_path: Path) -> None:
     probe = run_in(
         fresh_venv,
         [
             "python",
             "-c",
-            "import importlib.util as u, bergen_env, bergen_env.training.cli; "
-            "print(u.find_spec('training'), u.find_spec('torch'), "
-            "(u.find_spec('bergen_env').submodule_search_locations[0]))",
+            "import importlib.util as u, bergen_env, training.cli; "
+            "print(u.find_spec('torch'), bergen_env.__file__, training.__file__)",
         ],
         tmp_path,
     )
     assert probe.returncode == 0, probe.stderr
-    no_training, no_torch, location = probe.stdout.split()
-    assert no_training == "None" and no_torch == "None"
-    assert "site-packages" in location
+    no_torch, *locations = probe.stdout.split()
+    assert no_torch == "None"
+    assert all("site-packages" in location for location in locations), locations
+
+    # a trained-policy kind named in Python: the registry finds it, and names the missing extra
+    code = "from bergen_env.agents import make_agent; make_agent('ppo:policy.zip')"
+    proc = run_in(fresh_venv, ["python", "-c", code], tmp_path)
+    assert proc.returncode == 1 and "ValueError: agent kind 'ppo'" in proc.stderr, proc.stderr
+    assert "needs the [train] extra" in proc.stderr, proc.stderr
 
     evaluate = run_in(
         fresh_venv, ["bergen-evaluate", "--agents", "greedy", "random", "--matches", "4"], tmp_path

@@ -185,7 +185,7 @@ def test_numpy_forward_pass_matches_torch(name: str) -> None:
     pytest.importorskip("sb3_contrib")
     import torch
 
-    from training.policies import load_model
+    from training.ppo_policies import load_model
 
     rules = trained_rules(name)
     obs, masks = recorded_observations(rules, seed=11)
@@ -210,7 +210,7 @@ def test_exporter_refuses_what_numpy_cannot_express(tmp_path: Path) -> None:
 
     from bergen_env.single_agent import BergenSingleAgentEnv
     from training.export_policy import main
-    from training.policies import save_policy
+    from training.ppo_policies import save_policy
 
     env = BergenSingleAgentEnv(opponents=["random"])
     model = MaskablePPO(
@@ -262,7 +262,7 @@ def test_crafted_zip_runs_no_code_without_the_trust_flag(tmp_path: Path) -> None
     pytest.importorskip("sb3_contrib")
     from training.evaluate import main as evaluate
     from training.export_policy import main as export
-    from training.policies import UntrustedPolicyError, load_policy
+    from training.ppo_policies import UntrustedPolicyError, load_policy
 
     marker = tmp_path / "pwned.txt"
     evil = crafted_zip(tmp_path / "evil.zip", marker)
@@ -363,7 +363,7 @@ def test_mismatched_action_count_is_refused_even_when_allowed() -> None:
 
 def test_mismatched_ppo_zip_is_refused() -> None:
     pytest.importorskip("sb3_contrib")
-    from training.policies import load_policy
+    from training.ppo_policies import load_policy
 
     agent = load_policy(shipped("standard_2p", ".zip"), trust_pickle=True)
     with pytest.raises(PolicyFileError, match="standard_2p.zip.*num_players=2 \\(playing 4\\)"):

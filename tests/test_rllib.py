@@ -268,12 +268,7 @@ def test_checkpoint_plays_through_evaluate(selfplay_run: Path, tmp_path: Path) -
         "--trust-pickle",
     ]
     argv += ["--json", str(out)]
-    evaluate = (ROOT / "training" / "evaluate.py").read_text()
-    if "training.rllib_policies" in evaluate:
-        run(["-m", "training.evaluate", *argv])
-    else:  # until evaluate.py registers the kind itself
-        code = "import sys, training.rllib_policies; from training.evaluate import main; "
-        run(["-c", code + f"sys.exit(main({argv!r}))"])
+    run(["-m", "training.evaluate", *argv])  # the "rllib" kind: an entry point of the registry
     result = json.loads(out.read_text())
     text = json.dumps(result)
     assert f"rllib:path={ckpt},trust_pickle=true" in text

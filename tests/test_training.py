@@ -19,7 +19,7 @@ from bergen_env.agents.base import make_agent  # noqa: E402
 from bergen_env.observation import OBS_SIZE  # noqa: E402
 from bergen_env.rules import Rules  # noqa: E402
 from training.config import ConfigError, TrainConfig, load_config, schedule  # noqa: E402
-from training.policies import PolicyFileError, load_policy, read_metadata  # noqa: E402
+from training.ppo_policies import PolicyFileError, load_policy, read_metadata  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 TINY = [
@@ -183,7 +183,7 @@ def test_policy_with_other_sizes_is_rejected(run_dir: Path, tmp_path: Path) -> N
     import gymnasium
     from sb3_contrib import MaskablePPO
 
-    from training.policies import save_policy
+    from training.ppo_policies import save_policy
 
     class Small(gymnasium.Env):
         observation_space = gymnasium.spaces.Box(0, 1, (10,), np.float32)
@@ -291,7 +291,7 @@ def test_schedules() -> None:
 
 
 def test_opponent_pool_mixes_scripted_and_snapshots(run_dir: Path, tmp_path: Path) -> None:
-    from training.policies import PPOAgent
+    from training.ppo_policies import PPOAgent
     from training.selfplay import OpponentPool, snapshot_path
 
     snaps = tmp_path / "snapshots"

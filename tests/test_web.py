@@ -23,7 +23,7 @@ from bergen_env.rules import PRESETS, RULE_OPTIONS, Rules  # noqa: E402
 from bergen_env.web import DEFAULT_AGENTS, Limits, TableManager
 from bergen_env.web.app import create_app  # noqa: E402
 from bergen_env.web.i18n import LANGUAGES, catalog  # noqa: E402
-from bergen_env.web.replays import place, replay_frames  # noqa: E402
+from bergen_env.web.replay_frames import place, replay_frames  # noqa: E402
 
 SEATINGS = ((2, False), (3, False), (4, True))
 FAST_AGENTS = DEFAULT_AGENTS | {"search": "search:samples=4"}  # the menu, a quicker search

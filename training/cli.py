@@ -10,8 +10,8 @@ console script          module                    needs
 ``bergen-train-rllib``  :mod:`.train_rllib`       the ``[train,rllib]`` extras
 ======================  ========================  ==============================
 
-Installed, the modules are ``bergen_env.training.<name>``; from a checkout of the repository
-``python -m training.<name>`` runs the same program: each program module starts with
+``python -m training.<name>`` runs the same program as its console script, from any directory:
+each program module starts with
 ``if __name__ == "__main__": raise SystemExit(program("<name>"))``, before its own imports, so a
 missing extra is reported exactly as the console script reports it (:data:`PROGRAMS` also holds
 the programs without a console script, ``expert_iteration``, ``tune_heuristic`` and ``belief``).
@@ -37,7 +37,7 @@ import sys
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any, NamedTuple, NoReturn
 
-from bergen_env.agents import parse_agent_spec, registered_agents
+from bergen_env.agents.base import agent_factory, parse_agent_spec
 from bergen_env.arena import recorded_rules
 from bergen_env.atomic_files import OutputError
 from bergen_env.errors import BergenError
@@ -82,8 +82,9 @@ class UsageError(Exception):
     """Bad input from the user; the message names the problem and is shown as one line."""
 
 
-class MissingExtraError(UsageError):
-    """A feature needs an optional dependency group (an extra) that is not installed."""
+class MissingExtraError(UsageError, ImportError):
+    """A feature needs an optional dependency group (an extra) that is not installed (an
+    ImportError too, so an import of a module that needs the extra fails with this message)."""
 
 
 class ArgumentParser(argparse.ArgumentParser):
@@ -152,24 +153,21 @@ def require_extra(extra: str, feature: str, modules: Sequence[str] | None = None
 
 
 def register_policy_kinds(specs: Iterable[str]) -> None:
-    """Register the agent kinds of trained policies (``ppo``, ``rllib``) that ``specs`` use.
+    """Load the agent kinds that ``specs`` use and bergen_env finds as plugins (``ppo``,
+    ``rllib``: the ``bergen_env.agents`` entry points), before any match starts.
 
-    Scripted-only runs import nothing here, so they (and their worker processes) never import
-    torch. An empty agent string or a missing extra is a :class:`UsageError`.
+    Scripted-only runs load nothing, so they (and their worker processes) never import torch. An
+    empty agent string or a missing extra is a :class:`UsageError`; an unknown kind is left to
+    ``make_agent``, which names the closest known one.
     """
     for spec in specs:
         try:
             kind = parse_agent_spec(spec)[0]
+            agent_factory(kind)
         except ValueError as exc:
-            raise UsageError(str(exc)) from None
-        if kind in registered_agents():
-            continue
-        if kind == "ppo":
-            require_extra("train", f"agent {spec!r}", ["torch", "sb3_contrib"])
-            from . import policies  # noqa: F401  (registers "ppo")
-        elif kind == "rllib":
+            raise UsageError(f"agent {spec!r}: {exc}") from None
+        if kind == "rllib":  # its module loads without Ray; the agent needs it
             require_extra("rllib", f"agent {spec!r}", ["ray", "torch"])
-            from . import rllib_policies  # noqa: F401  (registers "rllib")
 
 
 #: Agent kinds whose files are unpickled, so they load only with ``trust_pickle=true``.

@@ -101,7 +101,7 @@ def export_model(
 def export_zip(
     zip_path: str | Path, out: str | Path | None = None, provenance: dict[str, Any] | None = None
 ) -> Path:
-    """Convert a policy zip (written by :func:`training.policies.save_policy`) without unpickling.
+    """Convert a policy zip (from :func:`training.ppo_policies.save_policy`) without unpickling.
 
     ``out`` defaults to the zip's path with the ``.safetensors`` suffix.
     """
@@ -109,7 +109,7 @@ def export_zip(
 
     zip_path = Path(zip_path)
     source = f"policy file {str(zip_path)!r}"
-    from .policies import read_metadata  # JSON only
+    from .ppo_policies import read_metadata  # JSON only
 
     meta = read_metadata(zip_path)
     try:

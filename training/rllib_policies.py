@@ -1,7 +1,8 @@
 """RLlib checkpoints as agents: ``make_agent("rllib:PATH[:POLICY]")``.
 
-Importing this module registers the agent kind ``"rllib"``, so every tool that takes agent
-strings (the arena, ``training.evaluate``) can play a policy trained by
+It provides the agent kind ``"rllib"`` (:func:`make_rllib_agent`, the ``bergen_env.agents``
+entry point in pyproject.toml), so every tool that takes agent strings (the arena,
+``training.evaluate``) can play a policy trained by
 :mod:`training.train_rllib`. ``PATH`` is an algorithm checkpoint (``Algorithm.save_to_path``, e.g.
 ``runs/rllib/<run>/checkpoints/final``) or a single RLModule checkpoint
 (``RLModule.save_to_path``); ``POLICY`` is the module id (``shared``, ``side_0``, ...), needed
@@ -27,7 +28,7 @@ from typing import Any
 
 import numpy as np
 
-from bergen_env.agents.base import Agent, checked_legal_actions, register_agent, registered_agents
+from bergen_env.agents.base import Agent, checked_legal_actions
 from bergen_env.engine import PublicView
 from bergen_env.rules import Rules
 from bergen_env.validation import check_keywords
@@ -192,9 +193,10 @@ class RLlibAgent(Agent):
         return out[logits_col][0].numpy()
 
 
-def _factory(
+def make_rllib_agent(
     path: str | None = None, policy: str | None = None, trust_pickle: bool = False, **kwargs: Any
 ) -> RLlibAgent:
+    """The factory of the ``rllib`` agent kind (the ``bergen_env.agents`` entry point)."""
     valid = ["path", "policy", "trust_pickle"]  # make_agent names the agent string
     check_keywords(kwargs, valid, label="parameter", error=RLlibCheckpointError)
     if not isinstance(trust_pickle, bool):
@@ -202,7 +204,3 @@ def _factory(
             f"agent 'rllib': trust_pickle must be true or false, got {trust_pickle!r}"
         )
     return RLlibAgent(path, policy, trust_pickle=trust_pickle)
-
-
-if "rllib" not in registered_agents():
-    register_agent("rllib", _factory)

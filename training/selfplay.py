@@ -80,7 +80,7 @@ class OpponentPool:
         if agent is None:
             import torch
 
-            from .policies import PPOAgent
+            from .ppo_policies import PPOAgent
 
             torch.set_num_threads(1)
             agent = PPOAgent(path, trust_pickle=True)  # a snapshot this run wrote

@@ -34,8 +34,8 @@ Every file is written whole or not at all (``bergen_env.atomic_files``); see doc
 Evaluations are duplicate tournaments of the arena (``bergen_env.arena.run_tournament``): the
 policy (a just-saved policy file, ``ppo:PATH``) against each scripted opponent of
 ``eval_opponents``. The portable ``final_model.safetensors`` plays anywhere as
-``policy:PATH`` (numpy only); the zips load with ``ppo:PATH`` after ``import training.policies``
-and only with ``trust_pickle`` (they are unpickled).
+``policy:PATH`` (numpy only); the zips load with ``ppo:PATH`` (the ``[train]`` extra) and only
+with ``trust_pickle`` (they are unpickled).
 """
 
 from __future__ import annotations
@@ -83,7 +83,7 @@ from .config import (
     schedule,
 )
 from .export_policy import export_model
-from .policies import PPOAgent, save_policy  # registers the "ppo" agent kind
+from .ppo_policies import PPOAgent, save_policy
 from .resume_state import (
     ContinuedCSV,
     ContinuedTensorBoard,
@@ -380,7 +380,7 @@ CKPT_MEMBERS = ("data", "policy.pth", "policy.optimizer.pth", "pytorch_variables
 
 
 def save_policy_atomic(model: MaskablePPO, path: Path, rules: Rules, **extra: Any) -> Path:
-    """:func:`training.policies.save_policy`, written whole or not at all."""
+    """:func:`training.ppo_policies.save_policy`, written whole or not at all."""
     with atomic_path(path) as tmp:
         save_policy(model, tmp, rules, **extra)
     return path

@@ -12,6 +12,7 @@ ISMCTS through :mod:`bergen_env.openspiel`, ``make_agent("openspiel:bot=ismcts")
 from bergen_env.agents.base import (
     Agent,
     agent_factory,
+    agent_kinds,
     make_agent,
     parse_agent_spec,
     register_agent,
@@ -50,6 +51,7 @@ __all__ = [
     "StatedPolicy",
     "TunedHeuristicAgent",
     "agent_factory",
+    "agent_kinds",
     "make_agent",
     "parse_agent_spec",
     "register_agent",

@@ -7,6 +7,9 @@ scripted player uses). Neither holds other hands or the boneyard order.
 
 Agents are named by strings so configs and command lines can name them:
 ``"random"``, ``"heuristic"``, ``"search:samples=200"``, ``"search:samples=50,budget_ms=20"``.
+Other installed packages add kinds through the ``bergen_env.agents`` entry-point group (each
+entry: the kind = ``"module:factory"``), loaded the first time their kind is asked for; this
+project's ``training`` package adds ``ppo`` and ``rllib`` that way, so the library never imports it.
 
 >>> spec = parse_agent_spec("search:samples=200,rollout=greedy")
 >>> spec
@@ -17,6 +20,8 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Callable
+from functools import cache
+from importlib.metadata import EntryPoint, entry_points
 from typing import Any
 
 import numpy as np
@@ -105,14 +110,44 @@ def register_agent(kind: str, factory: AgentFactory, *, overwrite: bool = False)
     _REGISTRY[kind] = factory
 
 
+#: The entry-point group through which installed packages add agent kinds (pyproject.toml:
+#: ``[project.entry-points."bergen_env.agents"]``, ``kind = "module:factory"``).
+ENTRY_POINT_GROUP = "bergen_env.agents"
+
+
+@cache
+def _plugin_kinds() -> dict[str, EntryPoint]:
+    """The installed entry points of :data:`ENTRY_POINT_GROUP` by kind (read once, not loaded)."""
+    return {ep.name: ep for ep in entry_points(group=ENTRY_POINT_GROUP)}
+
+
 def registered_agents() -> list[str]:
-    """The agent kinds that :func:`make_agent` knows."""
+    """The agent kinds registered so far: the built-in ones and the plugin kinds already loaded."""
     return sorted(_REGISTRY)
 
 
+def agent_kinds() -> list[str]:
+    """Every kind :func:`make_agent` can build: the registered ones and the installed plugins'."""
+    return sorted(set(_REGISTRY) | set(_plugin_kinds()))
+
+
 def agent_factory(kind: str) -> AgentFactory | None:
-    """The factory registered for ``kind``, or None if :func:`make_agent` does not know it."""
-    return _REGISTRY.get(kind)
+    """The factory of ``kind`` (an installed plugin's is loaded and registered now), or None.
+
+    Raises ValueError naming the kind and its entry point if the plugin cannot be imported (its
+    package's message says what is missing, e.g. an extra)."""
+    if kind in _REGISTRY or kind not in _plugin_kinds():
+        return _REGISTRY.get(kind)
+    entry = _plugin_kinds()[kind]
+    try:
+        factory = entry.load()
+    except ImportError as exc:
+        origin = f"{entry.dist.name}'s " if entry.dist is not None else ""
+        raise ValueError(
+            f"agent kind {kind!r} ({origin}entry point {entry.value!r}) cannot be loaded: {exc}"
+        ) from exc
+    register_agent(kind, factory, overwrite=True)
+    return factory
 
 
 def _parse_value(text: str) -> Any:
@@ -147,17 +182,11 @@ def parse_agent_spec(spec: str) -> tuple[str, dict[str, Any]]:
 def make_agent(spec: str) -> Agent:
     """Build an agent from its string, e.g. ``make_agent("search:samples=200")``."""
     kind, kwargs = parse_agent_spec(spec)
-    if kind not in _REGISTRY:
+    factory = agent_factory(kind)
+    if factory is None:
         raise ValueError(
-            f"unknown agent {spec!r}{closest(kind, registered_agents())}: known kinds are "
-            f"{registered_agents()}"
-            + (
-                "; 'ppo' needs `import bergen_env.training.policies` (the [train] extra)"
-                if kind == "ppo"
-                else ""
-            )
+            f"unknown agent {spec!r}{closest(kind, agent_kinds())}: known kinds are {agent_kinds()}"
         )
-    factory = _REGISTRY[kind]
     if not takes_any_keyword(factory):
         names = keyword_names(factory)
         check_keywords(

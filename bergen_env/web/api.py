@@ -23,7 +23,7 @@ from bergen_env.web.errors import TableError, excerpt
 from bergen_env.web.guard import read_json
 from bergen_env.web.i18n import LANGUAGES
 from bergen_env.web.options import CREATE_KEYS, OPTION_LIMITS, from_body, from_query
-from bergen_env.web.replays import parse_replay_text, replay_frames
+from bergen_env.web.replay_frames import parse_replay_text, replay_frames
 from bergen_env.web.tables import Table, TableManager, presets_only
 
 

@@ -41,7 +41,7 @@ from bergen_env.web.messages import (
     play_score_reason,
 )
 from bergen_env.web.options import PERSON, TableRequest
-from bergen_env.web.replays import place
+from bergen_env.web.replay_frames import place
 from bergen_env.web.store import EXPIRED, FINISHED, LIVE, SQLiteStore, TableRow, TableStore
 
 logger = logging.getLogger(__name__)

@@ -1,8 +1,9 @@
 """Trained policies as agents: load a MaskablePPO zip and play it in any Bergen env.
 
-Importing this module registers the agent kind ``"ppo"``. An SB3 zip holds pickled Python
-objects, and unpickling a file can run any code in it, so a zip loads only when the caller says
-it trusts the file: ``load_policy(path, trust_pickle=True)``,
+It provides the agent kind ``"ppo"`` (:func:`make_ppo_agent`, found by bergen_env's agent
+registry through the ``bergen_env.agents`` entry point in pyproject.toml). An SB3 zip holds
+pickled Python objects, and unpickling a file can run any code in it, so a zip loads only when
+the caller says it trusts the file: ``load_policy(path, trust_pickle=True)``,
 ``make_agent("ppo:path=PATH,trust_pickle=true")``, or ``--trust-pickle`` on the command lines.
 Without it loading raises :class:`UntrustedPolicyError`. To share or run a policy, convert it to
 the portable format (:mod:`bergen_env.policy_file`; ``python -m training.export_policy ZIP``,
@@ -16,7 +17,7 @@ Acting in the AEC env from user code::
 
     import numpy as np
     import bergen_env
-    from bergen_env.training.policies import load_policy
+    from training.ppo_policies import load_policy
 
     agent = load_policy("policies/standard_2p.zip", trust_pickle=True)  # a file you made
     env = bergen_env.env(num_players=2)
@@ -41,15 +42,17 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import torch
-from sb3_contrib import MaskablePPO
 
-from bergen_env.agents.base import (
-    Agent,
-    checked_legal_actions,
-    register_agent,
-    registered_agents,
-)
+from .cli import require_extra
+
+try:
+    import torch
+    from sb3_contrib import MaskablePPO
+except ImportError:  # e.g. the agent registry loading the "ppo" kind on a base install
+    require_extra("train", "training.ppo_policies", ["torch", "sb3_contrib"])
+    raise
+
+from bergen_env.agents.base import Agent, checked_legal_actions
 from bergen_env.engine import PublicView
 from bergen_env.observation import OBS_SIZE
 from bergen_env.policy_file import PolicyFileError, check_trained_rules
@@ -113,7 +116,7 @@ def read_metadata(path: str | Path) -> dict[str, Any]:
             if META_NAME not in archive.namelist():
                 raise PolicyFileError(
                     f"policy file {str(path)!r} has no {META_NAME} member: not saved by "
-                    f"training.policies.save_policy"
+                    f"training.ppo_policies.save_policy"
                 )
             meta = json.loads(archive.read(META_NAME))
     except (zipfile.BadZipFile, json.JSONDecodeError, OSError, KeyError) as exc:
@@ -246,11 +249,8 @@ def load_policy(
     return PPOAgent(path, trust_pickle=trust_pickle, allow_mismatch=allow_mismatch)
 
 
-def _factory(
+def make_ppo_agent(
     path: str | None = None, trust_pickle: bool = False, allow_mismatch: bool = False
 ) -> PPOAgent:
+    """The factory of the ``ppo`` agent kind (the ``bergen_env.agents`` entry point)."""
     return PPOAgent(path, trust_pickle=trust_pickle, allow_mismatch=allow_mismatch)
-
-
-if "ppo" not in registered_agents():
-    register_agent("ppo", _factory)

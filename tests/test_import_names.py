@@ -1,0 +1,139 @@
+"""One import name per module: every documented way of running the programs (console scripts,
+``python -m training.<module>``) works from any directory, with or without the repository on
+``PYTHONPATH``, and no file of this checkout is loaded as two modules."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+import tomllib
+
+ROOT = Path(__file__).resolve().parents[1]
+SCRIPTS = sorted(tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["scripts"])
+BIN = Path(sys.executable).parent
+
+#: Run in a subprocess: fails if a file is loaded under two module names, or if ``training`` and
+#: ``bergen_env`` are not this checkout's (a venv may see another checkout's install too).
+ONE_NAME_CHECK = textwrap.dedent(
+    """
+    import sys
+    from pathlib import Path
+
+    root = Path(sys.argv[1])
+    by_file = {}
+    for name, module in list(sys.modules.items()):
+        path = getattr(module, "__file__", None)
+        if path and name != "__main__" and Path(path).resolve().is_relative_to(root):
+            by_file.setdefault(str(Path(path).resolve()), []).append(name)
+    assert by_file, "nothing of the checkout was loaded"
+    twice = {path: names for path, names in by_file.items() if len(names) > 1}
+    assert not twice, f"loaded twice: {twice}"
+    assert not [m for m in sys.modules if m.startswith("bergen_env.training")]
+    import bergen_env, training
+    for package in (bergen_env, training):
+        assert Path(package.__file__).resolve().parent.parent == root, package.__file__
+    print("one name:", training.__file__)
+    """
+)
+
+
+def environment(pythonpath: str | None) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    if pythonpath is not None:
+        env["PYTHONPATH"] = pythonpath
+    return env
+
+
+PYTHONPATHS = pytest.mark.parametrize("pythonpath", [None, str(ROOT)], ids=["unset", "repo"])
+
+
+def run(cmd: list[str], cwd: Path, pythonpath: str | None) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        cmd,
+        cwd=cwd,  # not the repository
+        env=environment(pythonpath),
+        capture_output=True,
+        text=True,
+        timeout=300,
+        stdin=subprocess.DEVNULL,
+    )
+
+
+@PYTHONPATHS
+def test_policy_kind_loads_once_from_the_registry(tmp_path: Path, pythonpath: str | None) -> None:
+    """``ppo:`` in Python after ``import bergen_env`` alone: the registry loads the kind from its
+    entry point, as the same module object ``import training.ppo_policies`` gives."""
+    pytest.importorskip("sb3_contrib")
+    code = textwrap.dedent(
+        """
+        import sys
+        import bergen_env
+        from bergen_env.agents import agent_factory, make_agent
+
+        assert "training" not in sys.modules  # the library imports no training module
+        zip_path = sys.argv[2]
+        agent = make_agent(f"ppo:path={zip_path},trust_pickle=true")
+        assert type(agent).__module__ == "training.ppo_policies", type(agent)
+        assert agent.trained_rules.num_players == 2, agent.trained_rules
+        import training.ppo_policies
+
+        assert agent_factory("ppo") is training.ppo_policies.make_ppo_agent
+        """
+    )
+    shipped = str(ROOT / "policies" / "standard_2p.zip")
+    cmd = [sys.executable, "-c", code + ONE_NAME_CHECK, str(ROOT), shipped]
+    proc = run(cmd, tmp_path, pythonpath)
+    assert proc.returncode == 0, proc.stderr
+    assert f"one name: {ROOT / 'training' / '__init__.py'}" in proc.stdout
+
+
+def test_unknown_kind_names_the_closest_kind_plugins_included() -> None:
+    from bergen_env.agents import agent_kinds, make_agent
+
+    assert {"ppo", "rllib", "random", "search"} <= set(agent_kinds())
+    with pytest.raises(ValueError, match=r"unknown agent 'ppx:m.zip' \(did you mean 'ppo'\?\)"):
+        make_agent("ppx:m.zip")
+
+
+@PYTHONPATHS
+def test_python_m_runs_one_module_per_file(tmp_path: Path, pythonpath: str | None) -> None:
+    """``python -m training.evaluate --help`` from another directory; then the same program as
+    ``python -m`` runs it, followed by the check that no file loaded twice."""
+    proc = run([sys.executable, "-m", "training.evaluate", "--help"], tmp_path, pythonpath)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.startswith("usage: bergen-evaluate")
+    code = textwrap.dedent(
+        """
+        import runpy, sys
+        argv, sys.argv = sys.argv, ["evaluate", "--help"]
+        try:
+            runpy.run_module("training.evaluate", run_name="__main__", alter_sys=True)
+        except SystemExit as exit:
+            assert exit.code == 0, exit.code
+        sys.argv = argv
+        """
+    )
+    proc = run([sys.executable, "-c", code + ONE_NAME_CHECK, str(ROOT)], tmp_path, pythonpath)
+    assert proc.returncode == 0, proc.stderr
+
+
+@PYTHONPATHS
+@pytest.mark.parametrize("script", SCRIPTS)
+def test_console_script_runs_anywhere(script: str, tmp_path: Path, pythonpath: str | None) -> None:
+    """Each console script's ``--help`` from another directory (with the repository on
+    ``PYTHONPATH`` too, which shadows an installed copy with the checkout)."""
+    path = BIN / script
+    if not path.exists():
+        pytest.skip(f"{script} is not installed beside {sys.executable} (pip install -e .)")
+    if script == "bergen-train-rllib":
+        pytest.importorskip("ray")
+    if script == "bergen-web":
+        pytest.importorskip("starlette")
+    proc = run([str(path), "--help"], tmp_path, pythonpath)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.startswith(f"usage: {script}"), proc.stdout[:200]
