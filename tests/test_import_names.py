@@ -25,10 +25,12 @@ ONE_NAME_CHECK = textwrap.dedent(
     from pathlib import Path
 
     root = Path(sys.argv[1])
+    ours = [root / "bergen_env", root / "training"]  # not a venv that may live in the checkout
     by_file = {}
     for name, module in list(sys.modules.items()):
         path = getattr(module, "__file__", None)
-        if path and name != "__main__" and Path(path).resolve().is_relative_to(root):
+        inside = path and any(Path(path).resolve().is_relative_to(d) for d in ours)
+        if inside and name != "__main__":
             by_file.setdefault(str(Path(path).resolve()), []).append(name)
     assert by_file, "nothing of the checkout was loaded"
     twice = {path: names for path, names in by_file.items() if len(names) > 1}
