@@ -201,6 +201,21 @@ def test_removed_fit_options_are_unknown_keys(tmp_path: Path, key: str) -> None:
         load_config(path, [f"{key}=0"])
 
 
+def test_a_policy_fitted_before_the_removal_still_starts_a_run() -> None:
+    """``expert_3p``'s provenance records the removed key ``regret_weight``: only its rules and
+    network are read, so it loads and starts a run."""
+    path = ROOT / "policies" / "expert_3p.safetensors"
+    shipped = read_policy_file(path)
+    assert "regret_weight" in shipped.provenance["config"]["default"]
+    cfg = tiny(num_players=3, init_policy=str(path), player=["network"], opponents=["heuristic"])
+    net = build_network(cfg, Rules.preset("standard").num_actions)
+    obs = np.random.default_rng(0).random((4, shipped.network.input_size), dtype=np.float32)
+    masks = np.ones((4, 58), dtype=bool)
+    np.testing.assert_allclose(
+        numpy_network(net).logits(obs, masks), shipped.network.logits(obs, masks), rtol=1e-6
+    )
+
+
 def test_tiny_run_writes_a_policy_that_plays(tmp_path: Path) -> None:
     config = tmp_path / "tiny.yaml"
     fields = dataclasses.asdict(tiny(iterations=2))
