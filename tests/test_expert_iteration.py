@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import dataclasses
-import itertools
 from pathlib import Path
 
 import numpy as np
@@ -15,16 +14,8 @@ import torch  # noqa: E402
 
 from bergen_env.agents.base import make_agent  # noqa: E402
 from bergen_env.arena import run_tournament  # noqa: E402
-from bergen_env.observation import OBS_SIZE  # noqa: E402
 from bergen_env.policy_file import read_policy_file  # noqa: E402
 from bergen_env.rules import Rules  # noqa: E402
-from bergen_env.symmetry import (  # noqa: E402
-    MIRROR_ACTIONS,
-    mirror_observations,
-    mirrorable,
-    relabel_action_map,
-    relabel_observation_map,
-)
 from training.config import ConfigError  # noqa: E402
 from training.expert_iteration import main  # noqa: E402
 from training.expert_iteration_collection import (  # noqa: E402
@@ -34,19 +25,13 @@ from training.expert_iteration_collection import (  # noqa: E402
 )
 from training.expert_iteration_config import ExpertIterationConfig, load_config  # noqa: E402
 from training.expert_iteration_fitting import (  # noqa: E402
-    Relabelling,
-    fit,
     imitation_loss,
-    make_optimizer,
-    scaled_regrets,
     soft_targets,
     split_matches,
-    target_values,
 )
 from training.expert_iteration_networks import (  # noqa: E402
     ScoredNetwork,
     build_network,
-    hidden_and_logits,
     network_arrays,
     numpy_network,
     policy_logits,
@@ -131,41 +116,19 @@ def test_targets_follow_the_values() -> None:
         soft_targets(values, np.zeros((1, 4), dtype=bool), 0.1)
 
 
-def test_regrets_are_gaps_to_the_best_legal_value_over_the_temperature() -> None:
-    values = np.array([[0.1, 0.9, 0.3, -0.2]], dtype=np.float32)
-    masks = np.array([[True, False, True, True]])
-    np.testing.assert_allclose(
-        scaled_regrets(values, masks, temperature=0.1)[0], [2.0, 0.0, 0.0, 5.0], rtol=1e-5
-    )
-
-
-def test_target_values_are_the_values_under_the_soft_targets() -> None:
-    values = np.array([[0.1, 0.9, 0.3, -0.2]], dtype=np.float32)
-    masks = np.array([[True, False, True, True]])
-    e = np.exp(np.array([0.1, 0.3, -0.2]) / 0.1)
-    expected = float(e @ [0.1, 0.3, -0.2] / e.sum())
-    for temperature, value in ((0.1, expected), (1e-4, 0.3)):  # cold: the max
-        targets = soft_targets(values, masks, temperature)
-        assert target_values(targets, values, masks)[0] == pytest.approx(value, rel=1e-5)
-
-
-def test_loss_is_cross_entropy_plus_weighted_expected_regret() -> None:
+def test_loss_is_the_cross_entropy_to_the_targets() -> None:
     rng = np.random.default_rng(0)
     values = rng.normal(size=(6, 5)).astype(np.float32)
     masks = rng.random((6, 5)) < 0.7
     masks[:, 0] = True
     logits = rng.normal(size=(6, 5)).astype(np.float32)
     targets = soft_targets(values, masks, 0.5)
-    regrets = scaled_regrets(values, masks, 0.5)
     z = np.where(masks, logits, -np.inf)
     pi = np.exp(z - z.max(axis=1, keepdims=True))
     pi /= pi.sum(axis=1, keepdims=True)
     cross_entropy = -np.mean(np.sum(targets * np.log(np.where(masks, pi, 1.0)), axis=1))
-    expected_regret = np.mean(np.sum(pi * regrets, axis=1))
-    args = [torch.as_tensor(x) for x in (logits, masks, targets, regrets)]
-    for weight in (0.0, 0.7):
-        loss = float(imitation_loss(*args, regret_weight=weight))
-        assert loss == pytest.approx(cross_entropy + weight * expected_regret, rel=1e-5)
+    loss = float(imitation_loss(*(torch.as_tensor(x) for x in (logits, masks, targets))))
+    assert loss == pytest.approx(cross_entropy, rel=1e-5)
 
 
 def test_held_out_split_keeps_matches_whole(labelled: Decisions) -> None:
@@ -190,13 +153,6 @@ def test_network_starts_from_the_shipped_policy() -> None:
         ("decisions", 0, r"'decisions' must be an int >= 1, got 0"),
         ("workers", "two", r"'workers' must be an int in \[1, 256\], got 'two'"),
         ("temperature", 0, "'temperature' must be a number > 0"),
-        ("regret_weight", -1, "'regret_weight' must be a number >= 0"),
-        ("weight_decay", -0.1, "'weight_decay' must be a number >= 0"),
-        ("value_weight", "1", "'value_weight' must be a number >= 0"),
-        ("mirror", 1, "'mirror' must be true or false"),
-        ("relabel", 1.5, "'relabel' must be a number in \\[0, 1\\]"),
-        ("relabel", True, "'relabel' must be a number in \\[0, 1\\]"),
-        ("lr_schedule", "linear", "'lr_schedule' must be one of 'constant', 'cosine'"),
         ("held_out", 1.0, "'held_out' must be a number in"),
         ("teacher", "heuristic", "'teacher' must be a search agent string"),
         ("teacher", "search:budget_ms=5", "'teacher' must not set budget_ms"),
@@ -231,6 +187,35 @@ def test_config_file_errors_name_the_file_and_key(tmp_path: Path) -> None:
     assert load_config(path).learning_rate == 3e-4
 
 
+@pytest.mark.parametrize(
+    "key", ["lr_schedule", "weight_decay", "value_weight", "mirror", "regret_weight", "relabel"]
+)
+def test_removed_fit_options_are_unknown_keys(tmp_path: Path, key: str) -> None:
+    """Fit options removed after measuring no gain are refused by name, like any unknown key."""
+    path = tmp_path / "ei.yaml"
+    path.write_text(f"default:\n  epochs: 2\n  {key}: 0\n")
+    with pytest.raises(ConfigError, match=rf"ei.yaml: unknown key '{key}'; valid keys: "):
+        load_config(path)
+    path.write_text("default:\n  epochs: 2\n")
+    with pytest.raises(ConfigError, match=rf"--set '{key}=0' .*unknown key '{key}'"):
+        load_config(path, [f"{key}=0"])
+
+
+def test_a_policy_fitted_before_the_removal_still_starts_a_run() -> None:
+    """``expert_3p``'s provenance records the removed key ``regret_weight``: only its rules and
+    network are read, so it loads and starts a run."""
+    path = ROOT / "policies" / "expert_3p.safetensors"
+    shipped = read_policy_file(path)
+    assert "regret_weight" in shipped.provenance["config"]["default"]
+    cfg = tiny(num_players=3, init_policy=str(path), player=["network"], opponents=["heuristic"])
+    net = build_network(cfg, Rules.preset("standard").num_actions)
+    obs = np.random.default_rng(0).random((4, shipped.network.input_size), dtype=np.float32)
+    masks = np.ones((4, 58), dtype=bool)
+    np.testing.assert_allclose(
+        numpy_network(net).logits(obs, masks), shipped.network.logits(obs, masks), rtol=1e-6
+    )
+
+
 def test_tiny_run_writes_a_policy_that_plays(tmp_path: Path) -> None:
     config = tmp_path / "tiny.yaml"
     fields = dataclasses.asdict(tiny(iterations=2))
@@ -260,9 +245,7 @@ def test_fit_from_saved_decisions(tmp_path: Path, labelled: Decisions) -> None:
 
     labelled.save(tmp_path / "data.npz")
     config = tmp_path / "fit.yaml"
-    cfg = tiny(
-        eval_matches=0, regret_weight=1.0, lr_schedule="cosine", weight_decay=0.01, value_weight=1.0
-    )
+    cfg = tiny(eval_matches=0, temperature=0.05)
     config.write_text(yaml.safe_dump({"default": dataclasses.asdict(cfg)}))
     run = tmp_path / "run"
     path = main(
@@ -270,124 +253,12 @@ def test_fit_from_saved_decisions(tmp_path: Path, labelled: Decisions) -> None:
     )
     policy = read_policy_file(path)
     assert policy.rules == Rules.preset("standard")
-    assert policy.provenance["config"]["default"]["regret_weight"] == 1.0
+    assert policy.provenance["config"]["default"]["temperature"] == 0.05
     assert not (run / "data_0.npz").exists()  # nothing collected
     row = (run / "metrics.csv").read_text().splitlines()[1].split(",")
     assert int(row[1]) == len(labelled)  # the decisions fitted: the saved ones
     with pytest.raises(ConfigError, match="--data: file .*nope.npz"):
         main(["--config", str(config), "--run-dir", str(run), "--data", str(tmp_path / "nope.npz")])
-
-
-def test_cosine_schedule_takes_the_step_size_to_zero() -> None:
-    net = torch.nn.Linear(3, 2)
-    optimizer, schedule = make_optimizer(net, tiny(lr_schedule="cosine"), steps=10)
-    assert schedule is not None
-    rates = []
-    for _ in range(10):
-        rates.append(optimizer.param_groups[0]["lr"])
-        optimizer.step()
-        schedule.step()
-    assert rates[0] == 3e-4 and all(a > b for a, b in zip(rates, rates[1:]))
-    assert optimizer.param_groups[0]["lr"] == pytest.approx(0.0, abs=1e-12)
-    assert make_optimizer(net, tiny(), steps=10)[1] is None  # constant: no scheduler
-
-
-def test_weight_decay_shrinks_the_fitted_weights(labelled: Decisions) -> None:
-    norms = []
-    for decay in (0.0, 10.0):
-        cfg = tiny(weight_decay=decay, learning_rate=1e-2, epochs=4)
-        net = build_network(cfg, Rules.preset("standard").num_actions)
-        fit(net, labelled, np.arange(len(labelled)), cfg, seed=0)
-        norms.append(sum(float(p.detach().norm()) for p in net.parameters()))
-    assert norms[1] < 0.9 * norms[0]
-
-
-def test_value_head_trains_the_trunk_and_is_not_saved(labelled: Decisions) -> None:
-    fitted = []
-    for weight in (0.0, 1.0):
-        cfg = tiny(value_weight=weight)
-        net = build_network(cfg, Rules.preset("standard").num_actions)
-        fit(net, labelled, np.arange(len(labelled)), cfg, seed=0)
-        fitted.append(net)
-    plain, valued = (network_arrays(n) for n in fitted)
-    assert [w.shape for w in plain[0][0]] == [w.shape for w in valued[0][0]]  # no extra layer
-    assert not np.array_equal(plain[0][0][0], valued[0][0][0])  # the value loss moved the trunk
-    obs = torch.as_tensor(labelled.obs)
-    with torch.no_grad():
-        hidden, logits = hidden_and_logits(fitted[1], obs, torch.as_tensor(labelled.masks))
-        np.testing.assert_array_equal(logits.numpy(), fitted[1](obs).numpy())
-    assert hidden.shape == (len(labelled), 16)
-
-
-def test_mirror_images_swap_the_ends(labelled: Decisions) -> None:
-    idx = np.arange(len(labelled))
-    images = labelled.mirror_images(idx)
-    kept = mirrorable(labelled.obs)
-    assert len(images) == kept.sum() > 0
-    np.testing.assert_array_equal(images.obs, mirror_observations(labelled.obs[kept]))
-    np.testing.assert_array_equal(images.masks, labelled.masks[kept][:, MIRROR_ACTIONS[:58]])
-    np.testing.assert_array_equal(images.values, labelled.values[kept][:, MIRROR_ACTIONS[:58]])
-    np.testing.assert_array_equal(images.match, labelled.match[kept])
-    again = images.mirror_images(np.arange(len(images)))
-    np.testing.assert_array_equal(again.obs, labelled.obs[kept])
-    np.testing.assert_array_equal(again.heuristic, labelled.heuristic[kept])
-
-
-def test_a_mirrored_fit_learns_from_the_images(labelled: Decisions) -> None:
-    """A fit on decisions and their mirror images is a fit on the two sets together."""
-    idx = np.arange(len(labelled))
-    both = Decisions.concatenate([labelled, labelled.mirror_images(idx)])
-    nets = []
-    for cfg, data in ((tiny(mirror=True), labelled), (tiny(), both)):
-        net = build_network(cfg, Rules.preset("standard").num_actions)
-        train = idx if data is labelled else np.arange(len(both))
-        fit(net, data, train, cfg, seed=0)
-        nets.append(network_arrays(net)[0][0])
-    for a, b in zip(*nets):
-        np.testing.assert_array_equal(a, b)
-
-
-def test_relabelling_renames_the_numbers_of_the_chosen_rows(labelled: Decisions) -> None:
-    relabelling = Relabelling(labelled.masks.shape[1])
-    assert relabelling.obs.shape == (5040, OBS_SIZE)
-    obs, masks = torch.as_tensor(labelled.obs), torch.as_tensor(labelled.masks)
-    values = torch.as_tensor(labelled.values)
-    same = relabelling.apply([obs, masks, values, None], 0.0, np.random.default_rng(0))
-    for a, b in zip(same[:3], (obs, masks, values)):
-        assert torch.equal(a, b)
-    assert same[3] is None
-    out = relabelling.apply([obs, masks, values, None], 0.5, np.random.default_rng(1))
-    rng = np.random.default_rng(1)  # the same draws: a permutation per row, then which rows
-    perms = list(itertools.permutations(range(7)))
-    picks = rng.integers(len(perms), size=len(obs)) * (rng.random(len(obs)) < 0.5)
-    assert 0 < np.count_nonzero(picks) < len(obs)
-    for row, pick in enumerate(picks):
-        obs_to, act_to = (f(perms[pick]) for f in (relabel_observation_map, relabel_action_map))
-        renamed_obs = np.zeros(OBS_SIZE, dtype=np.float32)
-        renamed_obs[obs_to] = labelled.obs[row]
-        np.testing.assert_array_equal(out[0][row].numpy(), renamed_obs)
-        for got, original in ((out[1], labelled.masks), (out[2], labelled.values)):
-            renamed = np.zeros_like(original[row])
-            renamed[act_to[:58]] = original[row]
-            np.testing.assert_array_equal(got[row].numpy(), renamed)
-
-
-def test_a_relabelled_fit_differs_and_is_reproducible(labelled: Decisions) -> None:
-    idx = np.arange(len(labelled))
-    weights = []
-    for relabel in (0.0, 0.5, 0.5):
-        cfg = tiny(relabel=relabel, init_policy=str(SHIPPED_2P), scorer=[8])
-        net = build_network(cfg, Rules.preset("standard").num_actions)
-        fit(net, labelled, idx, cfg, seed=0)
-        weights.append(np.concatenate([p.detach().numpy().ravel() for p in net.parameters()]))
-    assert not np.array_equal(weights[0], weights[1])
-    np.testing.assert_array_equal(weights[1], weights[2])
-
-
-def test_relabelling_is_refused_where_pips_score() -> None:
-    with pytest.raises(ConfigError, match="'relabel' must be 0 under rules that score pips"):
-        tiny(rules="fives", num_players=2, relabel=0.5)
-    tiny(rules="traditional", relabel=0.5)
 
 
 # ---------------------------------------------------------------------- the action scorer
@@ -409,10 +280,6 @@ def test_scorer_starts_as_the_shipped_policy_and_matches_numpy(labelled: Decisio
         moved = policy_logits(net, t_obs, t_masks).numpy()
     mine = numpy_network(net).logits(obs, masks)
     np.testing.assert_allclose(moved, mine, rtol=1e-5, atol=1e-4)
-    with torch.no_grad():
-        hidden, logits = hidden_and_logits(net, t_obs, t_masks)
-        np.testing.assert_array_equal(logits.numpy(), net(t_obs, t_masks).numpy())
-    assert hidden.shape == (len(obs), 256)  # the shipped trunk's last hidden layer
     assert np.abs(np.where(masks, moved - start, 0)).max() > 0.01  # the scorer now counts
     np.testing.assert_array_equal(moved[~masks], start[~masks])  # only on legal actions
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from bergen_env.actions import DRAW, NUM_ACTIONS_TWO_SETS, NUM_PLAY_ACTIONS, PASS
+from bergen_env.actions import DRAW, NUM_PLAY_ACTIONS, PASS
 from bergen_env.engine import BergenState
 from bergen_env.observation import OBS_SIZE, Encoder
 from bergen_env.rules import PRESETS, Rules
@@ -16,11 +16,8 @@ from bergen_env.symmetry import (
     mirror_actions,
     mirror_observations,
     mirrorable,
-    relabel_action_map,
-    relabel_gathers,
-    relabel_observation_map,
 )
-from bergen_env.tiles import IS_DOUBLE, TILE_ID, TILES
+from bergen_env.tiles import IS_DOUBLE
 
 SEATINGS = [(p, n) for p in PRESETS for n in (2, 3, 4)]
 
@@ -92,81 +89,3 @@ def test_bad_shapes_are_named(shape: tuple[int, ...]) -> None:
         mirrorable(np.zeros(shape))
     with pytest.raises(ValueError, match="num_actions"):
         mirror_actions(np.zeros((2, 70)))
-
-
-# ---------------------------------------------------------------------- relabelling numbers
-
-HEADER_PRESETS = [p for p in PRESETS if Rules.preset(p).play_scoring == "headers"]
-RENAMINGS = [(3, 0, 6, 1, 5, 2, 4), (6, 5, 4, 3, 2, 1, 0), (1, 2, 3, 4, 5, 6, 0)]
-
-
-def _relabelled_hand(preset: str, players: int, seed: int, perm: tuple[int, ...]) -> int:
-    """Deal one hand, and beside it the same hand with every number ``n`` renamed ``perm[n]``
-    (the lead rotating, so the same seat leads both; with a double, so that the renamed lead is
-    laid the same way round); play random legal actions in the first and their renamed actions
-    in the second, and check each seat's view of every position until the hand ends. Returns
-    the positions checked."""
-    rules = Rules.preset(preset, num_players=players, lead="rotate")
-    dealt = BergenState(rules, seed)
-    tiles = [TILE_ID[(perm[a], perm[b])] for a, b in TILES]
-    hands = [dealt.hand_tiles(p) for p in range(players)]
-    boneyard = list(dealt.boneyard[dealt.bone_pos :])
-    original = BergenState(rules, seed, deals=[{"hands": hands, "boneyard": boneyard}])
-    renamed_deal = {
-        "hands": [[tiles[t] for t in h] for h in hands],
-        "boneyard": [tiles[t] for t in boneyard],
-    }
-    renamed = BergenState(rules, seed, deals=[renamed_deal])
-    obs_to, act_to = relabel_observation_map(perm), relabel_action_map(perm)
-    encoder, rng = Encoder(rules), np.random.default_rng(seed)
-    checked = 0
-    while not original.terminal and original.hand_number == 0:
-        mask = original.legal_mask()
-        expected = np.zeros_like(mask)
-        expected[act_to[: len(mask)]] = mask
-        np.testing.assert_array_equal(renamed.legal_mask(), expected)
-        for seat in range(players):
-            seen = encoder.observe(original, seat)
-            image = np.zeros_like(seen)
-            image[obs_to] = seen
-            np.testing.assert_array_equal(encoder.observe(renamed, seat), image)
-        assert renamed.scores == original.scores
-        checked += 1
-        legal = original.legal_actions()
-        if original.line_len == 0:  # a plain lead [a|b] is laid a-left: renaming may swap ends
-            legal = [a for a in legal if a < NUM_PLAY_ACTIONS and IS_DOUBLE[a // 2]]
-            if not legal:
-                break
-        action = int(rng.choice(legal))
-        original.apply_action(action)
-        renamed.apply_action(int(act_to[action]))
-    return checked
-
-
-@pytest.mark.parametrize("perm", RENAMINGS)
-@pytest.mark.parametrize(("preset", "players"), [(p, n) for p in HEADER_PRESETS for n in (2, 4)])
-def test_a_hand_with_its_numbers_renamed_is_seen_renamed(
-    preset: str, players: int, perm: tuple[int, ...]
-) -> None:
-    assert sum(_relabelled_hand(preset, players, seed, perm) for seed in range(8)) > 40
-
-
-def test_relabelling_gathers_invert_the_maps() -> None:
-    perms = np.array([(0, 1, 2, 3, 4, 5, 6), *RENAMINGS])
-    g_obs, g_act = relabel_gathers(perms)
-    obs = np.random.default_rng(1).random(OBS_SIZE, dtype=np.float32)
-    values = np.arange(NUM_ACTIONS_TWO_SETS, dtype=np.float32)
-    np.testing.assert_array_equal(obs[g_obs[0]], obs)  # the identity
-    for perm, go, ga in zip(perms, g_obs, g_act):
-        image = np.zeros_like(obs)
-        image[relabel_observation_map(perm)] = obs
-        np.testing.assert_array_equal(obs[go], image)
-        assert values[ga][relabel_action_map(perm)].tolist() == values.tolist()
-    assert relabel_action_map(RENAMINGS[1])[DRAW] == DRAW
-    assert relabel_action_map(RENAMINGS[1])[PASS] == PASS
-
-
-@pytest.mark.parametrize("perm", [(0, 1, 2), (0, 0, 1, 2, 3, 4, 5), (1, 2, 3, 4, 5, 6, 7)])
-def test_a_relabelling_must_be_a_permutation_of_the_numbers(perm: tuple[int, ...]) -> None:
-    with pytest.raises(ValueError, match="permutation of 0..6"):
-        relabel_action_map(perm)

@@ -29,7 +29,6 @@ from bergen_env.observation import OBS_SIZE
 from bergen_env.policy_file import PolicyFile, PolicyNetwork, make_header
 from bergen_env.ray_tasks import in_order
 from bergen_env.single_agent import BergenSingleAgentEnv
-from bergen_env.symmetry import MIRROR_ACTIONS, mirror_actions, mirror_observations, mirrorable
 
 from .expert_iteration_config import NETWORK, ExpertIterationConfig
 from .expert_iteration_networks import NetworkArrays, policy_network
@@ -60,18 +59,6 @@ class Decisions:
             values=np.concatenate([p.values for p in parts]),
             heuristic=np.concatenate([p.heuristic for p in parts]),
             match=np.concatenate([p.match + off for p, off in zip(parts, offsets)]),
-        )
-
-    def mirror_images(self, idx: np.ndarray) -> Decisions:
-        """The mirror images (:mod:`bergen_env.symmetry`) of decisions ``idx`` that have one
-        (the line holds a tile), each in its own match's index."""
-        idx = np.asarray(idx)[mirrorable(self.obs[idx])]
-        return Decisions(
-            obs=mirror_observations(self.obs[idx]),
-            masks=mirror_actions(self.masks[idx]),
-            values=mirror_actions(self.values[idx]),
-            heuristic=MIRROR_ACTIONS[self.heuristic[idx]],
-            match=self.match[idx],
         )
 
     def save(self, path: str | Path) -> None:

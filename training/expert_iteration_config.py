@@ -55,14 +55,6 @@ class ExpertIterationConfig(EnvBlock):
     """The ``search`` agent string whose action values label the decisions."""
     temperature: float = 0.03
     """Softmax temperature of the targets, in match units (``2 P(win) - 1``)."""
-    regret_weight: float = 0.0
-    """Weight of the expected regret in the loss: the cross-entropy plus ``regret_weight`` times
-    ``sum_a pi(a) (max_b v(b) - v(a)) / temperature`` (the network's expected loss of value
-    against search's best action; 0: the cross-entropy alone)."""
-    value_weight: float = 0.0
-    """Weight of an auxiliary value loss: a linear head on the last hidden layer, used in the fit
-    only (not saved), is fitted by squared error to the position's value under the targets,
-    ``sum_a softmax(v / temperature)(a) v(a)`` (0: no value head)."""
     init_policy: str | None = None
     """Portable policy file the network starts from (null: random weights of ``net_arch``)."""
     net_arch: list[int] = field(default_factory=lambda: [256, 256])
@@ -81,19 +73,6 @@ class ExpertIterationConfig(EnvBlock):
     """Passes over the decisions in each fit."""
     learning_rate: float = 3e-4
     """Adam step size."""
-    lr_schedule: str = "constant"
-    """``constant`` or ``cosine`` (the step size falls to 0 over each fit's minibatches along
-    half a cosine)."""
-    weight_decay: float = 0.0
-    """Decoupled weight decay of the optimizer (AdamW; 0: plain Adam)."""
-    mirror: bool = False
-    """Fit on each decision and on its mirror image, the two ends of the line swapped
-    (:mod:`bergen_env.symmetry`; a decision on an empty line has none)."""
-    relabel: float = 0.0
-    """Fraction of the fitted decisions shown, in each minibatch, with their numbers renamed by
-    a random permutation of 0..6 (:func:`bergen_env.symmetry.relabel_gathers`; 0: none). Only
-    for rules that score no pips, where renaming is a symmetry but for the lead double and the
-    blocked rule's tie-breaks."""
     batch_size: int = 512
     """Minibatch size."""
     held_out: float = 0.05
@@ -115,14 +94,6 @@ class ExpertIterationConfig(EnvBlock):
         check_ranges(self, EXPERT_ITERATION, source)
 
         rules = self.env_options(source).rules
-        if self.relabel and (rules.play_scoring != "headers" or rules.out_scoring != "fixed"):
-            raise key_error(
-                self,
-                source,
-                "relabel",
-                "must be 0 under rules that score pips (renaming the numbers needs "
-                "play_scoring 'headers' and out_scoring 'fixed')",
-            )
         others = len(self.opponent_seats(rules))
         if len(self.opponents) not in (1, others):
             if others == 1:

@@ -40,10 +40,7 @@ class ScoredNetwork(torch.nn.Module):
         self.trunk, self.head, self.scorer = trunk, head, scorer
 
     def forward(self, obs: torch.Tensor, masks: torch.Tensor) -> torch.Tensor:
-        return self.logits(self.trunk(obs), obs, masks)
-
-    def logits(self, hidden: torch.Tensor, obs: torch.Tensor, masks: torch.Tensor) -> torch.Tensor:
-        """The logits from the trunk's output ``hidden`` of ``obs``."""
+        hidden = self.trunk(obs)
         rows, actions = torch.nonzero(masks, as_tuple=True)
         features = action_features(obs[rows].numpy(), actions.numpy())
         extra = self.scorer(torch.cat([hidden[rows], torch.as_tensor(features)], dim=1))[:, 0]
@@ -56,23 +53,7 @@ Network = torch.nn.Sequential | ScoredNetwork
 
 def policy_logits(net: Network, obs: torch.Tensor, masks: torch.Tensor) -> torch.Tensor:
     """The logits of ``net`` for a batch (the masks feed an action scorer)."""
-    return hidden_and_logits(net, obs, masks)[1]
-
-
-def hidden_and_logits(
-    net: Network, obs: torch.Tensor, masks: torch.Tensor
-) -> tuple[torch.Tensor, torch.Tensor]:
-    """The last hidden layer's activations and the logits of ``net`` for a batch."""
-    if isinstance(net, ScoredNetwork):
-        hidden = net.trunk(obs)
-        return hidden, net.logits(hidden, obs, masks)
-    hidden = net[:-1](obs)
-    return hidden, net[-1](hidden)
-
-
-def hidden_width(net: Network) -> int:
-    """The width of ``net``'s last hidden layer."""
-    return (net.head if isinstance(net, ScoredNetwork) else net[-1]).in_features
+    return net(obs, masks) if isinstance(net, ScoredNetwork) else net(obs)
 
 
 _ACTIVATIONS = {"relu": torch.nn.ReLU, "tanh": torch.nn.Tanh}
