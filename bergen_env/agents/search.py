@@ -34,11 +34,6 @@ of its own, for seatings with partnerships: a searching partner plays unlike the
 ``history="sampled"`` (default ``"exact"``) scores every play of the others, sampling per deal
 which of their kept tiles they drew when (see :mod:`~bergen_env.agents.belief`); ``"exact"``
 scores only the plays made with a hand the deal tells exactly.
-``belief="learned"`` draws each deal from a learned belief over where the hidden tiles are
-(:mod:`~bergen_env.agents.learned_belief`: a network over the public history, balanced to the
-hand sizes, zero where public information rules a place out), from ``belief_file`` or else the
-file shipped for the seating (``policies/belief_2p.safetensors``, ...); ``power`` (default 1)
-sharpens (> 1) or flattens (< 1) its per-tile probabilities.
 ``playouts``: ``"python"`` plays the rollouts on :class:`BergenState`; ``"compiled"`` plays
 the ``"public"``, ``"greedy"`` and ``"heuristic"`` rollouts with the compiled kernels of
 :mod:`bergen_env.vector.rollouts` (the ``[vector]`` extra: numba), and weighs ``belief=1``'s
@@ -73,13 +68,6 @@ from bergen_env.agents.base import Agent
 from bergen_env.agents.belief import HISTORIES, BeliefModel, resample
 from bergen_env.agents.greedy import greedy_key
 from bergen_env.agents.heuristic import HeuristicAgent
-from bergen_env.agents.learned_belief import (
-    BeliefNetwork,
-    LearnedDeals,
-    draw_deal,
-    read_belief_file,
-    shipped_belief_path,
-)
 from bergen_env.agents.match_value import MAX_STATES, WinTable, has_table, table_states, win_table
 from bergen_env.agents.sampling import HiddenTileSampler
 from bergen_env.engine import TILE_POOLS, BergenState, PublicView
@@ -100,7 +88,7 @@ from bergen_env.validation import check_int, check_number
 ROLLOUTS = ("greedy", "public", "random", "heuristic")
 VALUES = ("auto", "win", "margin")
 PLAYOUTS = ("auto", "compiled", "python")
-BELIEFS = (0, 1, "learned")
+BELIEFS = (0, 1)
 #: The rollouts that have compiled playouts (``bergen_env.vector.rollouts``).
 COMPILED_ROLLOUTS = ("greedy", "public", "heuristic")
 #: The greedy rollout's preference among playable tiles: doubles, then pips, then id (descending).
@@ -333,17 +321,6 @@ _IS_DOUBLE = np.array(IS_DOUBLE, dtype=bool)
 _DEAL_BUFFERS = {sets: pool.copy() for sets, pool in TILE_POOLS.items()}
 
 
-_BELIEF_FILES: dict[str, BeliefNetwork] = {}
-
-
-def load_belief(path: str) -> BeliefNetwork:
-    """A belief file, read once per process (agents keep only its path, so they pickle)."""
-    network = _BELIEF_FILES.get(path)
-    if network is None:
-        network = _BELIEF_FILES[path] = read_belief_file(path)
-    return network
-
-
 def _gaps(
     totals: np.ndarray, products: np.ndarray, count: int, certainty: float
 ) -> tuple[int, np.ndarray, np.ndarray]:
@@ -396,8 +373,6 @@ class SearchAgent(Agent):
         candidates: int = 4,
         value: str = "auto",
         playouts: str = "auto",
-        belief_file: str | None = None,
-        power: float = 1.0,
         batch: int | None = None,
         certainty: float = 2.0,
         tolerance: float = 0.002,
@@ -426,11 +401,6 @@ class SearchAgent(Agent):
             )
         if isinstance(belief, bool) or belief not in BELIEFS:
             raise ValueError(f"parameter 'belief' must be one of {BELIEFS}, got {belief!r}")
-        if belief_file is not None and belief != "learned":
-            raise ValueError(
-                f"parameter 'belief_file' needs belief='learned', got belief={belief!r}"
-            )
-        check_number("power", power, above=0, **param)
         check_number("temperature", temperature, above=0, **param)
         check_number("partner_temperature", partner_temperature, above=0, allow_none=True, **param)
         if partner_temperature is not None and belief != 1:
@@ -459,10 +429,6 @@ class SearchAgent(Agent):
         self.played: dict[int, int] = {}  # of those, the deals each action was played on
         self.samples = samples
         self.belief = belief
-        self.belief_file = None if belief_file is None else str(belief_file)
-        self.power = float(power)
-        if self.belief_file is not None:
-            load_belief(self.belief_file)  # a bad file fails here, naming it
         self.temperature = float(temperature)
         self.partner_temperature = (
             None if partner_temperature is None else float(partner_temperature)
@@ -482,8 +448,6 @@ class SearchAgent(Agent):
 
     def reset(self, rules: Rules, seat: int, rng: np.random.Generator) -> None:
         self._win_table(rules)  # a bad value/rules pair fails here, before the first decision
-        if self.belief == "learned":
-            self._belief_network(rules)  # as does a seating without a belief file
         if self.partner_temperature is not None and not rules.partnerships:
             raise ValueError(
                 f"agent {self.name!r}: parameter 'partner_temperature' needs a seating with "
@@ -529,14 +493,13 @@ class SearchAgent(Agent):
         legal = view.legal_actions
         sampler = self.hidden_sampler(view)
         compiled = self._compiled_root(view) if self.compiled else None
-        learned = self.learned_deals(view) if self.belief == "learned" else None
         model = self.belief_model(view) if self.belief == 1 else None
         rows = None  # the scored past plays as compiled rows, built once per decision
         if compiled is not None and model is not None and model.decisions:
             from bergen_env.vector.belief_weights import CompiledBelief
 
             rows = CompiledBelief(model)
-        parts = (view, sampler, compiled, learned, model, rows)
+        parts = (view, sampler, compiled, model, rows)
         if self.batch is None:
             totals, _, done = self._totals(*parts, self.samples, deadline)
             counts = [done] * len(legal)
@@ -587,7 +550,6 @@ class SearchAgent(Agent):
         view: PublicView,
         sampler: HiddenTileSampler,
         compiled: Any,
-        learned: LearnedDeals | None,
         model: BeliefModel | None,
         rows: Any,
         samples: int,
@@ -608,25 +570,16 @@ class SearchAgent(Agent):
                 from bergen_env.vector.belief_weights import weighted_search
 
                 sums = weighted_search(compiled, rows, sampler, rng, samples, self.candidates)
-            elif learned is not None:
-                from bergen_env.vector.belief_playouts import learned_search
-
-                sums = learned_search(compiled, learned, rng, samples)
             else:
                 sums = compiled.search(rng, sampler, samples)
             return *sums, samples
         deals = self._weighted_deals(model, sampler, samples) if model is not None else None
-        draw = draw_deal
-        if learned is not None and numba_installed():
-            from bergen_env.vector.belief_playouts import draw_deal as draw
         totals = np.zeros(len(legal))
         products = np.zeros((len(legal), len(legal)))
         done = 0
         for k in range(samples):
             if deals is not None:
                 hands, boneyard = deals[k]
-            elif learned is not None:
-                hands, boneyard = learned.sample(rng, draw)
             else:
                 hands, boneyard = sampler.sample(rng)
             if compiled is not None:
@@ -642,25 +595,6 @@ class SearchAgent(Agent):
             if deadline is not None and time.perf_counter() > deadline:
                 break
         return totals, products, done
-
-    def _belief_network(self, rules: Rules) -> BeliefNetwork:
-        """The belief network of ``belief='learned'``: ``belief_file``, or the shipped one."""
-        path = self.belief_file
-        if path is None:
-            path = str(shipped_belief_path(rules))
-        network = load_belief(path)
-        if network.rules.num_players != rules.num_players:
-            raise ValueError(
-                f"agent {self.name!r}: belief file {path!r} was trained for "
-                f"{network.rules.num_players} players, not {rules.num_players}"
-            )
-        return network
-
-    def learned_deals(self, view: PublicView) -> LearnedDeals:
-        """The deals of one decision under the learned belief (``belief='learned'``)."""
-        network = self._belief_network(view.rules)
-        matrix, *inputs = network.matrix_and_inputs(view)
-        return LearnedDeals(view, matrix, self.power, inputs=tuple(inputs))
 
     def _compiled_root(self, view: PublicView) -> Any:
         """The compiled playouts' root of this decision (``CompiledPlayouts``)."""
