@@ -44,8 +44,8 @@ def warm_agents() -> None:
     matches."""
     from bergen_env import Rules
     from bergen_env.agents import make_agent
-    from bergen_env.vector.heuristic_matches import duplicate_wins
-    from bergen_env.vector.heuristic_policy import DEFAULT_WEIGHTS
+    from bergen_env.agents.compiled.heuristic_matches import duplicate_wins
+    from bergen_env.agents.compiled.heuristic_policy import DEFAULT_WEIGHTS
     from tests.search_positions import positions
 
     rules = Rules.preset("standard", num_players=3)

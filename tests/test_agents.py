@@ -19,14 +19,14 @@ from bergen_env.agents import (
     registered_agents,
 )
 from bergen_env.agents.belief import BeliefModel
-from bergen_env.agents.sampling import (
+from bergen_env.agents.play_outcomes import play_outcome
+from bergen_env.engine import BergenState, PublicView
+from bergen_env.hidden_tiles import (
     HiddenTileSampler,
     excluded_tiles,
     inferred_voids,
     public_voids,
 )
-from bergen_env.agents.scoring import play_outcome
-from bergen_env.engine import BergenState, PublicView
 from bergen_env.observation import Encoder
 from bergen_env.rules import PRESETS, Rules
 from bergen_env.tiles import IS_DOUBLE, NUM_TILES, NUMBER_BITS, parse_tile

@@ -69,7 +69,7 @@ import yaml
 
 from bergen_env.action_features import NUM_ACTION_FEATURES, action_features
 from bergen_env.agents.base import Agent, make_agent
-from bergen_env.agents.policy import PolicyAgent
+from bergen_env.agents.policy_agent import PolicyAgent
 from bergen_env.agents.search import WIN_VALUE, SearchAgent
 from bergen_env.atomic_files import append_line, atomic_path, write_text
 from bergen_env.observation import OBS_SIZE

@@ -25,9 +25,9 @@ from collections.abc import Sequence
 import numpy as np
 
 from bergen_env.actions import DRAW, PASS
-from bergen_env.agents.scoring import raw_play
 from bergen_env.engine import PublicView
 from bergen_env.rules import Rules
+from bergen_env.scoring import play_result
 from bergen_env.tiles import CONTAINS, DOUBLE_ID, NUM_NUMBERS, NUM_TILES, TILE_ID, TILES
 
 DEFAULT_TRIES = 20
@@ -85,7 +85,7 @@ def _voids_of(n: int, moves: Sequence[tuple[int, int]]) -> tuple[list[int], list
             if draws[seat]:
                 voids[seat] = before[seat] if draws[seat] == 1 else _ends_bits(ends)
                 draws[seat] = 0
-            _, ends, flags = raw_play(a, ends, flags)
+            _, ends, flags = play_result("headers", a, ends, flags)
     return voids, [d > 0 for d in draws]
 
 
@@ -134,7 +134,7 @@ def excluded_tiles(view: PublicView) -> tuple[list[int], list[int]]:
             drew[seat] = True
             soft[seat] = 0
         elif a != PASS:
-            header, after, flags_after = raw_play(a, ends, flags)
+            header, after, flags_after = play_result("headers", a, ends, flags)
             if headers and i and not header and ends is not None:
                 soft[seat] |= 1 << TILE_ID[ends]
             ends, flags = after, flags_after
