@@ -10,12 +10,12 @@ from pathlib import Path
 import pytest
 
 from tests.layers import (
-    LAYERS,
     PAGE,
     Layer,
     cycles,
     diagram,
     import_graph,
+    layer_of,
     layer_problems,
     page_with_diagram,
 )
@@ -48,7 +48,7 @@ def test_the_library_imports_neither_training_nor_frameworks_below_the_envs(grap
     for module, targets in graph.edges.items():
         if module.startswith("bergen_env"):
             assert not any(t.startswith("training") for t in targets), module
-    engine = [m for m in graph.modules if LAYERS[0].name == "engine" and m in LAYERS[0].modules]
+    engine = [m for m in graph.modules if layer_of(m) == 0]
     assert "bergen_env.engine" in engine and "bergen_env.vector.kernels" in engine
     for module in engine:
         assert not graph.libraries[module] & {"gymnasium", "pettingzoo", "torch", "starlette"}
