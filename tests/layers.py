@@ -82,7 +82,7 @@ LAYERS: tuple[Layer, ...] = (
         "agents",
         "the players, scripted to search (numba optional), on the engine alone",
         ("bergen_env.agents", "bergen_env.agents.*"),
-        (*_FRAMEWORKS, *_WEB),
+        (*_FRAMEWORKS, *_WEB, *_SPIEL),
     ),
     Layer(
         "envs",
