@@ -96,7 +96,8 @@ def _ends_bits(ends: tuple[int, int] | None) -> int:
 def beaten_lead_doubles(rules: Rules, moves: Sequence[tuple[int, int]]) -> int:
     """The bitmask over tile ids of the doubles no seat was dealt this hand, as the hand's lead
     shows: under ``lead=lowest`` the doubles below the opening one, under ``highest`` those
-    above it (RULES.md §4); 0 for the free leads of §9 and before the lead."""
+    above it (docs/rules.md, "Dealing and the lead"); 0 for the free leads (``highest_any``,
+    ``rotate``) and before the lead."""
     if not moves or rules.lead not in ("lowest", "highest"):
         return 0
     number = TILES[moves[0][1] >> 1][0]  # the opening double [number|number]
@@ -112,7 +113,7 @@ def excluded_tiles(view: PublicView) -> tuple[list[int], list[int]]:
 
     ``hard`` is certain: the numbers of :func:`inferred_voids`, and the doubles that would have
     led the hand instead of the opening double (lower ones with ``lead=lowest``, higher with
-    ``highest``; no such inference for the free leads of RULES.md §9) for seats that have not
+    ``highest``; no such inference for the free leads) for seats that have not
     drawn this hand. ``soft`` (header scoring only) assumes opponents take headers: a seat that
     played on ends ``x``/``y`` without making a header (and has not drawn since) is taken not to
     hold ``[x|y]``.

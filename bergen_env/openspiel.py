@@ -26,8 +26,8 @@ actions             the engine's action ids (:mod:`bergen_env.actions`): play ti
                     end, draw, pass (and the double plays of two sets)
 chance              explicit: every tile of every deal (seat 0's hand, then seat 1's,
                     ...; with one set each hand in ascending order; a deal without a
-                    double is dealt again, ``bergen_env/RULES.md`` §4) and the tile of
-                    every draw (uniform over the boneyard's tiles)
+                    double is dealt again: docs/rules.md, "Dealing and the lead") and
+                    the tile of every draw (uniform over the boneyard's tiles)
 returns             the engine's: +1 to the winning side, -1/(sides-1) to the others;
                     zeros for a match cut by ``max_hands``
 observation tensor  the project's observation (:class:`bergen_env.observation.Encoder`,
@@ -497,7 +497,7 @@ class BergenGameState(pyspiel.State):
         self._m.deal = []
         self._m.dealing = leader is None
         self._m.remaining = list(self._m.variant.pool)
-        if leader is None:  # no double: dealt again (bergen_env/RULES.md §4)
+        if leader is None:  # no double: dealt again (docs/rules.md, "Dealing and the lead")
             self._m.events.append(("redeal", -1, self._m.hand))
             self._m.deal_start = len(self._m.events)
             return

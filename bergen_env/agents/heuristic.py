@@ -14,7 +14,7 @@ Each legal play gets a score, the best one is played (lowest action id on ties):
 - partnerships: avoid leaving two ends the partner is known to be void in (it would have to
   draw or pass).
 
-Fives and Draw (RULES.md §9) change what the rules above weigh:
+Fives and Draw (docs/rules.md, "Presets") change what the rules above weigh:
 
 - Fives: points now are the count's; the threat is the next opponent's best count on the ends
   left behind (a multiple of 5 within its reach), from the chance it holds each fitting tile;
