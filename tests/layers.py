@@ -266,7 +266,9 @@ def layer_problems(
             problems.append(f"{module} is in no layer of tests/layers.py")
             continue
         for library in sorted(graph.libraries[module]):
-            if library in layers[index].forbidden:
+            if library == "training" and module.startswith("bergen_env"):
+                problems.append(f"{module} imports training: the library never imports training")
+            elif library in layers[index].forbidden:
                 problems.append(f"{module} ({layers[index].name}) imports {library}")
     for source, target in graph.internal_edges():
         if source.startswith("bergen_env") and target.partition(".")[0] == "training":
