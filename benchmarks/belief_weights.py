@@ -29,8 +29,8 @@ import numpy as np
 
 from bergen_env.agents.belief import BeliefModel
 from bergen_env.agents.heuristic import HeuristicAgent
-from bergen_env.agents.sampling import HiddenTileSampler
 from bergen_env.engine import BergenState
+from bergen_env.hidden_tiles import HiddenTileSampler
 from bergen_env.rules import Rules
 
 

@@ -26,8 +26,8 @@ actions             the engine's action ids (:mod:`bergen_env.actions`): play ti
                     end, draw, pass (and the double plays of two sets)
 chance              explicit: every tile of every deal (seat 0's hand, then seat 1's,
                     ...; with one set each hand in ascending order; a deal without a
-                    double is dealt again, RULES.md §4) and the tile of every draw
-                    (uniform over the boneyard's tiles)
+                    double is dealt again: docs/rules.md, "Dealing and the lead") and
+                    the tile of every draw (uniform over the boneyard's tiles)
 returns             the engine's: +1 to the winning side, -1/(sides-1) to the others;
                     zeros for a match cut by ``max_hands``
 observation tensor  the project's observation (:class:`bergen_env.observation.Encoder`,
@@ -43,7 +43,7 @@ not, private information of no player, the observing player or every player, wit
 perfect recall).
 
 ``state.resample_from_infostate(player, sampler)`` deals the tiles ``player`` cannot see again,
-consistently with the public moves (:class:`bergen_env.agents.sampling.HiddenTileSampler`), so
+consistently with the public moves (:class:`bergen_env.hidden_tiles.HiddenTileSampler`), so
 OpenSpiel's ISMCTS bot can search it (with ``use_observation_string=True``; see
 :mod:`bergen_env.agents.openspiel_bot`).
 """
@@ -152,7 +152,7 @@ def state_from_view(
     the current hand only, and the split of each seat's tiles into dealt and drawn ones is a
     reconstruction (the view does not say which tiles were drawn).
     """
-    from bergen_env.agents.sampling import HiddenTileSampler
+    from bergen_env.hidden_tiles import HiddenTileSampler
 
     state = game.new_initial_state()
     m = state._m
@@ -358,11 +358,6 @@ class BergenGameState(pyspiel.State):
         """The engine's match state (None until the first hand is dealt)."""
         return self._m.engine
 
-    @property
-    def history_events(self) -> list[tuple[str, int, int]]:
-        """(kind, seat, value): "deal" (tile), "redeal", "draw" (tile), "move" (action id)."""
-        return self._m.events
-
     # ---------------------------------------------------------------- OpenSpiel API
 
     def current_player(self) -> int:
@@ -459,7 +454,7 @@ class BergenGameState(pyspiel.State):
 
     def resample(self, player: int, rng: np.random.Generator) -> BergenGameState:
         """Like :meth:`resample_from_infostate`, drawing from ``rng``."""
-        from bergen_env.agents.sampling import HiddenTileSampler
+        from bergen_env.hidden_tiles import HiddenTileSampler
 
         e = self._m.engine
         if e is None or self._dealing() or self._m.drawing or self.is_terminal():
@@ -502,7 +497,7 @@ class BergenGameState(pyspiel.State):
         self._m.deal = []
         self._m.dealing = leader is None
         self._m.remaining = list(self._m.variant.pool)
-        if leader is None:  # no double: dealt again (RULES.md §4)
+        if leader is None:  # no double: dealt again (docs/rules.md, "Dealing and the lead")
             self._m.events.append(("redeal", -1, self._m.hand))
             self._m.deal_start = len(self._m.events)
             return

@@ -2,7 +2,7 @@
 
 ``python -m tests.numba_warmup GROUP`` runs a tiny workload through every compiled entry point
 of ``GROUP``: ``env`` (the batched envs) or ``agents`` (the compiled search playouts, belief
-weights, learned belief and heuristic matches). The kernels are ``cache=True``, so every later
+weights and heuristic matches). The kernels are ``cache=True``, so every later
 process (the pytest-xdist workers, the subprocesses of the docs, example and benchmark tests)
 loads their machine code instead of compiling it again: on a fresh machine each worker would
 otherwise compile every kernel itself, at the same time. A signature missed here is simply
@@ -44,8 +44,8 @@ def warm_agents() -> None:
     matches."""
     from bergen_env import Rules
     from bergen_env.agents import make_agent
-    from bergen_env.vector.heuristic_matches import duplicate_wins
-    from bergen_env.vector.heuristic_policy import DEFAULT_WEIGHTS
+    from bergen_env.agents.compiled.heuristic_matches import duplicate_wins
+    from bergen_env.agents.compiled.heuristic_policy import DEFAULT_WEIGHTS
     from tests.search_positions import positions
 
     rules = Rules.preset("standard", num_players=3)
@@ -56,7 +56,6 @@ def warm_agents() -> None:
         "search:samples=2,rollout=heuristic",
         "search:samples=2,rollout=heuristic,belief=1,batch=1",
         "search:samples=2,rollout=heuristic,belief=1,history=sampled",
-        "search:samples=2,belief=learned",
     ]
     for k, view in enumerate(positions(rules, 3, seed=0)):
         for spec in specs:

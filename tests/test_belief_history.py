@@ -22,8 +22,8 @@ from bergen_env.agents.belief import (
     SeatHistory,
 )
 from bergen_env.agents.heuristic import HeuristicAgent
-from bergen_env.agents.sampling import HiddenTileSampler
 from bergen_env.engine import PublicView
+from bergen_env.hidden_tiles import HiddenTileSampler
 from bergen_env.tiles import NUM_TILES
 
 SEATINGS = [("standard", 2, False), ("standard", 3, False), ("standard", 4, True)]

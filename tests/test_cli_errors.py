@@ -84,8 +84,6 @@ CASES = [
     ("train_rllib", ["--config", "{tmp}/bad.yaml"], ["bad.yaml", "learning_rat"]),
     ("export_policy", ["{tmp}/none.zip"], ["none.zip", "does not exist"]),
     ("export_policy", ["a.zip", "b.zip", "--out", "{tmp}/x.safetensors"], ["--out takes one"]),
-    ("belief", ["generate", "--players", "5", "--out", "{tmp}/x.npz"], ["'num_players'", "5"]),
-    ("belief", ["train", "{tmp}/none.npz", "--out", "{tmp}/b.safetensors"], ["none.npz"]),
     ("evaluate", ["--agents", "policy:{tmp}/none.safetensors", "greedy"], ["none.safetensors"]),
 ]
 
@@ -163,7 +161,6 @@ MISSING_EXTRA_CASES = [
     ("train", ["torch"], ["--config", "configs/quick.yaml"], "[train]", "torch"),
     ("expert_iteration", ["torch"], ["--help"], "[train]", "torch"),
     ("tune_heuristic", ["numba"], ["--help"], "[vector]", "numba"),
-    ("belief", ["torch"], ["train", "x.npz", "--out", "y.safetensors"], "[train]", "torch"),
     ("export_policy", ["torch"], ["policies/standard_2p.zip"], "[train]", "torch"),
     (
         "evaluate",

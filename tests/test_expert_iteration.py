@@ -374,7 +374,7 @@ def test_multiplayer_labels_are_legal_and_reproducible(
 
 def test_the_network_plays_the_partner_seat(monkeypatch: pytest.MonkeyPatch) -> None:
     from bergen_env.agents.heuristic import HeuristicAgent
-    from bergen_env.agents.policy import PolicyAgent
+    from bergen_env.agents.policy_agent import PolicyAgent
 
     cfg = multi("4p", player=["network", "heuristic"], opponents=["greedy", "random"])
     _, seatings = collect_with_seatings(cfg, 60, 1, monkeypatch)

@@ -30,7 +30,6 @@ AGENT_SPECS = {
     "search": "search:samples=8",
     "openspiel": "openspiel:bot=ismcts,simulations=4",
     "best_response": "best_response:policy=heuristic,samples=6",
-    "search-learned": "search:samples=8,belief=learned",
     "search-heuristic": "search:samples=8,rollout=heuristic,belief=1",
     "search-rounds": "search:samples=12,batch=3,rollout=heuristic,belief=1",
     "search-partner": "search:samples=12,rollout=heuristic,belief=1,partner_temperature=2",
@@ -39,7 +38,7 @@ AGENT_SPECS = {
     ),
 }
 #: Configurations checked besides one agent per kind (names of ``AGENT_SPECS``).
-EXTRA_KINDS = ["search-learned", "search-heuristic", "search-rounds"]
+EXTRA_KINDS = ["search-heuristic", "search-rounds"]
 #: Positions per match for the slow agents (ISMCTS through the OpenSpiel game); others: 160.
 POSITION_LIMITS = {"openspiel": 50}
 #: Decisions a kind must make over the five matches (fewer positions, fewer decisions).

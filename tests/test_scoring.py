@@ -8,7 +8,7 @@ import pytest
 
 from bergen_env import BergenState, Rules
 from bergen_env.actions import DOUBLE_PLAY, NUM_PLAY_ACTIONS
-from bergen_env.agents.scoring import play_outcome
+from bergen_env.agents.play_outcomes import play_outcome
 from bergen_env.rules import PRESETS
 from bergen_env.scoring import (
     OPENING_POINTS,

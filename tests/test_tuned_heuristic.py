@@ -13,16 +13,16 @@ pytest.importorskip("numba")
 pytest.importorskip("yaml")
 
 from bergen_env.agents import HeuristicAgent, TunedHeuristicAgent, make_agent  # noqa: E402
+from bergen_env.agents.compiled.heuristic_matches import (  # noqa: E402
+    duplicate_wins,
+    play_heuristic_matches,
+)
+from bergen_env.agents.compiled.heuristic_policy import DEFAULT_WEIGHTS  # noqa: E402
 from bergen_env.agents.heuristic import WEIGHT_NAMES, used_weights  # noqa: E402
 from bergen_env.agents.tuned_heuristic import TUNED_WEIGHTS, tuned_weights  # noqa: E402
 from bergen_env.arena import play_match  # noqa: E402
 from bergen_env.engine import BergenState  # noqa: E402
 from bergen_env.rules import PRESETS, Rules  # noqa: E402
-from bergen_env.vector.heuristic_matches import (  # noqa: E402
-    duplicate_wins,
-    play_heuristic_matches,
-)
-from bergen_env.vector.heuristic_policy import DEFAULT_WEIGHTS  # noqa: E402
 from training.config import ConfigError  # noqa: E402
 from training.tune_heuristic import TuneConfig, load_config, main  # noqa: E402
 

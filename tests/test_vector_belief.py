@@ -1,4 +1,4 @@
-"""``search``'s ``belief=1`` compiled (``bergen_env.vector.belief_weights``): the same deal
+"""``search``'s ``belief=1`` compiled (``bergen_env.agents.compiled.belief_weights``): the same deal
 weights, action values and random stream as the Python belief model and search."""
 
 from __future__ import annotations
@@ -12,9 +12,9 @@ pytest.importorskip("numba")
 
 from bergen_env import BergenState, Rules  # noqa: E402
 from bergen_env.agents.belief import BeliefModel, resample  # noqa: E402
-from bergen_env.agents.sampling import HiddenTileSampler  # noqa: E402
+from bergen_env.agents.compiled.belief_weights import CompiledBelief  # noqa: E402
 from bergen_env.agents.search import SearchAgent  # noqa: E402
-from bergen_env.vector.belief_weights import CompiledBelief  # noqa: E402
+from bergen_env.hidden_tiles import HiddenTileSampler  # noqa: E402
 from tests.search_positions import assert_same_values, positions  # noqa: E402
 from tests.test_vector_heuristic import RULE_SETS, _id  # noqa: E402
 

@@ -1,4 +1,4 @@
-"""The compiled heuristic (``bergen_env.vector.heuristic_policy``) and search with compiled
+"""The compiled heuristic (``bergen_env.agents.compiled.heuristic_policy``) and search with compiled
 heuristic playouts: the same choices, action values and decisions as the Python ones."""
 
 from __future__ import annotations
@@ -10,6 +10,12 @@ pytest.importorskip("numba")
 
 from bergen_env import BergenState, Rules  # noqa: E402
 from bergen_env.agents import make_agent  # noqa: E402
+from bergen_env.agents.compiled.heuristic_policy import (  # noqa: E402
+    heuristic_action,
+    heuristic_weights,
+    seen_masks,
+)
+from bergen_env.agents.compiled.playouts import OUT_NEW_HAND, CompiledPlayouts, permute  # noqa: E402
 from bergen_env.agents.heuristic import HeuristicAgent  # noqa: E402
 from bergen_env.agents.search import SearchAgent  # noqa: E402
 from bergen_env.engine import PublicView, trailing_draws  # noqa: E402
@@ -17,12 +23,6 @@ from bergen_env.rules import BLOCKED_RULES, PRESETS  # noqa: E402
 from bergen_env.tiles import NUM_TILES  # noqa: E402
 from bergen_env.vector import kernels as K  # noqa: E402
 from bergen_env.vector._numba import njit  # noqa: E402
-from bergen_env.vector.heuristic_policy import (  # noqa: E402
-    heuristic_action,
-    heuristic_weights,
-    seen_masks,
-)
-from bergen_env.vector.rollouts import OUT_NEW_HAND, CompiledPlayouts, permute  # noqa: E402
 from tests.search_positions import (  # noqa: E402
     assert_legal_reproducible_picklable,
     assert_same_values,

@@ -14,7 +14,7 @@ console script          module                    needs
 each program module starts with
 ``if __name__ == "__main__": raise SystemExit(program("<name>"))``, before its own imports, so a
 missing extra is reported exactly as the console script reports it (:data:`PROGRAMS` also holds
-the programs without a console script, ``expert_iteration``, ``tune_heuristic`` and ``belief``).
+the programs without a console script, ``expert_iteration``, and ``tune_heuristic``).
 
 Without ``--rules``, ``bergen-evaluate`` and ``bergen-play`` play the rules that the trained
 policies among the agents record (:func:`command_rules`).
@@ -72,7 +72,6 @@ PROGRAMS: dict[str, Program] = {
     "tune_heuristic": Program(
         "python -m training.tune_heuristic", (("train", ("yaml",)), ("vector", None))
     ),
-    "belief": Program("python -m training.belief"),
 }
 
 Main = Callable[[Sequence[str] | None], Any]

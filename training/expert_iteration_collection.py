@@ -22,7 +22,7 @@ import numpy as np
 import torch
 
 from bergen_env.agents.base import Agent, make_agent
-from bergen_env.agents.policy import PolicyAgent
+from bergen_env.agents.policy_agent import PolicyAgent
 from bergen_env.agents.search import WIN_VALUE
 from bergen_env.atomic_files import atomic_path
 from bergen_env.observation import OBS_SIZE

@@ -5,7 +5,7 @@
 The heuristic (:class:`~bergen_env.agents.heuristic.HeuristicAgent`) ranks plays by a weighted
 sum of hand-written terms (``threat``, ``stuck``, ``shed``, ...). This searches those weights
 for the ones that win most against ``opponent`` (the default heuristic unless given), every
-match played by the compiled heuristic (:mod:`bergen_env.vector.heuristic_matches`, the
+match played by the compiled heuristic (:mod:`bergen_env.agents.compiled.heuristic_matches`, the
 ``[vector]`` extra):
 
 1. Each generation draws ``population`` weight vectors around the mean ``mu`` (Gaussian with
@@ -191,7 +191,7 @@ def win_rate(wins: np.ndarray) -> dict[str, float]:
 
 def tune(cfg: TuneConfig, run_dir: Path, log: bool = True) -> dict[str, Any]:
     """Run the search in ``run_dir``; returns what ``weights.json`` holds."""
-    from bergen_env.vector.heuristic_matches import duplicate_wins
+    from bergen_env.agents.compiled.heuristic_matches import duplicate_wins
 
     rules = cfg.make_rules()
     run_dir.mkdir(parents=True, exist_ok=True)

@@ -22,7 +22,7 @@ from bergen_env.agents.best_response import BestResponseAgent, StatedPolicy
 from bergen_env.agents.greedy import GreedyAgent
 from bergen_env.agents.heuristic import HeuristicAgent
 from bergen_env.agents.openspiel_bot import OpenSpielAgent
-from bergen_env.agents.policy import PolicyAgent
+from bergen_env.agents.policy_agent import PolicyAgent
 from bergen_env.agents.random_agent import RandomAgent
 from bergen_env.agents.search import SearchAgent
 from bergen_env.agents.tuned_heuristic import TunedHeuristicAgent

@@ -11,7 +11,7 @@ more loosely than the opponents.
 
 Each past decision is rebuilt from the public moves alone: the ends, end doubles, line, hand
 sizes, boneyard size, scores and every seat's voids at that moment (the observer's own included:
-the mover saw them; :func:`~bergen_env.agents.sampling.public_voids`), and the seat's hand then,
+the mover saw them; :func:`~bergen_env.hidden_tiles.public_voids`), and the seat's hand then,
 which is its sampled hand now plus the tiles it played since. That hand is exact only after the
 seat's last draw of the hand, or where every later draw of the seat was a single draw whose tile
 it then played (a drawn tile's identity is hidden otherwise); only those plays are scored, and
@@ -40,10 +40,10 @@ import numpy as np
 
 from bergen_env.actions import DOUBLE_PLAY, DRAW, PASS
 from bergen_env.agents.heuristic import HeuristicAgent
-from bergen_env.agents.sampling import beaten_lead_doubles, public_voids
-from bergen_env.agents.scoring import cap_header, raw_play
 from bergen_env.engine import PublicView
+from bergen_env.hidden_tiles import beaten_lead_doubles, public_voids
 from bergen_env.rules import Rules
+from bergen_env.scoring import cap_header, play_result
 from bergen_env.tiles import CONTAINS, DOUBLE_ID, NUM_TILES
 
 #: What :class:`BeliefModel` scores: ``"exact"``, the plays made with a hand known exactly from
@@ -128,7 +128,7 @@ def seat_histories(view: PublicView, decisions: Sequence[_Decision]) -> list[Sea
     for _, a in moves:
         fitting.append(0 if ends is None else CONTAINS[ends[0]] | CONTAINS[ends[1]])
         if a not in (DRAW, PASS):
-            _, ends, flags = raw_play(a, ends, flags, rules.play_scoring)
+            _, ends, flags = play_result(rules.play_scoring, a, ends, flags)
     lead = beaten_lead_doubles(rules, moves)
     out = []
     for p in range(rules.num_players):
@@ -238,7 +238,7 @@ class BeliefModel:
             if a in (DRAW, PASS):
                 raws.append(0)
                 continue
-            raw, ends, flags = raw_play(a, ends, flags, rules.play_scoring)
+            raw, ends, flags = play_result(rules.play_scoring, a, ends, flags)
             raws.append(raw if states[-1][0] is not None else 0)  # the opening scores nothing
             for t in _tiles_of(a):
                 line[t] += 1

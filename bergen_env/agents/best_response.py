@@ -8,7 +8,7 @@ the model of every opponent:
 
 - **Deals** (the hidden tiles) are weighted by the policy's own probabilities of the moves the
   opponents were seen to make this hand: ``candidates * samples`` deals are drawn uniformly among
-  those the rules allow (:class:`~bergen_env.agents.sampling.HiddenTileSampler` without its soft
+  those the rules allow (:class:`~bergen_env.hidden_tiles.HiddenTileSampler` without its soft
   guesses about how people play), each weighed by :class:`PolicyBelief` (the likelihood
   machinery of :class:`~bergen_env.agents.belief.BeliefModel` with the policy in place of the
   heuristic's softmax; ``history="sampled"`` scores every play of the hand, drawing which tiles
@@ -57,9 +57,9 @@ from bergen_env.agents.base import Agent, make_agent
 from bergen_env.agents.belief import BeliefModel, _Decision, legal_plays
 from bergen_env.agents.greedy import GreedyAgent
 from bergen_env.agents.heuristic import HeuristicAgent
-from bergen_env.agents.sampling import HiddenTileSampler
 from bergen_env.agents.search import SearchAgent, leaf_value
 from bergen_env.engine import BergenState, PublicView
+from bergen_env.hidden_tiles import HiddenTileSampler
 from bergen_env.rules import Rules
 from bergen_env.tiles import NUM_TILES, OTHER_HALF, TILES
 from bergen_env.validation import check_int, check_number
@@ -185,6 +185,7 @@ class BestResponseAgent(SearchAgent):
     """Search with the policy under test as the model of every opponent; see the module."""
 
     needs_observation = False
+    __signature__ = None  # its own keywords (below), not the search's
 
     def __init__(
         self,
@@ -248,7 +249,7 @@ class BestResponseAgent(SearchAgent):
         return HiddenTileSampler(view, soft=False)
 
     def belief_model(self, view: PublicView) -> BeliefModel:
-        return PolicyBelief(view, self.model, self.floor, self.history)
+        return PolicyBelief(view, self.model, self.floor, self.config.history)
 
     def action_values(self, view: PublicView) -> dict[int, float]:
         pool = [

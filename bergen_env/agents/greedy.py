@@ -11,7 +11,7 @@ import numpy as np
 
 from bergen_env.actions import DOUBLE_PLAY, NUM_PLAY_ACTIONS
 from bergen_env.agents.base import Agent, point_mass
-from bergen_env.agents.scoring import play_outcome
+from bergen_env.agents.play_outcomes import play_outcome
 from bergen_env.engine import PublicView
 from bergen_env.tiles import IS_DOUBLE, PIPS
 

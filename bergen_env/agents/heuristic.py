@@ -14,7 +14,7 @@ Each legal play gets a score, the best one is played (lowest action id on ties):
 - partnerships: avoid leaving two ends the partner is known to be void in (it would have to
   draw or pass).
 
-Fives and Draw (RULES.md §9) change what the rules above weigh:
+Fives and Draw (docs/rules.md, "Presets") change what the rules above weigh:
 
 - Fives: points now are the count's; the threat is the next opponent's best count on the ends
   left behind (a multiple of 5 within its reach), from the chance it holds each fitting tile;
@@ -35,10 +35,10 @@ import numpy as np
 
 from bergen_env.actions import DOUBLE_PLAY, NUM_PLAY_ACTIONS
 from bergen_env.agents.base import Agent, point_mass
-from bergen_env.agents.scoring import cap_header, header_threat_value, play_outcome
+from bergen_env.agents.play_outcomes import header_threat_value, play_outcome
 from bergen_env.engine import PublicView
 from bergen_env.rules import Rules
-from bergen_env.scoring import FIVE, out_points, play_result
+from bergen_env.scoring import FIVE, cap_header, out_points, play_result
 from bergen_env.tiles import CONTAINS, IS_DOUBLE, NUM_TILES, NUMBER_BITS, PIPS, TILE_ID
 from bergen_env.validation import check_number
 

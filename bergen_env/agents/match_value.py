@@ -30,9 +30,9 @@ from functools import lru_cache
 import numpy as np
 
 from bergen_env.agents.heuristic import HeuristicAgent
-from bergen_env.agents.scoring import cap_header
 from bergen_env.engine import BergenState
 from bergen_env.rules import Rules
+from bergen_env.scoring import cap_header
 
 #: Sampled hands per table (each is also used mirrored).
 HANDS = 1000

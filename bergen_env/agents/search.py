@@ -1,7 +1,7 @@
 """``search``: Perfect-Information Monte Carlo over determinizations of the hidden tiles.
 
 For each of ``samples`` determinizations (hidden tiles dealt consistently with the public view by
-:class:`~bergen_env.agents.sampling.HiddenTileSampler`, then
+:class:`~bergen_env.hidden_tiles.HiddenTileSampler`, then
 :meth:`BergenState.from_view`), every legal action is applied to a clone of the same
 determinization (common random numbers) and played out to the end of the current hand (or of
 the match) with a fast policy written directly against the engine state. A won match is worth
@@ -34,16 +34,11 @@ of its own, for seatings with partnerships: a searching partner plays unlike the
 ``history="sampled"`` (default ``"exact"``) scores every play of the others, sampling per deal
 which of their kept tiles they drew when (see :mod:`~bergen_env.agents.belief`); ``"exact"``
 scores only the plays made with a hand the deal tells exactly.
-``belief="learned"`` draws each deal from a learned belief over where the hidden tiles are
-(:mod:`~bergen_env.agents.learned_belief`: a network over the public history, balanced to the
-hand sizes, zero where public information rules a place out), from ``belief_file`` or else the
-file shipped for the seating (``policies/belief_2p.safetensors``, ...); ``power`` (default 1)
-sharpens (> 1) or flattens (< 1) its per-tile probabilities.
 ``playouts``: ``"python"`` plays the rollouts on :class:`BergenState`; ``"compiled"`` plays
 the ``"public"``, ``"greedy"`` and ``"heuristic"`` rollouts with the compiled kernels of
-:mod:`bergen_env.vector.rollouts` (the ``[vector]`` extra: numba), and weighs ``belief=1``'s
-deals with :mod:`bergen_env.vector.belief_weights`, with the same values and decisions, the
-random stream consumed the same way; ``"auto"`` (default) is ``"compiled"``
+:mod:`bergen_env.agents.compiled.playouts` (the ``[vector]`` extra: numba), and weighs
+``belief=1``'s deals with :mod:`bergen_env.agents.compiled.belief_weights`, with the same values
+and decisions, the random stream consumed the same way; ``"auto"`` (default) is ``"compiled"``
 where numba is installed and the rollout has compiled playouts, else ``"python"``. The compiled
 kernels play every rule option (Bergen, Draw and Fives).
 ``batch`` (default None: one round of ``samples``): sample ``batch`` deals at a time, up to
@@ -60,7 +55,9 @@ With ``budget_ms=None`` decisions are reproducible from the RNG given to ``reset
 
 from __future__ import annotations
 
+import dataclasses
 import importlib.util
+import inspect
 import time
 from functools import reduce
 from operator import or_
@@ -73,16 +70,9 @@ from bergen_env.agents.base import Agent
 from bergen_env.agents.belief import HISTORIES, BeliefModel, resample
 from bergen_env.agents.greedy import greedy_key
 from bergen_env.agents.heuristic import HeuristicAgent
-from bergen_env.agents.learned_belief import (
-    BeliefNetwork,
-    LearnedDeals,
-    draw_deal,
-    read_belief_file,
-    shipped_belief_path,
-)
 from bergen_env.agents.match_value import MAX_STATES, WinTable, has_table, table_states, win_table
-from bergen_env.agents.sampling import HiddenTileSampler
 from bergen_env.engine import TILE_POOLS, BergenState, PublicView
+from bergen_env.hidden_tiles import HiddenTileSampler
 from bergen_env.rules import DOUBLE_LEADS, Rules
 from bergen_env.scoring import OPENING_POINTS, PLAY_POINTS
 from bergen_env.tiles import (
@@ -95,13 +85,13 @@ from bergen_env.tiles import (
     PIPS,
     TILE_ID,
 )
-from bergen_env.validation import check_int, check_number
+from bergen_env.validation import check_int, check_keywords, check_number
 
 ROLLOUTS = ("greedy", "public", "random", "heuristic")
 VALUES = ("auto", "win", "margin")
 PLAYOUTS = ("auto", "compiled", "python")
-BELIEFS = (0, 1, "learned")
-#: The rollouts that have compiled playouts (``bergen_env.vector.rollouts``).
+BELIEFS = (0, 1)
+#: The rollouts that have compiled playouts (``bergen_env.agents.compiled.playouts``).
 COMPILED_ROLLOUTS = ("greedy", "public", "heuristic")
 #: The greedy rollout's preference among playable tiles: doubles, then pips, then id (descending).
 ROLLOUT_ORDER = tuple(
@@ -333,17 +323,6 @@ _IS_DOUBLE = np.array(IS_DOUBLE, dtype=bool)
 _DEAL_BUFFERS = {sets: pool.copy() for sets, pool in TILE_POOLS.items()}
 
 
-_BELIEF_FILES: dict[str, BeliefNetwork] = {}
-
-
-def load_belief(path: str) -> BeliefNetwork:
-    """A belief file, read once per process (agents keep only its path, so they pickle)."""
-    network = _BELIEF_FILES.get(path)
-    if network is None:
-        network = _BELIEF_FILES[path] = read_belief_file(path)
-    return network
-
-
 def _gaps(
     totals: np.ndarray, products: np.ndarray, count: int, certainty: float
 ) -> tuple[int, np.ndarray, np.ndarray]:
@@ -381,37 +360,40 @@ def beaten(totals: np.ndarray, products: np.ndarray, count: int, certainty: floa
     return lead > error
 
 
-class SearchAgent(Agent):
-    """PIMC: sampled determinizations, one playout per legal action per sample."""
+@dataclasses.dataclass(frozen=True)
+class SearchConfig:
+    """The knobs of :class:`SearchAgent` (see the module docstring), checked together when
+    built: a bad value or combination is a ``ValueError`` naming the parameter.
 
-    needs_observation = False  # decides from the public view alone
+    The fields are the agent string's keywords, in this order: ``search:samples=400,batch=100``
+    is ``SearchAgent(samples=400, batch=100)`` is ``SearchAgent(SearchConfig(samples=400,
+    batch=100))``.
+    """
 
-    def __init__(
-        self,
-        samples: int = 200,
-        budget_ms: float | None = None,
-        rollout: str = "public",
-        belief: int | str = 0,
-        temperature: float = 0.5,
-        candidates: int = 4,
-        value: str = "auto",
-        playouts: str = "auto",
-        belief_file: str | None = None,
-        power: float = 1.0,
-        batch: int | None = None,
-        certainty: float = 2.0,
-        tolerance: float = 0.002,
-        prune: bool = False,
-        partner_temperature: float | None = None,
-        history: str = "exact",
-    ) -> None:
+    samples: int = 200
+    budget_ms: float | None = None
+    rollout: str = "public"
+    belief: int = 0
+    temperature: float = 0.5
+    candidates: int = 4
+    value: str = "auto"
+    playouts: str = "auto"
+    batch: int | None = None
+    certainty: float = 2.0
+    tolerance: float = 0.002
+    prune: bool = False
+    partner_temperature: float | None = None
+    history: str = "exact"
+
+    def __post_init__(self) -> None:
         param = dict(label="parameter", error=ValueError)
-        check_int("samples", samples, minimum=1, **param)
-        check_number("budget_ms", budget_ms, above=0, allow_none=True, **param)
+        check_int("samples", self.samples, minimum=1, **param)
+        check_number("budget_ms", self.budget_ms, above=0, allow_none=True, **param)
+        rollout, playouts, belief = self.rollout, self.playouts, self.belief
         if rollout not in ROLLOUTS:
             raise ValueError(f"parameter 'rollout' must be one of {ROLLOUTS}, got {rollout!r}")
-        if value not in VALUES:
-            raise ValueError(f"parameter 'value' must be one of {VALUES}, got {value!r}")
+        if self.value not in VALUES:
+            raise ValueError(f"parameter 'value' must be one of {VALUES}, got {self.value!r}")
         if playouts not in PLAYOUTS:
             raise ValueError(f"parameter 'playouts' must be one of {PLAYOUTS}, got {playouts!r}")
         if playouts == "compiled" and rollout not in COMPILED_ROLLOUTS:
@@ -426,65 +408,92 @@ class SearchAgent(Agent):
             )
         if isinstance(belief, bool) or belief not in BELIEFS:
             raise ValueError(f"parameter 'belief' must be one of {BELIEFS}, got {belief!r}")
-        if belief_file is not None and belief != "learned":
-            raise ValueError(
-                f"parameter 'belief_file' needs belief='learned', got belief={belief!r}"
-            )
-        check_number("power", power, above=0, **param)
-        check_number("temperature", temperature, above=0, **param)
-        check_number("partner_temperature", partner_temperature, above=0, allow_none=True, **param)
-        if partner_temperature is not None and belief != 1:
+        check_number("temperature", self.temperature, above=0, **param)
+        check_number(
+            "partner_temperature",
+            self.partner_temperature,
+            above=0,
+            allow_none=True,
+            **param,
+        )
+        if self.partner_temperature is not None and belief != 1:
             raise ValueError(
                 f"parameter 'partner_temperature' needs belief=1, got belief={belief!r}"
             )
-        if history not in HISTORIES:
-            raise ValueError(f"parameter 'history' must be one of {HISTORIES}, got {history!r}")
-        if history != "exact" and belief != 1:
+        if self.history not in HISTORIES:
+            raise ValueError(
+                f"parameter 'history' must be one of {HISTORIES}, got {self.history!r}"
+            )
+        if self.history != "exact" and belief != 1:
             raise ValueError(f"parameter 'history' needs belief=1, got belief={belief!r}")
-        check_int("candidates", candidates, minimum=1, **param)
-        check_int("batch", batch, minimum=1, allow_none=True, **param)
-        check_number("certainty", certainty, above=0, **param)
-        check_number("tolerance", tolerance, minimum=0, **param)
-        if batch is not None and budget_ms is not None:
+        check_int("candidates", self.candidates, minimum=1, **param)
+        check_int("batch", self.batch, minimum=1, allow_none=True, **param)
+        check_number("certainty", self.certainty, above=0, **param)
+        check_number("tolerance", self.tolerance, minimum=0, **param)
+        if self.batch is not None and self.budget_ms is not None:
             raise ValueError("parameters 'batch' and 'budget_ms' cannot be combined")
-        if not isinstance(prune, bool):
-            raise ValueError(f"parameter 'prune' must be true or false, got {prune!r}")
-        if prune and batch is None:
+        if not isinstance(self.prune, bool):
+            raise ValueError(f"parameter 'prune' must be true or false, got {self.prune!r}")
+        if self.prune and self.batch is None:
             raise ValueError("parameter 'prune' needs 'batch' (it acts between rounds)")
-        self.prune = prune
-        self.batch = batch
-        self.certainty = float(certainty)
-        self.tolerance = float(tolerance)
+        for name in ("temperature", "certainty", "tolerance"):
+            object.__setattr__(self, name, float(getattr(self, name)))
+        if self.partner_temperature is not None:
+            object.__setattr__(self, "partner_temperature", float(self.partner_temperature))
+
+    @property
+    def compiled(self) -> bool:
+        """Whether the playouts run compiled: a rollout that has them, with ``playouts``
+        ``"compiled"``, or ``"auto"`` where numba is installed."""
+        return self.rollout in COMPILED_ROLLOUTS and (
+            self.playouts == "compiled" or (self.playouts == "auto" and numba_installed())
+        )
+
+
+#: The keywords of :class:`SearchConfig`, in order (the agent string's parameters).
+SEARCH_KNOBS = tuple(f.name for f in dataclasses.fields(SearchConfig))
+
+
+class SearchAgent(Agent):
+    """PIMC: sampled determinizations, one playout per legal action per sample.
+
+    ``SearchAgent(samples=400, batch=100)`` or ``SearchAgent(SearchConfig(...))``; keywords
+    given with a config replace its fields. ``config`` holds every knob; ``agent.samples`` and
+    the others read it.
+    """
+
+    needs_observation = False  # decides from the public view alone
+
+    def __init__(self, config: SearchConfig | None = None, /, **knobs: Any) -> None:
+        if config is not None and not isinstance(config, SearchConfig):
+            raise TypeError(f"SearchAgent takes a SearchConfig or keywords, got {config!r}")
+        check_keywords(knobs, SEARCH_KNOBS, label="parameter", error=TypeError)
+        config = SearchConfig() if config is None else config
+        self.config = dataclasses.replace(config, **knobs) if knobs else config
+        self.compiled = self.config.compiled
         self.used = 0  # samples played at the last decision
         self.played: dict[int, int] = {}  # of those, the deals each action was played on
-        self.samples = samples
-        self.belief = belief
-        self.belief_file = None if belief_file is None else str(belief_file)
-        self.power = float(power)
-        if self.belief_file is not None:
-            load_belief(self.belief_file)  # a bad file fails here, naming it
-        self.temperature = float(temperature)
-        self.partner_temperature = (
-            None if partner_temperature is None else float(partner_temperature)
-        )
-        self.history = history
-        self.candidates = candidates
-        self.budget_ms = budget_ms
-        self.rollout = rollout
-        self.value = value
-        self.playouts = playouts
-        self.compiled = rollout in COMPILED_ROLLOUTS and (
-            playouts == "compiled" or (playouts == "auto" and numba_installed())
-        )
-        self._expert = HeuristicAgent() if rollout == "heuristic" else None
+        self._expert = HeuristicAgent() if self.config.rollout == "heuristic" else None
         self._table_rules: Rules | None = None
         self._table: WinTable | None = None
 
+    def __getattr__(self, name: str) -> Any:
+        """The knobs read as attributes (``agent.samples``): the config's fields."""
+        if name in SEARCH_KNOBS:
+            return getattr(self.config, name)
+        raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        if name in SEARCH_KNOBS:
+            raise AttributeError(
+                f"parameter {name!r} is fixed when the agent is built: "
+                f"SearchAgent(..., {name}=...) or SearchAgent(config)"
+            )
+        super().__setattr__(name, value)
+
     def reset(self, rules: Rules, seat: int, rng: np.random.Generator) -> None:
         self._win_table(rules)  # a bad value/rules pair fails here, before the first decision
-        if self.belief == "learned":
-            self._belief_network(rules)  # as does a seating without a belief file
-        if self.partner_temperature is not None and not rules.partnerships:
+        if self.config.partner_temperature is not None and not rules.partnerships:
             raise ValueError(
                 f"agent {self.name!r}: parameter 'partner_temperature' needs a seating with "
                 f"partners, and these rules seat {rules.num_players} players on their own"
@@ -495,7 +504,7 @@ class SearchAgent(Agent):
         """The match-win table the leaves of ``rules`` are valued by, or None for the margin."""
         if self._table_rules is not rules:
             fits = has_table(rules)
-            if self.value == "win" and not fits:
+            if self.config.value == "win" and not fits:
                 if not rules.has_target or rules.single_hand:
                     why = "a single-hand match (or one without a target) has none"
                 else:
@@ -507,7 +516,7 @@ class SearchAgent(Agent):
                     f"agent {self.name!r}: parameter value='win' needs a match-win table, and "
                     f"{why} (use value='margin' or 'auto')"
                 )
-            use = self.value == "win" or (self.value == "auto" and fits)
+            use = self.config.value == "win" or (self.config.value == "auto" and fits)
             self._table = win_table(rules) if use else None
             self._table_rules = rules
         return self._table
@@ -519,26 +528,31 @@ class SearchAgent(Agent):
         if len(legal) == 1:
             return legal[0]
         values = self.action_values(view)
-        if self.prune:  # a beaten action's mean is of fewer deals: the choice is among the rest
+        if (
+            self.config.prune
+        ):  # a beaten action's mean is of fewer deals: the choice is among the rest
             legal = [a for a in legal if self.played[a] == self.used]
         return max(legal, key=lambda a: (values[a], greedy_key(view, a)))
 
     def action_values(self, view: PublicView) -> dict[int, float]:
         """Mean playout value of each legal action over the samples drawn."""
-        deadline = None if self.budget_ms is None else time.perf_counter() + self.budget_ms / 1000.0
+        deadline = (
+            None
+            if self.config.budget_ms is None
+            else time.perf_counter() + self.config.budget_ms / 1000.0
+        )
         legal = view.legal_actions
         sampler = self.hidden_sampler(view)
         compiled = self._compiled_root(view) if self.compiled else None
-        learned = self.learned_deals(view) if self.belief == "learned" else None
-        model = self.belief_model(view) if self.belief == 1 else None
+        model = self.belief_model(view) if self.config.belief == 1 else None
         rows = None  # the scored past plays as compiled rows, built once per decision
         if compiled is not None and model is not None and model.decisions:
-            from bergen_env.vector.belief_weights import CompiledBelief
+            from bergen_env.agents.compiled.belief_weights import CompiledBelief
 
             rows = CompiledBelief(model)
-        parts = (view, sampler, compiled, learned, model, rows)
-        if self.batch is None:
-            totals, _, done = self._totals(*parts, self.samples, deadline)
+        parts = (view, sampler, compiled, model, rows)
+        if self.config.batch is None:
+            totals, _, done = self._totals(*parts, self.config.samples, deadline)
             counts = [done] * len(legal)
         else:
             totals, done, counts = self._rounds(view, parts)
@@ -554,9 +568,9 @@ class SearchAgent(Agent):
         """The model that weighs deals with ``belief=1``: the heuristic's softmax."""
         return BeliefModel(
             view,
-            self.temperature,
-            partner_temperature=self.partner_temperature,
-            history=self.history,
+            self.config.temperature,
+            partner_temperature=self.config.partner_temperature,
+            history=self.config.history,
         )
 
     def _rounds(self, view: PublicView, parts: tuple) -> tuple[np.ndarray, int, list[int]]:
@@ -566,20 +580,22 @@ class SearchAgent(Agent):
         size = len(view.legal_actions)
         totals, products, done = np.zeros(size), np.zeros((size, size)), 0
         counts = np.zeros(size, dtype=np.int64)
-        tolerance = self.tolerance * WIN_VALUE * view.rules.score_scale
+        tolerance = self.config.tolerance * WIN_VALUE * view.rules.score_scale
         active = np.arange(size)
-        while done < self.samples:
-            count = min(self.batch, self.samples - done)
+        while done < self.config.samples:
+            count = min(self.config.batch, self.config.samples - done)
             sums, squares, _ = self._totals(*parts, count, None, active)
             block = np.ix_(active, active)
             totals[active] += sums
             products[block] += squares
             counts[active] += count
             done += count
-            if settled(totals[active], products[block], done, self.certainty, tolerance):
+            if settled(totals[active], products[block], done, self.config.certainty, tolerance):
                 break
-            if self.prune:
-                active = active[~beaten(totals[active], products[block], done, self.certainty)]
+            if self.config.prune:
+                active = active[
+                    ~beaten(totals[active], products[block], done, self.config.certainty)
+                ]
         return totals, done, counts.tolist()
 
     def _totals(
@@ -587,7 +603,6 @@ class SearchAgent(Agent):
         view: PublicView,
         sampler: HiddenTileSampler,
         compiled: Any,
-        learned: LearnedDeals | None,
         model: BeliefModel | None,
         rows: Any,
         samples: int,
@@ -605,28 +620,21 @@ class SearchAgent(Agent):
                 compiled = compiled.restricted(active)
         if compiled is not None and deadline is None:  # one compiled call
             if model is not None:
-                from bergen_env.vector.belief_weights import weighted_search
+                from bergen_env.agents.compiled.belief_weights import weighted_search
 
-                sums = weighted_search(compiled, rows, sampler, rng, samples, self.candidates)
-            elif learned is not None:
-                from bergen_env.vector.belief_playouts import learned_search
-
-                sums = learned_search(compiled, learned, rng, samples)
+                sums = weighted_search(
+                    compiled, rows, sampler, rng, samples, self.config.candidates
+                )
             else:
                 sums = compiled.search(rng, sampler, samples)
             return *sums, samples
         deals = self._weighted_deals(model, sampler, samples) if model is not None else None
-        draw = draw_deal
-        if learned is not None and numba_installed():
-            from bergen_env.vector.belief_playouts import draw_deal as draw
         totals = np.zeros(len(legal))
         products = np.zeros((len(legal), len(legal)))
         done = 0
         for k in range(samples):
             if deals is not None:
                 hands, boneyard = deals[k]
-            elif learned is not None:
-                hands, boneyard = learned.sample(rng, draw)
             else:
                 hands, boneyard = sampler.sample(rng)
             if compiled is not None:
@@ -643,40 +651,21 @@ class SearchAgent(Agent):
                 break
         return totals, products, done
 
-    def _belief_network(self, rules: Rules) -> BeliefNetwork:
-        """The belief network of ``belief='learned'``: ``belief_file``, or the shipped one."""
-        path = self.belief_file
-        if path is None:
-            path = str(shipped_belief_path(rules))
-        network = load_belief(path)
-        if network.rules.num_players != rules.num_players:
-            raise ValueError(
-                f"agent {self.name!r}: belief file {path!r} was trained for "
-                f"{network.rules.num_players} players, not {rules.num_players}"
-            )
-        return network
-
-    def learned_deals(self, view: PublicView) -> LearnedDeals:
-        """The deals of one decision under the learned belief (``belief='learned'``)."""
-        network = self._belief_network(view.rules)
-        matrix, *inputs = network.matrix_and_inputs(view)
-        return LearnedDeals(view, matrix, self.power, inputs=tuple(inputs))
-
     def _compiled_root(self, view: PublicView) -> Any:
         """The compiled playouts' root of this decision (``CompiledPlayouts``)."""
-        from bergen_env.vector.rollouts import CompiledPlayouts
+        from bergen_env.agents.compiled.playouts import CompiledPlayouts
 
         table = self._win_table(view.rules)
         if table is None:
-            return CompiledPlayouts(view, None, 0, self.rollout, self._expert)
-        return CompiledPlayouts(view, table.table, table.low, self.rollout, self._expert)
+            return CompiledPlayouts(view, None, 0, self.config.rollout, self._expert)
+        return CompiledPlayouts(view, table.table, table.low, self.config.rollout, self._expert)
 
     def _compiled_values(
         self, compiled: Any, view: PublicView, hands: list[list[int]], boneyard: list[int]
     ) -> list[float]:
         """:meth:`playout_values` with compiled playouts; the RNG is advanced exactly as the
         Python playouts advance it (each playout that ends the hand deals the next one)."""
-        from bergen_env.vector.rollouts import OUT_NEW_HAND
+        from bergen_env.agents.compiled.playouts import OUT_NEW_HAND
 
         out, values = compiled.run(hands, boneyard)
         for _ in range(int(out[:, OUT_NEW_HAND].sum())):
@@ -690,7 +679,7 @@ class SearchAgent(Agent):
         rules = root.rules
         side = rules.side_of[root.current_player]
         hand = root.hand_number
-        rollout = self.rollout
+        rollout = self.config.rollout
         table = self._win_table(rules)
         out = []
         for a in legal:
@@ -719,9 +708,18 @@ class SearchAgent(Agent):
         rng = self.rng
         if not model.decisions:
             return [sampler.sample(rng) for _ in range(samples)]
-        pool = [sampler.sample(rng) for _ in range(samples * self.candidates)]
+        pool = [sampler.sample(rng) for _ in range(samples * self.config.candidates)]
         logw = np.array([model.log_weight(hands, rng) for hands, _ in pool])
         picks = resample(logw, rng, samples)
         if picks is None:
             return pool[:samples]
         return [pool[int(j)] for j in picks]
+
+
+# The agent string's keywords are the config's (make_agent checks them, with typo hints).
+SearchAgent.__signature__ = inspect.Signature(  # type: ignore[attr-defined]
+    [
+        inspect.Parameter(f.name, inspect.Parameter.KEYWORD_ONLY, default=f.default)
+        for f in dataclasses.fields(SearchConfig)
+    ]
+)

@@ -21,7 +21,7 @@ array          shape, dtype    meaning
 =============  ==============  ==========================================================
 
 Rules are an int64 vector ``r`` (indices ``R_*``), built by :func:`rule_vector`. Every option
-of RULES.md §1–9 is played (Bergen's presets, Draw and Fives); the points of a play and of a won
+of docs/rules.md is played (Bergen's presets, Draw and Fives); the points of a play and of a won
 hand are read from tables built from :mod:`bergen_env.scoring` (``T_PLAY_POINTS``,
 ``T_OPENING_POINTS``, ``T_OUT_POINTS``).
 """
@@ -230,7 +230,7 @@ def side_of(r, seat):
 
 @njit_inline
 def capped(r, scores, i, side, header):
-    """A header's value after end caps (RULES.md §6)."""
+    """A header's value after end caps (docs/rules.md, "End caps")."""
     if header and r[R_CAPS]:
         need = r[R_TARGET] - scores[i, side]
         if need <= 2:
@@ -392,7 +392,7 @@ def legal_mask(r, i, m, hands, bits, masks):
     p = m[i, CUR]
     b = bits[i, p]
     opening = m[i, LLEN] == 0
-    if opening:  # a free lead (RULES.md §9): any tile held, laid with end 0
+    if opening:  # a free lead (``highest_any``, ``rotate``): any tile held, laid with end 0
         m0 = b
         m1 = np.int64(0)
     else:

@@ -3,9 +3,9 @@
 :func:`bergen_env.agents.search.greedy_rollout` (Bergen's headers),
 :func:`~bergen_env.agents.search.points_rollout` (Fives and Draw) and
 :func:`~bergen_env.agents.search.heuristic_rollout` (the heuristic agent at every seat,
-:mod:`bergen_env.vector.heuristic_policy`) are the reference: :class:`CompiledPlayouts` plays
-the same moves with the batched kernels (a batch of one match), so the search's action values,
-and its decisions, are the same.
+:mod:`bergen_env.agents.compiled.heuristic_policy`) are the reference:
+:class:`CompiledPlayouts` plays the same moves with the batched kernels (a batch of one match),
+so the search's action values, and its decisions, are the same.
 
 A determinization is the searcher's public view plus a guess of the hidden tiles;
 :meth:`CompiledPlayouts.run` takes the guess as one flat array (every seat's hand in seat order,
@@ -25,17 +25,17 @@ from itertools import chain
 import numpy as np
 
 from bergen_env.actions import DOUBLE_PLAY, DRAW, PASS
-from bergen_env.agents.heuristic import HeuristicAgent
-from bergen_env.agents.sampling import HiddenTileSampler
-from bergen_env.engine import TILE_POOLS, PublicView, trailing_draws
-from bergen_env.tiles import IS_DOUBLE, NUM_TILES, PIPS
-from bergen_env.vector import kernels as K
-from bergen_env.vector._numba import njit, njit_inline, numba, random_interval
-from bergen_env.vector.heuristic_policy import (
+from bergen_env.agents.compiled.heuristic_policy import (
     DEFAULT_WEIGHTS,
     heuristic_action,
     heuristic_weights,
 )
+from bergen_env.agents.heuristic import HeuristicAgent
+from bergen_env.engine import TILE_POOLS, PublicView, trailing_draws
+from bergen_env.hidden_tiles import HiddenTileSampler
+from bergen_env.tiles import IS_DOUBLE, NUM_TILES, PIPS
+from bergen_env.vector import kernels as K
+from bergen_env.vector._numba import njit, njit_inline, numba, random_interval
 
 #: The rollout's preference among playable tiles: doubles, then pips, then id (descending).
 ROLLOUT_ORDER = np.array(

@@ -25,9 +25,9 @@ from collections.abc import Sequence
 import numpy as np
 
 from bergen_env.actions import DRAW, PASS
-from bergen_env.agents.scoring import raw_play
 from bergen_env.engine import PublicView
 from bergen_env.rules import Rules
+from bergen_env.scoring import play_result
 from bergen_env.tiles import CONTAINS, DOUBLE_ID, NUM_NUMBERS, NUM_TILES, TILE_ID, TILES
 
 DEFAULT_TRIES = 20
@@ -85,7 +85,7 @@ def _voids_of(n: int, moves: Sequence[tuple[int, int]]) -> tuple[list[int], list
             if draws[seat]:
                 voids[seat] = before[seat] if draws[seat] == 1 else _ends_bits(ends)
                 draws[seat] = 0
-            _, ends, flags = raw_play(a, ends, flags)
+            _, ends, flags = play_result("headers", a, ends, flags)
     return voids, [d > 0 for d in draws]
 
 
@@ -96,7 +96,8 @@ def _ends_bits(ends: tuple[int, int] | None) -> int:
 def beaten_lead_doubles(rules: Rules, moves: Sequence[tuple[int, int]]) -> int:
     """The bitmask over tile ids of the doubles no seat was dealt this hand, as the hand's lead
     shows: under ``lead=lowest`` the doubles below the opening one, under ``highest`` those
-    above it (RULES.md §4); 0 for the free leads of §9 and before the lead."""
+    above it (docs/rules.md, "Dealing and the lead"); 0 for the free leads (``highest_any``,
+    ``rotate``) and before the lead."""
     if not moves or rules.lead not in ("lowest", "highest"):
         return 0
     number = TILES[moves[0][1] >> 1][0]  # the opening double [number|number]
@@ -112,7 +113,7 @@ def excluded_tiles(view: PublicView) -> tuple[list[int], list[int]]:
 
     ``hard`` is certain: the numbers of :func:`inferred_voids`, and the doubles that would have
     led the hand instead of the opening double (lower ones with ``lead=lowest``, higher with
-    ``highest``; no such inference for the free leads of RULES.md §9) for seats that have not
+    ``highest``; no such inference for the free leads) for seats that have not
     drawn this hand. ``soft`` (header scoring only) assumes opponents take headers: a seat that
     played on ends ``x``/``y`` without making a header (and has not drawn since) is taken not to
     hold ``[x|y]``.
@@ -134,7 +135,7 @@ def excluded_tiles(view: PublicView) -> tuple[list[int], list[int]]:
             drew[seat] = True
             soft[seat] = 0
         elif a != PASS:
-            header, after, flags_after = raw_play(a, ends, flags)
+            header, after, flags_after = play_result("headers", a, ends, flags)
             if headers and i and not header and ends is not None:
                 soft[seat] |= 1 << TILE_ID[ends]
             ends, flags = after, flags_after

@@ -1,10 +1,11 @@
-"""What a play scores from a seat's public view, from the rule in :mod:`bergen_env.scoring`.
+"""What a play scores for the seat making it, read from its public view with the rules of
+:mod:`bergen_env.scoring` (end caps, going out, reaching the target), and what a header tile
+threatens on given ends.
 
-Playing ``[2|5]`` (tile 16) on the left end of a line showing ``2 ... 5`` makes a double header:
+Ends ``2 ... 5`` without doubles: the header tile ``[2|5]`` played there makes a double header
+(both new ends show 5), worth 2 points before caps:
 
->>> raw_play(2 * 16, (2, 5), (False, False))
-(2, (5, 5), (False, False))
->>> cap_header(3, need=3, end_caps=True)
+>>> header_threat_value((2, 5), (False, False))
 2
 """
 
@@ -16,13 +17,7 @@ from bergen_env.actions import DOUBLE_PLAY, NUM_PLAY_ACTIONS
 from bergen_env.engine import PublicView
 from bergen_env.scoring import HEADER_BY_DOUBLES, cap_header, play_result
 
-__all__ = [
-    "PlayOutcome",
-    "cap_header",
-    "header_threat_value",
-    "play_outcome",
-    "raw_play",
-]
+__all__ = ["PlayOutcome", "header_threat_value", "play_outcome"]
 
 
 class PlayOutcome(NamedTuple):
@@ -34,16 +29,6 @@ class PlayOutcome(NamedTuple):
     wins: bool  # the points bring the side to the target
     ends: tuple[int, int]  # end numbers after the play
     end_doubles: tuple[bool, bool]  # double-end flags after the play
-
-
-def raw_play(
-    action: int,
-    ends: tuple[int, int] | None,
-    end_doubles: tuple[bool, bool],
-    play_scoring: str = "headers",
-) -> tuple[int, tuple[int, int], tuple[bool, bool]]:
-    """``(points before caps, new ends, new end_doubles)`` of a play action (not draw/pass)."""
-    return play_result(play_scoring, action, ends, end_doubles)
 
 
 def play_outcome(view: PublicView, action: int) -> PlayOutcome:

@@ -4,7 +4,7 @@
 :class:`~bergen_env.agents.belief.BeliefModel` as rows of the kernels' arrays (one row per
 scored play: the public state it was made in, the seat's hand filled per deal) and
 :func:`log_weights` scores a pool of deals with the compiled heuristic
-(:func:`~bergen_env.vector.heuristic_policy.evaluate`): the same log-likelihoods as
+(:func:`~bergen_env.agents.compiled.heuristic_policy.evaluate`): the same log-likelihoods as
 ``BeliefModel.log_weight``, float for float. :func:`weighted_search` is the whole of
 ``SearchAgent.action_values`` under ``belief=1``: the pool drawn as ``HiddenTileSampler`` draws
 it, the systematic resampling of :func:`bergen_env.agents.belief.resample`, and the compiled
@@ -19,13 +19,8 @@ import numpy as np
 
 from bergen_env.actions import DOUBLE_PLAY
 from bergen_env.agents.belief import DRAW_SLOT, KNOWN_DRAW, PLAY, BeliefModel, resample
-from bergen_env.agents.sampling import HiddenTileSampler
-from bergen_env.engine import TILE_POOLS
-from bergen_env.tiles import NUM_TILES
-from bergen_env.vector import kernels as K
-from bergen_env.vector._numba import njit, njit_inline
-from bergen_env.vector.heuristic_policy import evaluate, heuristic_weights, seen_masks
-from bergen_env.vector.rollouts import (
+from bergen_env.agents.compiled.heuristic_policy import evaluate, heuristic_weights, seen_masks
+from bergen_env.agents.compiled.playouts import (
     CompiledPlayouts,
     add_values,
     greedy_playouts,
@@ -34,6 +29,11 @@ from bergen_env.vector.rollouts import (
     sample_work,
     sampler_arrays,
 )
+from bergen_env.engine import TILE_POOLS
+from bergen_env.hidden_tiles import HiddenTileSampler
+from bergen_env.tiles import NUM_TILES
+from bergen_env.vector import kernels as K
+from bergen_env.vector._numba import njit, njit_inline
 
 
 class CompiledBelief:
@@ -334,7 +334,7 @@ def picked_totals(rng, picks, deals, r, m0, scores0, hlen0, voids0, line0, legal
                   deal_pool, totals, products):  # fmt: skip
     """One playout per legal action of each deal ``deals[picks[j]]`` in turn, every hand ended
     drawing the next hand's shuffle from ``rng``; ``totals`` and ``products`` as in
-    :func:`~bergen_env.vector.rollouts.search_totals`."""
+    :func:`~bergen_env.agents.compiled.playouts.search_totals`."""
     dealt = r[K.R_N] * r[K.R_HAND]
     order = np.empty_like(deal_pool)
     for j in range(picks.shape[0]):

@@ -27,7 +27,6 @@ T_NUMBER_BITS = np.array(NUMBER_BITS, dtype=np.int64)
 SCORING_MASK = sum(1 << t for t in SCORING_TILES)
 PLAY_FIVES = PLAY_SCORINGS.index("fives")
 BLOCKED_PIPS = BLOCKED_RULES.index("pips")
-BLOCKED_MOST_DOUBLES = BLOCKED_RULES.index("most_doubles")
 
 
 def heuristic_weights(agent: HeuristicAgent) -> np.ndarray:

@@ -1,8 +1,8 @@
 """Whole matches between ``heuristic`` players with different weights, compiled.
 
 :func:`play_heuristic_matches` plays one match per row with the compiled
-:func:`~bergen_env.vector.heuristic_policy.heuristic_action` in every seat, each seat with its
-own weight vector (in :data:`~bergen_env.agents.heuristic.WEIGHT_NAMES` order): the
+:func:`~bergen_env.agents.compiled.heuristic_policy.heuristic_action` in every seat, each seat
+with its own weight vector (in :data:`~bergen_env.agents.heuristic.WEIGHT_NAMES` order): the
 matches ``HeuristicAgent``s with those weights play through the engine. :func:`duplicate_wins`
 is the evaluation of a weight vector against another under duplicate deals: every deal stream
 is played once with the candidate's weights in each side's seats, so both sides get the same
@@ -16,13 +16,13 @@ from typing import Any
 
 import numpy as np
 
+from bergen_env.agents.compiled.heuristic_policy import heuristic_action
 from bergen_env.agents.heuristic import WEIGHT_NAMES
 from bergen_env.rules import Rules
 from bergen_env.tiles import NUM_TILES
 from bergen_env.validation import check_int
 from bergen_env.vector import kernels as K
 from bergen_env.vector._numba import njit
-from bergen_env.vector.heuristic_policy import heuristic_action
 
 #: Hands after which a match still running is stopped without a winner (the arena's default).
 MAX_HANDS = 2000
