@@ -22,16 +22,16 @@ from bergen_env.openspiel import game_parameters, state_from_view  # noqa: E402
 from bergen_env.rules import Rules  # noqa: E402
 from bergen_env.tiles import NUM_TILES, TILES  # noqa: E402
 
-SMALL = {"players": 2, "max_pip": 2, "hand_size": 2, "reserve": 0, "target": 2, "max_hands": 1}
+SMALL = {"num_players": 2, "max_pip": 2, "hand_size": 2, "reserve": 0, "target": 2, "max_hands": 1}
 
 
 def test_game_metadata() -> None:
-    game = pyspiel.load_game("bergen", {"players": 3})
+    game = pyspiel.load_game("bergen", {"num_players": 3})
     assert game.num_players() == 3
     assert game.num_distinct_actions() == Rules.preset("standard").num_actions
     assert game.observation_tensor_shape() == [OBS_SIZE]
     assert game.get_type().chance_mode == pyspiel.GameType.ChanceMode.EXPLICIT_STOCHASTIC
-    two_sets = pyspiel.load_game("bergen", {"rules": "double_set", "players": 2})
+    two_sets = pyspiel.load_game("bergen", {"rules": "double_set", "num_players": 2})
     assert two_sets.num_distinct_actions() == 65
 
 
@@ -39,7 +39,8 @@ def test_game_metadata() -> None:
     ("params", "message"),
     [
         ({"rules": "nope"}, "'rules' must be one of"),
-        ({"players": 5}, "num_players"),
+        ({"num_players": 5}, "num_players"),
+        ({"players": 3}, "Unknown parameter .players.*num_players"),
         ({"rules": "fievs"}, "did you mean 'fives'"),
         ({"options": "target=3"}, "Unknown parameter 'options'"),
         ({"tagret": 3}, "Unknown parameter 'tagret'.*target"),
@@ -121,7 +122,7 @@ def test_one_set_deal_gives_every_hand_the_same_probability() -> None:
 
 
 def test_chance_outcomes_sum_to_one_along_a_match() -> None:
-    game = pyspiel.load_game("bergen", {"rules": "double_set", "players": 2})
+    game = pyspiel.load_game("bergen", {"rules": "double_set", "num_players": 2})
     state = game.new_initial_state()
     rng = np.random.default_rng(0)
     while not state.is_terminal():

@@ -73,7 +73,7 @@ def seating_id(value: tuple) -> str:
 def test_random_sim_test_with_serialization(preset: str, seating: tuple) -> None:
     players, partnerships = seating
     game = pyspiel.load_game(
-        f"bergen(rules={preset},players={players},partnerships={partnerships})"
+        f"bergen(rules={preset},num_players={players},partnerships={partnerships})"
     )
     expected = Rules.preset(
         preset, num_players=players, partnerships=None if partnerships < 0 else bool(partnerships)
@@ -100,8 +100,8 @@ def test_changed_options_load_from_the_game_string(preset: str) -> None:
         getattr(expected, k) != getattr(Rules.preset(preset, num_players=3), k) for k in changes
     )
     text = ",".join(f"{k}={v}" for k, v in changes.items())
-    from_dict = pyspiel.load_game("bergen", {"rules": preset, "players": 3, **changes})
-    from_text = pyspiel.load_game(f"bergen(rules={preset},players=3,{text})")
+    from_dict = pyspiel.load_game("bergen", {"rules": preset, "num_players": 3, **changes})
+    from_text = pyspiel.load_game(f"bergen(rules={preset},num_players=3,{text})")
     assert from_dict.variant.rules == from_text.variant.rules == expected
     again = pyspiel.load_game(str(from_dict))
     assert str(again) == str(from_dict) == str(from_text)
@@ -111,7 +111,7 @@ def test_changed_options_load_from_the_game_string(preset: str) -> None:
 
 
 def test_the_game_string_names_every_option() -> None:
-    game = pyspiel.load_game("bergen(rules=fives,players=4)")
+    game = pyspiel.load_game("bergen(rules=fives,num_players=4)")
     params = game.get_parameters()
     assert set(params) == set(game.get_type().parameter_specification)
     assert (params["partnerships"], params["target"], params["reserve"]) == (1, 61, 1)
@@ -133,7 +133,7 @@ def random_states(game, seed: int):
 
 
 @pytest.mark.parametrize(
-    "game_string", [SMALL_GAME, "bergen(rules=fives,players=4,target=20,reserve=0)"]
+    "game_string", [SMALL_GAME, "bergen(rules=fives,num_players=4,target=20,reserve=0)"]
 )
 def test_serialize_round_trip(game_string: str) -> None:
     game = pyspiel.load_game(game_string)
@@ -158,14 +158,14 @@ def test_serialize_round_trip(game_string: str) -> None:
 
 @pytest.mark.parametrize("obs_type", OBS_TYPES, ids=obs_id)
 def test_random_sim_test_with_every_observer(obs_type: pyspiel.IIGObservationType) -> None:
-    game = pyspiel.load_game("bergen(players=3,target=6)")
+    game = pyspiel.load_game("bergen(num_players=3,target=6)")
     observer = game.make_observer(obs_type, {})
     pyspiel.random_sim_test(game, num_sims=2, serialize=False, verbose=False, observer=observer)
 
 
 @pytest.mark.parametrize("obs_type", OBS_TYPES, ids=obs_id)
 def test_observer_views_tile_the_tensor(obs_type: pyspiel.IIGObservationType) -> None:
-    game = pyspiel.load_game("bergen(rules=double_set,players=4,partnerships=1)")
+    game = pyspiel.load_game("bergen(rules=double_set,num_players=4,partnerships=1)")
     obs = make_observation(game, obs_type)
     assert sum(v.size for v in obs.dict.values()) == obs.tensor.size
     for state in itertools.islice(random_states(game, seed=1), 0, 400, 9):
@@ -176,7 +176,7 @@ def test_observer_views_tile_the_tensor(obs_type: pyspiel.IIGObservationType) ->
 
 
 def test_default_observers_are_openspiels_observation_and_information_state() -> None:
-    game = pyspiel.load_game("bergen(players=3)")
+    game = pyspiel.load_game("bergen(num_players=3)")
     observation = make_observation(game, pyspiel.IIGObservationType(perfect_recall=False))
     info = make_observation(game, pyspiel.IIGObservationType(perfect_recall=True))
     for state in itertools.islice(random_states(game, seed=2), 0, 200, 5):
@@ -201,7 +201,9 @@ def observed(obs, state, player) -> tuple[bytes, str]:
     return obs.tensor.tobytes(), obs.string_from(state, player)
 
 
-@pytest.mark.parametrize("game_string", ["bergen(players=2)", "bergen(rules=draw,players=4)"])
+@pytest.mark.parametrize(
+    "game_string", ["bergen(num_players=2)", "bergen(rules=draw,num_players=4)"]
+)
 def test_what_each_observation_type_hides(game_string: str) -> None:
     """States that differ only in tiles a player cannot see (resampled from its view) look the
     same to its public and own observations; the other seats' private view tells them apart."""
@@ -235,7 +237,7 @@ def test_what_each_observation_type_hides(game_string: str) -> None:
 
 def test_private_observation_holds_no_public_information() -> None:
     """The private-only observation of a seat is a function of the tiles it holds."""
-    game = pyspiel.load_game("bergen(players=3)")
+    game = pyspiel.load_game("bergen(num_players=3)")
     single, everyone = (
         make_observation(
             game,
