@@ -64,7 +64,7 @@ from bergen_env.engine import BergenState, PublicView, lead_of
 from bergen_env.env_options import DEFAULT_MAX_HANDS
 from bergen_env.errors import InvalidOptionError
 from bergen_env.observation import OBS_LAYOUT, STATE_SLICES, Encoder
-from bergen_env.rules import PRESETS, RULE_OPTIONS, Rules, build_rules
+from bergen_env.rules import OPTION_TYPES, PRESETS, RULE_OPTIONS, Rules, build_rules
 from bergen_env.tiles import DOUBLE_ID, NUM_NUMBERS, NUM_TILES, TILES, tile_str
 from bergen_env.validation import check_int, closest, did_you_mean
 
@@ -88,18 +88,14 @@ PRESET_INT = -1
 PRESET_STR = "preset"
 #: Yes/no options: OpenSpiel parameters are typed by their default and a default must stand for
 #: "the preset's value", so these are the integers 1, 0 or -1.
-FLAG_PARAMETERS = ("partnerships", "end_caps", "voluntary_draw", "single_hand")
+FLAG_PARAMETERS = tuple(k for k, kind in OPTION_TYPES.items() if kind is bool)
 #: Every game parameter with its default (OpenSpiel's ``parameter_specification``). A rule option
 #: left at its default takes the chosen preset's value for the chosen seating.
 PARAMETERS: dict[str, Any] = {
     "rules": "standard",
     "num_players": 2,
     "partnerships": PRESET_INT,
-    **{
-        k: PRESET_STR if isinstance(v, str) else PRESET_INT
-        for k, v in Rules.preset("standard").to_dict().items()
-        if k in RULE_OPTIONS
-    },
+    **{k: PRESET_STR if OPTION_TYPES[k] is str else PRESET_INT for k in RULE_OPTIONS},
     "max_pip": 6,
     "max_hands": MAX_HANDS,
 }
