@@ -56,6 +56,7 @@ from bergen_env.actions import DOUBLE_PLAY, DRAW, action_str
 from bergen_env.agents import base as agent_base
 from bergen_env.agents.base import Agent, make_agent, parse_agent_spec
 from bergen_env.engine import BergenState
+from bergen_env.env_options import DEFAULT_MAX_HANDS
 from bergen_env.errors import IllegalActionError
 from bergen_env.observation import Encoder
 from bergen_env.parent_watch import die_with_parent
@@ -215,7 +216,7 @@ def play_match(
     deal_seed: int | np.random.SeedSequence | np.random.Generator,
     agent_seeds: Sequence[int | np.random.SeedSequence | np.random.Generator],
     *,
-    max_hands: int = 2000,
+    max_hands: int = DEFAULT_MAX_HANDS,
     names: Sequence[str] | None = None,
     replay_seed: int | None = None,
     keep_deals: bool = False,
@@ -587,7 +588,7 @@ def run_tournament(
     workers: int = 1,
     progress: bool = False,
     replays: str | Path | None = None,
-    max_hands: int = 2000,
+    max_hands: int = DEFAULT_MAX_HANDS,
     *,
     keep_deals: bool = False,
     backend: str = "processes",

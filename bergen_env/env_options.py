@@ -23,7 +23,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from bergen_env.rules import RULE_OPTIONS, Rules, make_rules
+from bergen_env.rules import RULE_OPTIONS, Rules, build_rules
 from bergen_env.validation import (
     check_choice,
     check_int,
@@ -35,7 +35,9 @@ from bergen_env.validation import (
 
 #: Reward modes of the AEC env; the single-agent env adds its own (``"shaped"``, ``"win"``).
 REWARD_MODES = ("match", "points")
-#: A match still running after this many hands is truncated.
+#: A match still running after this many hands is truncated: the one default hand cap of the
+#: envs, the arena and ``bergen-evaluate`` (the OpenSpiel game derives its own from it,
+#: :data:`bergen_env.openspiel.MAX_HANDS`).
 DEFAULT_MAX_HANDS = 2000
 
 
@@ -74,7 +76,7 @@ class EnvOptions:
         check_env_keywords(overrides, env_keywords or keyword_names(cls.resolve)[:6])
         seating = {"num_players": num_players, "partnerships": partnerships}
         seating = {k: v for k, v in seating.items() if v is not None}
-        resolved = make_rules(rules, **seating, **overrides)
+        resolved = build_rules(rules, **seating, **overrides)
         check_choice("reward", reward, reward_modes)
         max_hands = check_int("max_hands", max_hands, minimum=1, allow_none=True)
         if render_mode is not None and render_mode not in render_modes:

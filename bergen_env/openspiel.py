@@ -12,15 +12,16 @@ OpenSpiel needs on top:
 
 ==================  ==================================================================
 parameters          ``rules`` (a preset: standard, traditional, double_set, draw,
-                    fives), ``players`` (2-4), ``partnerships`` (1 or 0), every rule
+                    fives), ``players`` (2-4; OpenSpiel's name in every game, the
+                    envs' ``num_players``), ``partnerships`` (1 or 0), every rule
                     option of :data:`bergen_env.rules.RULE_OPTIONS` as its own parameter
                     (``target=31``, ``reserve=1``, ``lead=highest``, ``end_caps=0``, ...;
                     yes/no options are 1 or 0; the defaults, -1 and ``preset``, take the
                     preset's value for the seating), ``max_pip`` (6; a smaller value
                     deals only tiles whose halves are all <= it: small variants for
-                    equilibrium solvers), ``max_hands`` (100; a match still unfinished
-                    after it ends with zero returns). ``str(game)`` spells out every
-                    option, so it loads the same game
+                    equilibrium solvers), ``max_hands`` (:data:`MAX_HANDS`; a match
+                    still unfinished after it ends with zero returns). ``str(game)``
+                    spells out every option, so it loads the same game
 players             the seats; in partnerships seats 0/2 and 1/3 are sides
 actions             the engine's action ids (:mod:`bergen_env.actions`): play tile on an
                     end, draw, pass (and the double plays of two sets)
@@ -61,16 +62,23 @@ import pyspiel
 
 from bergen_env.actions import DOUBLE_PLAY, DRAW, PASS, action_str
 from bergen_env.engine import BergenState, PublicView, lead_of
+from bergen_env.env_options import DEFAULT_MAX_HANDS
 from bergen_env.errors import InvalidOptionError
 from bergen_env.observation import OBS_LAYOUT, STATE_SLICES, Encoder
-from bergen_env.rules import PRESETS, RULE_OPTIONS, Rules
+from bergen_env.rules import OPTION_TYPES, PRESETS, RULE_OPTIONS, Rules, build_rules
 from bergen_env.tiles import DOUBLE_ID, NUM_NUMBERS, NUM_TILES, TILES, tile_str
 from bergen_env.validation import check_int, closest, did_you_mean
 
 GAME_NAME = "bergen"
 _TILE_TEXT = tuple(tile_str(t) for t in range(NUM_TILES))
 _action_text = functools.lru_cache(maxsize=None)(action_str)
-DEFAULT_MAX_HANDS = 100
+#: The default hand cap of the game (100): a twentieth of the envs'
+#: :data:`~bergen_env.env_options.DEFAULT_MAX_HANDS`. An OpenSpiel state recalls its whole
+#: match (its information state string and ``serialize_game_and_state`` grow with every move),
+#: so one step costs more the longer the match, and OpenSpiel's checkers (``random_sim_test``
+#: with ``serialize=True``) and algorithms would slow without bound on the rare match that
+#: drifts for thousands of hands (4-player individual ``traditional``; docs/openspiel.md).
+MAX_HANDS = DEFAULT_MAX_HANDS // 20
 #: The small variant for exact solvers and the playthrough: the six tiles up to [2|2], two
 #: players with hands of two, both boneyard tiles drawable, one hand to a target of 2.
 SMALL_GAME = "bergen(hand_size=2,max_hands=1,max_pip=2,reserve=0,target=2)"
@@ -81,20 +89,16 @@ PRESET_INT = -1
 PRESET_STR = "preset"
 #: Yes/no options: OpenSpiel parameters are typed by their default and a default must stand for
 #: "the preset's value", so these are the integers 1, 0 or -1.
-FLAG_PARAMETERS = ("partnerships", "end_caps", "voluntary_draw", "single_hand")
+FLAG_PARAMETERS = tuple(k for k, kind in OPTION_TYPES.items() if kind is bool)
 #: Every game parameter with its default (OpenSpiel's ``parameter_specification``). A rule option
 #: left at its default takes the chosen preset's value for the chosen seating.
 PARAMETERS: dict[str, Any] = {
     "rules": "standard",
-    "players": 2,
+    "players": 2,  # OpenSpiel's name for it in every game (the envs' num_players)
     "partnerships": PRESET_INT,
-    **{
-        k: PRESET_STR if isinstance(v, str) else PRESET_INT
-        for k, v in Rules.preset("standard").to_dict().items()
-        if k in RULE_OPTIONS
-    },
+    **{k: PRESET_STR if OPTION_TYPES[k] is str else PRESET_INT for k in RULE_OPTIONS},
     "max_pip": 6,
-    "max_hands": DEFAULT_MAX_HANDS,
+    "max_hands": MAX_HANDS,
 }
 
 _GAME_TYPE = pyspiel.GameType(
@@ -197,7 +201,7 @@ def rules_from_parameters(params: dict[str, Any]) -> Rules:
                 )
             value = bool(value)
         given[k] = value
-    return Rules.preset(
+    return build_rules(
         preset,
         num_players=params.get("players", PARAMETERS["players"]),
         partnerships=given.pop("partnerships", None),

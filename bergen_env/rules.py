@@ -17,13 +17,15 @@ bergen_env.errors.InvalidOptionError: option 'reserve' must be >= 0, got -1
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, fields
 from typing import Any
 
 from bergen_env.errors import InvalidOptionError
+from bergen_env.option_text import parse_options
 from bergen_env.scoring import OUT_SCORINGS, PLAY_SCORINGS
 from bergen_env.tiles import NUM_TILES
-from bergen_env.validation import check_bool, check_int, check_keywords
+from bergen_env.validation import check_bool, check_int, check_keywords, did_you_mean
 
 PRESETS = ("standard", "traditional", "double_set", "draw", "fives")
 #: Presets that seat four players as two partnerships unless ``partnerships=False``
@@ -64,6 +66,18 @@ _INT_OPTIONS = (
     "target",
 )
 _BOOL_OPTIONS = ("partnerships", "end_caps", "voluntary_draw", "single_hand")
+#: The seating keywords of every entry point (envs, configs, the web, OpenSpiel).
+SEATING = ("num_players", "partnerships")
+#: The declared type of the preset keyword, the seating and every rule option: what their text
+#: is typed as (:mod:`bergen_env.option_text`).
+OPTION_TYPES: dict[str, type] = {
+    "rules": str,
+    **{name: int if name in _INT_OPTIONS else bool for name in SEATING},
+    **{
+        name: int if name in _INT_OPTIONS else bool if name in _BOOL_OPTIONS else str
+        for name in RULE_OPTIONS
+    },
+}
 
 
 def _preset_values(preset: str, num_players: int, num_sides: int) -> dict[str, Any]:
@@ -114,7 +128,9 @@ def _preset_values(preset: str, num_players: int, num_sides: int) -> dict[str, A
             out_scoring="pips_fives" if fives else "pips",
             single_hand=not fives,
         )
-    raise InvalidOptionError(f"option 'rules': unknown preset {preset!r}; choose one of {PRESETS}")
+    raise InvalidOptionError(
+        f"option 'rules': unknown preset {did_you_mean(preset, PRESETS)}; choose one of {PRESETS}"
+    )
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -302,17 +318,54 @@ class Rules:
         return f"{self.name} ({seats}): {opts}"
 
 
-def make_rules(rules: str | Rules = "standard", **kwargs: Any) -> Rules:
-    """Resolve the env's keyword arguments (a preset name or ``Rules``, plus overrides)."""
+def build_rules(
+    rules: str | Rules = "standard",
+    *,
+    num_players: int | None = None,
+    partnerships: bool | None = None,
+    **options: Any,
+) -> Rules:
+    """The rules of every entry point: a preset name (or a :class:`Rules`), the seating and
+    single rule options, checked once (errors name the option).
+
+    ``num_players=None`` keeps a given ``Rules``' count, else 2; ``partnerships=None`` keeps a
+    given ``Rules``' seating, else as the preset plays it (:meth:`Rules.preset`). Option text is
+    typed first by :func:`parse_rule_options`.
+
+    >>> build_rules("fives", num_players=4, target=31).describe()[:34]
+    'fives (4p partnerships): sets=1, h'
+    """
     if isinstance(rules, Rules):
-        for key in ("num_players", "partnerships"):
-            if key in kwargs and kwargs[key] != getattr(rules, key):
+        seating = {"num_players": num_players, "partnerships": partnerships}
+        for key, value in seating.items():
+            if value is not None and value != getattr(rules, key):
                 raise InvalidOptionError(
-                    f"option {key!r}={kwargs[key]!r} contradicts the given Rules "
+                    f"option {key!r}={value!r} contradicts the given Rules "
                     f"({key}={getattr(rules, key)!r})"
                 )
-            kwargs.pop(key, None)
-        return rules.replace(**kwargs) if kwargs else rules
+        return rules.replace(**options) if options else rules
     if not isinstance(rules, str):
         raise InvalidOptionError(f"option 'rules' must be a preset name or Rules, got {rules!r}")
-    return Rules.preset(rules, **kwargs)
+    return Rules.preset(
+        rules,
+        num_players=2 if num_players is None else num_players,
+        partnerships=partnerships,
+        **options,
+    )
+
+
+def parse_rule_options(
+    text: str | Mapping[str, str] | Iterable[str],
+    *,
+    names: Iterable[str] = RULE_OPTIONS,
+    error: type[Exception] = InvalidOptionError,
+    context: str = "",
+) -> dict[str, Any]:
+    """Rule options written as text (``"target=31,end_caps=false"``, ``"key=value"`` items or
+    a mapping of texts), each typed by its option's type (:data:`OPTION_TYPES`).
+
+    >>> parse_rule_options("target=31, end_caps=false, lead=highest")
+    {'target': 31, 'end_caps': False, 'lead': 'highest'}
+    """
+    declared = {name: OPTION_TYPES[name] for name in names}
+    return parse_options(text, declared, label="rule option", error=error, context=context)

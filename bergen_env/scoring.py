@@ -147,6 +147,21 @@ def play_result(
     return points, (num[0], num[1]), (flags[0], flags[1])
 
 
+def play_count(action: int, ends: tuple[int, int] | None, end_doubles: tuple[bool, bool]) -> int:
+    """The Fives count of the line after a play action (arguments as :func:`play_result`): a
+    single-tile line counts the tile's pips, a longer one its ends (:func:`fives_count`).
+
+    >>> play_count(2 * TILE_ID[(3, 3)], None, (False, False))  # [3|3] opens: 6, not 12
+    6
+    >>> play_count(2 * TILE_ID[(2, 5)], (2, 5), (False, False))  # [2|5] on the 2: ends 5 and 5
+    10
+    """
+    if ends is None and action < DOUBLE_PLAY:
+        return PIPS[action >> 1]
+    _, after, doubles = play_result("none", action, ends, end_doubles)
+    return fives_count(after[0], after[1], doubles[0], doubles[1])
+
+
 def cap_header(header: int, need: int, end_caps: bool) -> int:
     """A header's value after end caps (RULES.md, "End caps") for a side ``need`` points from
     the target.

@@ -24,7 +24,7 @@ from bergen_env import (
 )
 from bergen_env.actions import check_action_id
 from bergen_env.engine import validate_deal
-from bergen_env.rules import make_rules
+from bergen_env.rules import build_rules
 from bergen_env.tiles import TILES
 
 # --------------------------------------------------------------------------- presets (§3 table)
@@ -233,8 +233,8 @@ def test_replace_validates() -> None:
         r.replace(colour=1)
 
 
-def test_make_rules_accepts_numpy_ints() -> None:
-    r = make_rules("standard", num_players=np.int64(3), target=np.int32(7))
+def test_build_rules_accepts_numpy_ints() -> None:
+    r = build_rules("standard", num_players=np.int64(3), target=np.int32(7))
     assert (r.num_players, r.target) == (3, 7)
     assert type(r.target) is int
 

@@ -11,13 +11,17 @@ from bergen_env.actions import DOUBLE_PLAY, NUM_PLAY_ACTIONS
 from bergen_env.agents.play_outcomes import play_outcome
 from bergen_env.rules import PRESETS
 from bergen_env.scoring import (
+    DOUBLE_BLANK,
     OPENING_POINTS,
     PLAY_POINTS,
     cap_header,
+    fives_points,
     line_points,
     opening_points,
     out_points,
+    play_count,
     play_index,
+    play_result,
 )
 from bergen_env.tiles import NUM_NUMBERS, NUM_TILES
 
@@ -132,3 +136,22 @@ def test_caps_and_awards() -> None:
         out_points("points", 3)
     with pytest.raises(ValueError, match="play_scoring"):
         line_points("all_fives", 0, 0, 0, False, False)
+
+
+def test_play_count_is_what_a_fives_play_scores_by() -> None:
+    """Every legal play of random Fives positions: ``play_count`` is the count whose points
+    ``play_result`` gives (the web's score reasons read it)."""
+    rules = Rules.preset("fives", num_players=3)
+    rng = np.random.default_rng(5)
+    checked = 0
+    for match in range(4):
+        s = BergenState(rules, seed=match)
+        while not s.terminal and s.hand_number < MAX_HANDS:
+            doubles = (bool(s.end_dbl[0]), bool(s.end_dbl[1]))
+            for a in s.legal_actions():
+                if _is_play(a) and a >> 1 != DOUBLE_BLANK:  # [0|0] never scores
+                    count = play_count(a, s.ends, doubles)
+                    assert fives_points(count) == play_result("fives", a, s.ends, doubles)[0]
+                    checked += 1
+            s.apply_action(int(rng.choice(s.legal_actions())))
+    assert checked > 500

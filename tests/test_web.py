@@ -95,7 +95,7 @@ def test_whole_match_against_agents(preset: str, players: int, partnerships: boo
     with client:
         r = play(
             client,
-            f"preset={preset}&players={players}&partnerships={partnerships}"
+            f"rules={preset}&num_players={players}&partnerships={partnerships}"
             "&opponents=greedy&seed=5",
         )
         token = seat_token(r)
@@ -179,17 +179,17 @@ def test_refused_moves() -> None:
 def test_bad_tables_name_the_problem() -> None:
     client, manager = make_client(limits=Limits(max_tables=1, max_body_bytes=1000))
     with client:
-        r = play(client, "players=2&foo=1")
+        r = play(client, "num_players=2&foo=1")
         assert r.status_code == 400 and "foo" in r.text and r.json()["code"] == "unknown_option"
-        r = play(client, "players=2&target=-3")
+        r = play(client, "num_players=2&target=-3")
         assert r.status_code == 400 and "target" in r.text
-        r = play(client, "players=2&end_caps=maybe")
+        r = play(client, "num_players=2&end_caps=maybe")
         assert r.status_code == 400 and "end_caps" in r.text
-        r = play(client, "preset=nope")
+        r = play(client, "rules=nope")
         assert r.status_code == 400 and "nope" in r.text
         r = play(client, "opponents=wizard")
         assert r.status_code == 400 and "wizard" in r.text and r.json()["params"]["seat"] == 1
-        r = play(client, "players=3&opponents=greedy,random,random")
+        r = play(client, "num_players=3&opponents=greedy,random,random")
         assert r.status_code == 400 and "opponents" in r.text
         r = client.post("/api/tables", json={"num_players": 2, "colour": "red"})
         assert r.status_code == 400 and "colour" in r.json()["error"]
@@ -505,9 +505,9 @@ def test_an_agent_that_refuses_the_rules_is_a_clear_400() -> None:
     register_agent("two_only_for_test", TwoPlayersOnly, overwrite=True)
     client, manager = make_client()
     manager.agents["net"] = "two_only_for_test"
-    r = play(client, "players=3&opponents=net")
+    r = play(client, "num_players=3&opponents=net")
     assert r.status_code == 400 and "trained for 2 players" in r.text and "seat 1" in r.text
-    assert play(client, "players=2&opponents=net").status_code == 201
+    assert play(client, "num_players=2&opponents=net").status_code == 201
 
 
 @pytest.mark.parametrize(("players", "partnerships"), SEATINGS)
@@ -519,7 +519,7 @@ def test_a_match_against_tuned(players: int, partnerships: bool) -> None:
     with client:
         r = play(
             client,
-            f"preset=draw&players={players}&partnerships={partnerships}&opponents=tuned&seed=4",
+            f"rules=draw&num_players={players}&partnerships={partnerships}&opponents=tuned&seed=4",
         )
         token = seat_token(r)
         table = manager.by_token(token)[0]
@@ -536,7 +536,7 @@ def test_tuned_under_changed_options_is_a_clear_400() -> None:
     """Rules with a changed option are no preset: ``tuned`` is refused before any table starts."""
     client, manager = make_client()
     with client:
-        r = play(client, "players=2&opponents=tuned&target=5")
+        r = play(client, "num_players=2&opponents=tuned&target=5")
         assert r.status_code == 400
         assert (
             "seat 1: agent 'tuned' plays the presets' rules only" in r.text
@@ -556,7 +556,7 @@ def test_tuned_under_changed_options_is_a_clear_400() -> None:
         assert "no tuned heuristic weights" in error
         assert not manager.tables  # nothing was created
         # the same options as the preset's are the preset: tuned plays them
-        r = play(client, "preset=fives&players=2&opponents=tuned")
+        r = play(client, "rules=fives&num_players=2&opponents=tuned")
         assert r.status_code == 201
 
 

@@ -74,7 +74,7 @@ def test_every_answer_has_the_security_headers() -> None:
             client.get(path)
             for path in (
                 "/",
-                "/play?players=2",
+                "/play?num_players=2",
                 token,
                 "/replay",
                 "/rules?lang=fi",
@@ -130,10 +130,10 @@ def test_pages_have_no_inline_script_or_style() -> None:
 def test_nothing_is_created_by_a_get_or_another_site() -> None:
     client, manager = client_for()
     with client:
-        for path in ("/play?players=2&opponents=greedy", "/play", "/api/tables", "/api/play"):
+        for path in ("/play?num_players=2&opponents=greedy", "/play", "/api/tables", "/api/play"):
             r = client.get(path)
             assert r.status_code in (200, 405), path
-        assert client.head("/play?players=2").status_code in (200, 405)
+        assert client.head("/play?num_players=2").status_code in (200, 405)
         body = json.dumps({"seats": ["person", "greedy"]})
         refused = [
             client.post("/api/tables", content=body, headers={"content-type": "text/plain"}),
@@ -152,7 +152,7 @@ def test_nothing_is_created_by_a_get_or_another_site() -> None:
             ),
             client.post(
                 "/api/play",
-                json={"query": {"players": "2"}},
+                json={"query": {"num_players": "2"}},
                 headers={"origin": "http://testserver.evil.example"},
             ),
         ]
@@ -218,7 +218,7 @@ def test_errors_echo_a_short_excerpt_only() -> None:
             client.post(f"/api/s/{token}/move", json={huge: 1}),
             client.post("/api/tables", json={"options": {huge: 1}}),
             client.post("/api/tables", json={"options": {"target": huge}}),
-            client.post("/api/tables", json={"preset": huge}),
+            client.post("/api/tables", json={"rules": huge}),
             client.post("/api/tables", json={"lang": huge}),
             client.post("/api/tables", json={"seats": [huge, huge]}),
             client.post("/api/tables", json={"seed": huge}),

@@ -68,7 +68,7 @@ def test_quick_start_match_to_the_end(browser):
         errors: list[str] = []
         page.on("pageerror", lambda exc: errors.append(str(exc)))
         page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
-        page.goto(f"{base}/play?players=2&opponents=greedy&seed=7&lang=en")
+        page.goto(f"{base}/play?num_players=2&opponents=greedy&seed=7&lang=en")
         page.wait_for_url("**/s/**")  # the link's page made the table with a JSON POST
         moves = 0
         shots = 0
@@ -321,7 +321,7 @@ def test_attacks_in_a_real_browser(browser):
         page.wait_for_timeout(300)
         assert dialogs == [] and page.locator("img").count() == 0
         page.set_content(
-            f'<iframe src="{base}/play?players=2&opponents=greedy"></iframe>'
+            f'<iframe src="{base}/play?num_players=2&opponents=greedy"></iframe>'
             f'<form method="post" action="{base}/api/tables" enctype="text/plain">'
             '<input name=\'{"seats": ["person", "greedy"], "x": "\' value=\'"}\'></form>'
         )

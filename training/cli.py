@@ -41,7 +41,7 @@ from bergen_env.agents.base import agent_factory, parse_agent_spec
 from bergen_env.arena import recorded_rules
 from bergen_env.atomic_files import OutputError
 from bergen_env.errors import BergenError
-from bergen_env.rules import PRESETS, Rules
+from bergen_env.rules import PRESETS, Rules, build_rules, parse_rule_options
 
 #: Top-level modules each extra brings (checked without importing them).
 EXTRA_MODULES: dict[str, tuple[str, ...]] = {
@@ -95,7 +95,8 @@ class ArgumentParser(argparse.ArgumentParser):
 
 def add_rules_arguments(p: argparse.ArgumentParser) -> None:
     """``--players``, ``--partnerships``, ``--rules`` and ``--rule-override``, as
-    ``evaluate.build_rules`` reads them."""
+    :func:`rules_from_arguments` reads them: the keywords ``num_players``, ``partnerships``,
+    ``rules`` and single rule options of :func:`bergen_env.rules.build_rules`."""
     from bergen_env.rules import RULE_OPTIONS
 
     p.add_argument(
@@ -124,6 +125,16 @@ def add_rules_arguments(p: argparse.ArgumentParser) -> None:
         metavar="KEY=VALUE",
         help=f"override a rule option; options: {', '.join(RULE_OPTIONS)}",
     )
+
+
+def rules_from_arguments(args: argparse.Namespace, agents: Sequence[str]) -> Rules:
+    """The rules of :func:`add_rules_arguments`' flags (``--rule-override`` typed by
+    :func:`bergen_env.rules.parse_rule_options`); without ``--rules``, the rules that the
+    policies among ``agents`` record (:func:`command_rules`)."""
+    overrides = parse_rule_options(
+        args.rule_override, error=UsageError, context="--rule-override: "
+    )
+    return command_rules(args.rules, args.players, args.partnerships, agents, overrides)
 
 
 def check_match_arguments(args: argparse.Namespace, counts: Sequence[str]) -> None:
@@ -218,14 +229,11 @@ def command_rules(
     try:
         if recorded is not None:
             if players is None and partnerships is None:
-                return recorded.replace(**overrides) if overrides else recorded
+                return build_rules(recorded, **overrides)
             preset = recorded.name if recorded.name in PRESETS else None
             players = recorded.num_players if players is None else players
-        return Rules.preset(
-            preset or "standard",
-            num_players=2 if players is None else players,
-            partnerships=partnerships,
-            **overrides,
+        return build_rules(
+            preset or "standard", num_players=players, partnerships=partnerships, **overrides
         )
     except BergenError as exc:
         raise UsageError(f"bad rules: {exc}") from None

@@ -29,13 +29,13 @@ import json
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 
 from bergen_env.agents import make_agent
 from bergen_env.arena import TournamentResult, run_tournament, seat_lineups
 from bergen_env.atomic_files import atomic_path, check_writable, write_text
+from bergen_env.env_options import DEFAULT_MAX_HANDS
 from bergen_env.errors import BergenError
 from bergen_env.rules import Rules
 
@@ -44,9 +44,9 @@ from .cli import (
     UsageError,
     add_rules_arguments,
     check_match_arguments,
-    command_rules,
     register_policy_kinds,
     require_extra,
+    rules_from_arguments,
     run,
     trust_pickle,
 )
@@ -103,7 +103,12 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     p.add_argument("--workers", type=int, default=1, help="processes (default 1)")
     add_ray_argument(p, "the deal groups")
     p.add_argument("--no-duplicate", action="store_true", help="fresh deals for every match")
-    p.add_argument("--max-hands", type=int, default=2000, help="unfinished after this many hands")
+    p.add_argument(
+        "--max-hands",
+        type=int,
+        default=DEFAULT_MAX_HANDS,
+        help=f"unfinished after this many hands (default {DEFAULT_MAX_HANDS})",
+    )
     p.add_argument("--json", type=Path, help="write the results as JSON")
     p.add_argument("--csv", type=Path, help="write one row per agent as CSV")
     p.add_argument("--plot", type=Path, help="write a PNG of win rates with 95%% intervals")
@@ -114,29 +119,6 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         help="no progress bar (one is shown when tqdm is installed)",
     )
     return p.parse_args(argv)
-
-
-def _parse_value(text: str) -> Any:
-    if text.lower() in ("true", "false"):
-        return text.lower() == "true"
-    try:
-        return int(text)
-    except ValueError:
-        return text
-
-
-def build_rules(args: argparse.Namespace, agents: Sequence[str] | None = None) -> Rules:
-    """The rules from --rules, --players, --partnerships and --rule-override; without --rules, the
-    rules the policies among ``agents`` (default ``args.agents``) record
-    (:func:`training.cli.command_rules`)."""
-    overrides = {}
-    for item in args.rule_override:
-        key, eq, value = item.partition("=")
-        if not eq or not key:
-            raise UsageError(f"--rule-override expects key=value, got {item!r}")
-        overrides[key] = _parse_value(value)
-    agents = args.agents if agents is None else agents
-    return command_rules(args.rules, args.players, args.partnerships, agents, overrides)
 
 
 def check_agents(agents: list[str], rules: Rules) -> None:
@@ -202,7 +184,7 @@ def tournament(argv: Sequence[str] | None = None) -> int:
     register_policy_kinds(args.agents)
     if args.trust_pickle:
         args.agents = trust_pickle(args.agents)
-    rules = build_rules(args)
+    rules = rules_from_arguments(args, args.agents)
     try:
         seat_lineups(len(args.agents), rules)
     except ValueError as exc:

@@ -70,7 +70,7 @@ from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv, VecEnv
 
 from bergen_env.agents.base import make_agent
 from bergen_env.atomic_files import append_line, atomic_path, write_text
-from bergen_env.rules import Rules, make_rules
+from bergen_env.rules import Rules, build_rules
 from bergen_env.single_agent import BergenSingleAgentEnv
 
 from .cli import ArgumentParser, Terminated, UsageError
@@ -168,7 +168,7 @@ def make_vec_env(cfg: TrainConfig, snapshot_dir: Path | None) -> VecEnv:
 
 
 def config_rules(cfg: TrainConfig) -> Rules:
-    return make_rules(
+    return build_rules(
         cfg.rules, num_players=cfg.num_players, partnerships=cfg.partnerships, **cfg.rule_overrides
     )
 

@@ -48,7 +48,7 @@ import numpy as np
 import yaml
 
 from bergen_env.agents.heuristic import WEIGHT_NAMES, default_weights, used_weights
-from bergen_env.rules import Rules, make_rules
+from bergen_env.rules import Rules, build_rules
 from bergen_env.stats import Z95, standard_error
 from bergen_env.validation import is_bool, is_int, is_number
 
@@ -154,7 +154,7 @@ class TuneConfig:
 
     def make_rules(self) -> Rules:
         """The rules of the run (preset, seating and overrides)."""
-        return make_rules(
+        return build_rules(
             self.rules,
             num_players=self.num_players,
             partnerships=self.partnerships,

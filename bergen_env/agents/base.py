@@ -27,6 +27,7 @@ from typing import Any
 import numpy as np
 
 from bergen_env.engine import PublicView
+from bergen_env.option_text import declared_types, parse_options
 from bergen_env.rules import Rules
 from bergen_env.validation import check_keywords, closest, keyword_names, takes_any_keyword
 
@@ -150,32 +151,27 @@ def agent_factory(kind: str) -> AgentFactory | None:
     return factory
 
 
-def _parse_value(text: str) -> Any:
-    for cast in (int, float):
-        try:
-            return cast(text)
-        except ValueError:
-            pass
-    if text.lower() in ("true", "false"):
-        return text.lower() == "true"
-    return text
-
-
 def parse_agent_spec(spec: str) -> tuple[str, dict[str, Any]]:
-    """Split ``"kind:key=value,key=value"`` (or ``"kind:PATH"``) into the kind and kwargs."""
+    """Split ``"kind:key=value,key=value"`` (or ``"kind:PATH"``) into the kind and kwargs.
+
+    Each value is typed by the declared type of the registered factory's parameter, else by
+    the text alone (:mod:`bergen_env.option_text`).
+    """
     if not isinstance(spec, str) or not spec.strip():
         raise ValueError(f"an agent is named by a non-empty string, got {spec!r}")
     kind, _, rest = spec.strip().partition(":")
-    kwargs: dict[str, Any] = {}
-    if rest:
-        if "=" not in rest:
-            kwargs["path"] = rest
-        else:
-            for item in rest.split(","):
-                key, eq, value = item.partition("=")
-                if not eq or not key.strip():
-                    raise ValueError(f"agent {spec!r}: expected key=value, got {item!r}")
-                kwargs[key.strip()] = _parse_value(value.strip())
+    if rest and "=" not in rest:
+        return kind, {"path": rest}
+    factory = _REGISTRY.get(kind)
+    declared = declared_types(factory) if factory is not None else {}
+    kwargs = parse_options(
+        rest,
+        declared,
+        label="parameter",
+        error=ValueError,
+        context=f"agent {spec!r}: ",
+        any_name=True,
+    )
     return kind, kwargs
 
 

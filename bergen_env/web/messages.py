@@ -16,7 +16,8 @@ from bergen_env.actions import DOUBLE_PLAY, DRAW, NUM_PLAY_ACTIONS, PASS, action
 from bergen_env.engine import BergenState, PublicView
 from bergen_env.errors import BergenError
 from bergen_env.rules import Rules
-from bergen_env.tiles import IS_DOUBLE, OTHER_HALF, PIPS, TILES
+from bergen_env.scoring import play_count, play_result
+from bergen_env.tiles import IS_DOUBLE, PIPS, TILES
 from bergen_env.web.errors import TableError, excerpt
 
 
@@ -62,44 +63,23 @@ def move_dict(a: int) -> dict[str, Any]:
 
 
 def play_score_reason(rules: Rules, state: BergenState, a: int) -> dict[str, Any]:
-    """What the play ``a`` (legal now, not yet applied) scores for and why, from public facts.
+    """What the play ``a`` (legal now, not yet applied) scores for and why, from public facts
+    (:func:`bergen_env.scoring.play_result` and :func:`~bergen_env.scoring.play_count`).
 
     Bergen: a header when both ends then show one number (``number``, with ``doubles`` crosswise
     double ends; ``full`` is its value before end caps). Fives: the ends' ``count``.
     """
-    if a >= DOUBLE_PLAY:  # both [n|n] at once: two double ends
-        n = a - DOUBLE_PLAY
-        ends, doubles = (n, n), (True, True)
-    else:
-        t, e = a >> 1, a & 1
-        if state.lead_tile is not None or not state.line:  # the first tile of the hand
-            x, y = TILES[t]
-            ends, doubles = (x, y), (IS_DOUBLE[t], IS_DOUBLE[t])
-        else:
-            new = OTHER_HALF[t * 7 + state.end_num[e]]
-            other = state.end_num[1 - e]
-            ends = (new, other)
-            doubles = (IS_DOUBLE[t], state.end_dbl[1 - e])
-    first = not state.line
-    if getattr(rules, "play_scoring", "headers") == "fives":
-        count = (
-            sum(TILES[a >> 1])
-            if first and a < DOUBLE_PLAY
-            else sum(2 * n if d else n for n, d in zip(ends, doubles))
-        )
-        return {"kind": "fives", "count": count}
-    if ends[0] != ends[1]:
+    ends = state.ends
+    end_doubles = (bool(state.end_dbl[0]), bool(state.end_dbl[1]))
+    if rules.play_scoring == "fives":
+        return {"kind": "fives", "count": play_count(a, ends, end_doubles)}
+    full, after, doubles = play_result("headers", a, ends, end_doubles)
+    if after[0] != after[1]:
         return {"kind": "none"}
-    if a >= DOUBLE_PLAY:
-        full = 5
-    elif first:
-        full = 2  # the opening double: both ends show its number
-    else:
-        full = (2, 3, 4)[doubles[0] + doubles[1]]
     return {
         "kind": "header",
-        "number": ends[0],
-        "doubles": 0 if first else int(doubles[0]) + int(doubles[1]),
+        "number": after[0],
+        "doubles": 0 if ends is None else doubles[0] + doubles[1],
         "full": full,
     }
 

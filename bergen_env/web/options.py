@@ -1,9 +1,11 @@
 """What a web table may be: its rules within bounds, its seats, seed and language.
 
 A table is asked for in two forms: a JSON body (``POST /api/tables``; values typed) and the
-query of a ``/play?...`` link (``POST /api/play``; every value text, typed here by the preset's
-own type for each option). Both end in :func:`table_request`. Bad input is a
-:class:`~bergen_env.web.errors.TableError` naming the option or key.
+query of a ``/play?...`` link (``POST /api/play``; every value text, typed by each option's type
+with the one rule of :mod:`bergen_env.option_text`). Both end in :func:`table_request`. Their keys
+are the keywords of :func:`bergen_env.rules.build_rules` (``rules``, ``num_players``,
+``partnerships``); the former ``preset`` and ``players`` are refused with the new name. Bad input
+is a :class:`~bergen_env.web.errors.TableError` naming the option or key.
 """
 
 from __future__ import annotations
@@ -13,7 +15,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from bergen_env.errors import InvalidOptionError
-from bergen_env.rules import RULE_OPTIONS, Rules
+from bergen_env.option_text import parse_value
+from bergen_env.rules import OPTION_TYPES, RULE_OPTIONS, Rules, build_rules
 from bergen_env.validation import unknown_message
 from bergen_env.web.errors import TableError, excerpt
 from bergen_env.web.i18n import LANGUAGES
@@ -37,20 +40,13 @@ OPTION_LIMITS: dict[str, int] = {
 #: The largest deal seed.
 MAX_SEED = 2**63 - 1
 
-#: Query parameters of a ``/play`` link besides the rule options.
-PLAY_PARAMS = (
-    "players",
-    "num_players",
-    "partnerships",
-    "preset",
-    "rules",
-    "opponents",
-    "seats",
-    "seed",
-    "lang",
-)
+#: Query parameters of a ``/play`` link besides the rule options (the keywords of
+#: :func:`bergen_env.rules.build_rules`, as every entry point spells them).
+PLAY_PARAMS = ("rules", "num_players", "partnerships", "opponents", "seats", "seed", "lang")
 #: Keys of a ``POST /api/tables`` body.
-CREATE_KEYS = ("preset", "num_players", "partnerships", "options", "seats", "seed", "lang")
+CREATE_KEYS = ("rules", "num_players", "partnerships", "options", "seats", "seed", "lang")
+#: Former names of keys and query parameters, refused with their new name.
+RENAMED = {"preset": "rules", "players": "num_players"}
 
 
 @dataclass(frozen=True)
@@ -67,24 +63,26 @@ def _bad_option(name: str, message: str) -> TableError:
     return TableError(400, "bad_option", message, option=name)
 
 
-def _parse_bool(name: str, text: str) -> bool:
-    low = text.strip().lower()
-    if low in ("1", "true", "yes", "on"):
-        return True
-    if low in ("0", "false", "no", "off"):
-        return False
-    raise _bad_option(name, f"option {name!r} must be true or false, got {excerpt(text)}")
-
-
-def _parse_int(name: str, text: str) -> int:
-    text = text.strip()
-    if len(text) > 20 or not text.lstrip("-").isdigit():
-        raise _bad_option(name, f"option {name!r} must be an integer, got {excerpt(text)}")
-    return int(text)
+def _typed(name: str, text: Any, kind: type, label: str = "option") -> Any:
+    """A text value of a link as a ``kind`` (:func:`bergen_env.option_text.parse_value`)."""
+    try:
+        return parse_value(name, str(text)[:60], kind, label=label)
+    except InvalidOptionError as exc:
+        raise _bad_option(name, str(exc)) from None
 
 
 def refuse_unknown(names: Iterable[Any], valid: Sequence[str], what: str) -> None:
-    """A 400 naming the first unknown name of ``names`` and the closest valid one."""
+    """A 400 naming the first unknown name of ``names`` and the closest valid one (a former name
+    of a key: its new name)."""
+    for name in names:
+        if name in RENAMED and RENAMED[name] in valid:
+            raise TableError(
+                400,
+                "renamed_option",
+                f"{what} {name!r} is now called {RENAMED[name]!r}",
+                option=name,
+                new=RENAMED[name],
+            )
     unknown = sorted((str(n) for n in names if n not in valid), key=len)
     if not unknown:
         return
@@ -92,42 +90,36 @@ def refuse_unknown(names: Iterable[Any], valid: Sequence[str], what: str) -> Non
     raise TableError(400, "unknown_option", unknown_message([first], valid, what), option=first)
 
 
-def build_rules(
+def table_rules(
     preset: Any, num_players: Any, partnerships: Any, options: Mapping[str, Any], *, text: bool
 ) -> Rules:
-    """Validated :class:`Rules` within :data:`OPTION_LIMITS` from a preset, seating and options.
+    """Validated :class:`Rules` within :data:`OPTION_LIMITS` from a preset, seating and options
+    (:func:`bergen_env.rules.build_rules`).
 
-    With ``text=True`` (query strings) values are parsed by the type the preset gives each
-    option; JSON values are passed as they are.
+    With ``text=True`` (a link's query) each value is typed by its option's type
+    (:func:`bergen_env.option_text.parse_value`); JSON values must have that type already.
     """
-    if text:
-        num_players = _parse_int("players", str(num_players))
-        partnerships = _parse_bool("partnerships", str(partnerships))
     refuse_unknown(options, RULE_OPTIONS, "rule option")
     if not isinstance(preset, str) or len(preset) > 40:
-        raise _bad_option("preset", f"'preset' must be a preset name, got {excerpt(preset)}")
+        raise _bad_option("rules", f"'rules' must be a preset name, got {excerpt(preset)}")
+    if text:
+        num_players = _typed("num_players", num_players, int)
+        partnerships = _typed("partnerships", partnerships, bool)
+    overrides: dict[str, Any] = {}
+    for name, value in options.items():
+        kind = OPTION_TYPES[name]
+        if text:
+            value = _typed(name, value, kind, "rule option")
+        if type(value) is not kind:
+            raise _bad_option(
+                name, f"option {name!r} must be a {kind.__name__}, got {excerpt(value)}"
+            )
+        top = OPTION_LIMITS.get(name)
+        if top is not None and value > top:
+            raise _bad_option(name, f"option {name!r} must be <= {top} at web tables, got {value}")
+        overrides[name] = value
     try:
-        base = Rules.preset(preset, num_players=num_players, partnerships=partnerships)
-        overrides: dict[str, Any] = {}
-        for name, value in options.items():
-            current = getattr(base, name)
-            if text:
-                if isinstance(current, bool):
-                    value = _parse_bool(name, value)
-                elif isinstance(current, int):
-                    value = _parse_int(name, value)
-            if type(value) is not type(current):
-                raise _bad_option(
-                    name,
-                    f"option {name!r} must be a {type(current).__name__}, got {excerpt(value)}",
-                )
-            top = OPTION_LIMITS.get(name)
-            if top is not None and value > top:
-                raise _bad_option(
-                    name, f"option {name!r} must be <= {top} at web tables, got {value}"
-                )
-            overrides[name] = value
-        return Rules.preset(preset, num_players=num_players, partnerships=partnerships, **overrides)
+        return build_rules(preset, num_players=num_players, partnerships=partnerships, **overrides)
     except InvalidOptionError as exc:
         raise TableError(400, "bad_option", str(exc)[:300]) from None
     except TypeError:
@@ -178,7 +170,7 @@ def seed_value(value: Any, text: bool) -> int | None:
     """The deal seed of a request (None: a random one)."""
     if value is None:
         return None
-    seed = _parse_int("seed", value) if text else value
+    seed = _typed("seed", value, int) if text else value
     if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed <= MAX_SEED:
         raise TableError(
             400, "bad_seed", f"'seed' must be an integer in 0..{MAX_SEED}, got {excerpt(value)}"
@@ -205,8 +197,8 @@ def from_body(body: Mapping[str, Any]) -> TableRequest:
     options = body.get("options", {})
     if not isinstance(options, dict):
         raise TableError(400, "bad_option", "'options' must be an object of rule options")
-    rules = build_rules(
-        body.get("preset", "standard"),
+    rules = table_rules(
+        body.get("rules", "standard"),
         body.get("num_players", 2),
         body.get("partnerships", False),
         options,
@@ -222,8 +214,12 @@ def from_query(query: Mapping[str, Any]) -> TableRequest:
         raise TableError(400, "bad_query", "a link's query holds text values only")
     refuse_unknown(query, PLAY_PARAMS + RULE_OPTIONS, "query parameter")
     options = {k: query[k] for k in RULE_OPTIONS if k in query}
-    players = query.get("players", query.get("num_players", "2"))
-    preset = query.get("preset", query.get("rules", "standard"))
-    rules = build_rules(preset, players, query.get("partnerships", "false"), options, text=True)
+    rules = table_rules(
+        query.get("rules", "standard"),
+        query.get("num_players", "2"),
+        query.get("partnerships", "false"),
+        options,
+        text=True,
+    )
     kinds = seat_kinds(rules, query.get("seats"), query.get("opponents", "greedy"))
     return table_request(rules, kinds, query.get("seed"), query.get("lang"), text=True)

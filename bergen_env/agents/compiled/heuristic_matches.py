@@ -18,14 +18,12 @@ import numpy as np
 
 from bergen_env.agents.compiled.heuristic_policy import heuristic_action
 from bergen_env.agents.heuristic import WEIGHT_NAMES
+from bergen_env.env_options import DEFAULT_MAX_HANDS
 from bergen_env.rules import Rules
 from bergen_env.tiles import NUM_TILES
 from bergen_env.validation import check_int
 from bergen_env.vector import kernels as K
 from bergen_env.vector._numba import njit
-
-#: Hands after which a match still running is stopped without a winner (the arena's default).
-MAX_HANDS = 2000
 
 
 @njit
@@ -61,7 +59,7 @@ def play_heuristic_matches(
     seat_weights: np.ndarray,
     streams: np.ndarray,
     deals: Sequence[Sequence[dict[str, Sequence[int]]]] | None = None,
-    max_hands: int = MAX_HANDS,
+    max_hands: int = DEFAULT_MAX_HANDS,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Play one match per row to its end; returns ``(winners, scores)``.
 

@@ -82,7 +82,7 @@ function renderOptions() {
 function render() {
   translatePage();
   $("rules-link").href = `/rules?lang=${lang}`;
-  $("quick").href = `/play?players=2&opponents=greedy&lang=${lang}`;
+  $("quick").href = `/play?num_players=2&opponents=greedy&lang=${lang}`;
   $("watch").href = `/play?seats=heuristic,search&lang=${lang}`;
   const preset = $("preset");
   const chosen = preset.value;
@@ -102,7 +102,7 @@ async function create(event) {
   event.preventDefault();
   const options = changedOptions();
   const body = {
-    preset: $("preset").value,
+    rules: $("preset").value,
     num_players: Number($("players").value),
     partnerships: $("players").value === "4" && $("partnerships").checked,
     seats: [...$("seats").querySelectorAll("select")].map((s) => s.value),

@@ -1,4 +1,4 @@
-// A quick-start link (/play?players=2&opponents=greedy...): this page asks the server for the
+// A quick-start link (/play?num_players=2&opponents=greedy...): this page asks the server for the
 // table with a same-origin JSON request, then opens the seat (or the spectator page).
 import { loadCatalog, translatePage, errorText, lang } from "./i18n.js";
 
