@@ -38,6 +38,7 @@ bergen_env.errors.InvalidOptionError: unknown option 'traget' (did you mean 'tar
 
 from __future__ import annotations
 
+import inspect
 import re
 import types
 import typing
@@ -191,6 +192,13 @@ def _value_in_context(
 def declared_types(func: Callable[..., Any]) -> dict[str, Any]:
     """The declared type of each keyword parameter of ``func`` (a class: its ``__init__``);
     empty when the annotations cannot be resolved."""
+    stated = getattr(func, "__signature__", None)
+    if isinstance(stated, inspect.Signature):  # a class that states its keywords and types
+        return {
+            p.name: p.annotation
+            for p in stated.parameters.values()
+            if p.annotation is not inspect.Parameter.empty
+        }
     target = func.__init__ if isinstance(func, type) else func
     try:
         hints = typing.get_type_hints(target)

@@ -52,6 +52,7 @@ LAYERS: tuple[Layer, ...] = (
         (
             "bergen_env",
             "bergen_env.validation",
+            "bergen_env.option_text",
             "bergen_env.errors",
             "bergen_env.tiles",
             "bergen_env.actions",

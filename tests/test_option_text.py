@@ -133,7 +133,8 @@ def test_agent_parameters_are_typed_by_the_constructor() -> None:
     }
     assert type(kwargs["temperature"]) is float
     assert declared_types(SearchAgent)["samples"] is int
-    assert parse_agent_spec("search:belief=uniform")[1] == {"belief": "uniform"}
+    with pytest.raises(ValueError, match="parameter 'belief' must be an int, got 'uniform'"):
+        parse_agent_spec("search:belief=uniform")
     assert parse_agent_spec("policy:run/a.safetensors")[1] == {"path": "run/a.safetensors"}
     assert parse_agent_spec("unregistered:a=1,b=true,c=x")[1] == {"a": 1, "b": True, "c": "x"}
     with pytest.raises(ValueError, match="parameter 'samples' must be an int, got '2.5'"):

@@ -301,7 +301,7 @@ def test_crafted_rllib_checkpoint_runs_no_code_without_the_trust_flag(tmp_path: 
         with pytest.raises(ValueError, match=r"evil_ckpt.*unpickles.*trust-pickle"):
             make_agent(spec)
     assert evaluate(["--agents", f"rllib:{evil}", "random", "--no-progress"]) == 2
-    with pytest.raises(ValueError, match="trust_pickle must be true or false"):
+    with pytest.raises(ValueError, match="'trust_pickle' must be true or false"):
         make_agent(f"rllib:path={evil},trust_pickle=1")
     assert not marker.exists()
     pytest.importorskip("ray.rllib")
@@ -500,7 +500,7 @@ def test_mirrored_policy_plays_the_same_from_either_end() -> None:
     for row, (o, m) in zip(batch, positions):
         np.testing.assert_allclose(row, mirrored.logits(o, m), rtol=1e-5, atol=1e-5)
     np.testing.assert_allclose(mirrored.probabilities(obs, masks).sum(axis=1), 1.0)
-    with pytest.raises(ValueError, match="mirror must be true or false"):
+    with pytest.raises(ValueError, match="'mirror' must be true or false"):
         make_agent(f"policy:path={shipped('expert_2p')},mirror=1")
 
 

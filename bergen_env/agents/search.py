@@ -59,6 +59,7 @@ import dataclasses
 import importlib.util
 import inspect
 import time
+import typing
 from functools import reduce
 from operator import or_
 from typing import Any
@@ -716,10 +717,17 @@ class SearchAgent(Agent):
         return [pool[int(j)] for j in picks]
 
 
-# The agent string's keywords are the config's (make_agent checks them, with typo hints).
+# The agent string's keywords and their types are the config's (make_agent checks the names,
+# with typo hints, and types the values by them).
+_KNOB_TYPES = typing.get_type_hints(SearchConfig)
 SearchAgent.__signature__ = inspect.Signature(  # type: ignore[attr-defined]
     [
-        inspect.Parameter(f.name, inspect.Parameter.KEYWORD_ONLY, default=f.default)
+        inspect.Parameter(
+            f.name,
+            inspect.Parameter.KEYWORD_ONLY,
+            default=f.default,
+            annotation=_KNOB_TYPES[f.name],
+        )
         for f in dataclasses.fields(SearchConfig)
     ]
 )
