@@ -334,14 +334,17 @@ def picked_totals(rng, picks, deals, r, m0, scores0, hlen0, voids0, line0, legal
                   deal_pool, totals, products):  # fmt: skip
     """One playout per legal action of each deal ``deals[picks[j]]`` in turn, every hand ended
     drawing the next hand's shuffle from ``rng``; ``totals`` and ``products`` as in
-    :func:`~bergen_env.agents.compiled.playouts.search_totals`."""
+    :func:`~bergen_env.agents.compiled.playouts.search_totals`. A deal picked again right after
+    itself (resampling's picks are sorted) reuses its playouts: they are deterministic."""
     dealt = r[K.R_N] * r[K.R_HAND]
     order = np.empty_like(deal_pool)
+    new_hands = 0
     for j in range(picks.shape[0]):
-        new_hands = greedy_playouts(
-            r, m0, scores0, hlen0, voids0, line0, deals[picks[j]], legal, policy, weights,
-            deal_rng, hand_deals, out, value_table, low, values, work,
-        )  # fmt: skip
+        if j == 0 or picks[j] != picks[j - 1]:
+            new_hands = greedy_playouts(
+                r, m0, scores0, hlen0, voids0, line0, deals[picks[j]], legal, policy, weights,
+                deal_rng, hand_deals, out, value_table, low, values, work,
+            )  # fmt: skip
         next_hand_shuffles(rng, r, deal_pool, dealt, new_hands, order)
         add_values(values, totals, products)
 

@@ -60,6 +60,8 @@ def _tile_chance(r, i, hands, hlen, voids, line, p, bone_size, seat, tile):
         if s != p and not voids[i, s] & numbers:
             holders += hlen[i, s]
     share = min(1.0, hlen[i, seat] / holders)
+    if copies == 1:  # pow(x, 1.0) is x exactly: skip the call (one set: always)
+        return 1.0 - (1.0 - share)
     return 1.0 - (1.0 - share) ** np.float64(copies)
 
 
@@ -70,15 +72,11 @@ def seen_masks(r, i, hands, line, p):
     held = np.int64(0)
     once = np.int64(0)
     twice = np.int64(0)
-    for t in range(NUM_TILES):
+    for t in range(NUM_TILES):  # branch-free
         c = _unseen(r, i, hands, line, p, t)
-        bit = np.int64(1) << t
-        if hands[i, p, t]:
-            held |= bit
-        if c >= 1:
-            once |= bit
-            if c >= 2:
-                twice |= bit
+        held |= np.int64(hands[i, p, t] != 0) << t
+        once |= np.int64(c >= 1) << t
+        twice |= np.int64(c >= 2) << t
     return held, once, twice
 
 
@@ -191,7 +189,7 @@ def _domino_threat(r, i, scores, hands, hlen, voids, line, p, target, seat, fits
     return chance * r[K.R_DOMINO]
 
 
-@njit
+@njit_inline
 def evaluate(r, i, m, scores, hands, hlen, voids, line, weights, a, held, once, twice):
     """``HeuristicAgent.evaluate``: the score of the play ``a`` for the player on turn
     (``held``, ``once``, ``twice``: its :func:`seen_masks`, shared by the plays of one turn)."""
@@ -311,49 +309,37 @@ def heuristic_action(r, i, m, scores, hands, bits, hlen, voids, line, weights):
         return 2 * m[i, K.LEAD]
     p = m[i, K.CUR]
     b = bits[i, p]
-    best = -1
-    best_value = -np.inf
-    if m[i, K.LLEN] == 0:  # a free lead: any tile held, laid with end 0
-        count = K.popcount(b)
-        held, once, twice = _turn_masks(r, i, hands, line, p, count)
-        for t in range(NUM_TILES):
-            if (b >> t) & 1:
-                if count == 1:
-                    return 2 * t
-                value = evaluate(
-                    r, i, m, scores, hands, hlen, voids, line, weights, 2 * t, held, once, twice
-                )
-                if value > best_value:
-                    best = 2 * t
-                    best_value = value
-        return best
     e0 = m[i, K.E0]
-    m0 = b & K.T_CONTAINS[e0]
-    m1 = b & K.T_CONTAINS[m[i, K.E1]]
-    double = r[K.R_SETS] == 2 and e0 == m[i, K.E1] and hands[i, p, K.T_DOUBLE_ID[e0]] >= 2
+    if m[i, K.LLEN] == 0:  # a free lead: any tile held, laid with end 0
+        m0 = b
+        m1 = np.int64(0)
+        double = False
+    else:
+        m0 = b & K.T_CONTAINS[e0]
+        m1 = b & K.T_CONTAINS[m[i, K.E1]]
+        double = r[K.R_SETS] == 2 and e0 == m[i, K.E1] and hands[i, p, K.T_DOUBLE_ID[e0]] >= 2
     count = (1 if double else 0) + K.popcount(m0) + K.popcount(m1)
     if count == 0:
         if m[i, K.BPOS] < r[K.R_BONE] - r[K.R_RESERVE]:
             return DRAW
         return PASS
     held, once, twice = _turn_masks(r, i, hands, line, p, count)
-    for t in range(NUM_TILES):
-        for e in range(2):
-            if ((m1 if e else m0) >> t) & 1:
-                if count == 1:
-                    return 2 * t + e
-                value = evaluate(
-                    r, i, m, scores, hands, hlen, voids, line, weights, 2 * t + e, held, once, twice
-                )
-                if value > best_value:
-                    best = 2 * t + e
-                    best_value = value
-    if double:
+    best = -1
+    best_value = -np.inf
+    # the plays in action order: tile by tile (end 0, then end 1), then the double play
+    for k in range(2 * NUM_TILES + 1):
+        if k < 2 * NUM_TILES:
+            if not (((m1 if k & 1 else m0) >> (k >> 1)) & 1):
+                continue
+            a = k
+        elif double:
+            a = DOUBLE_PLAY + e0
+        else:
+            break
         if count == 1:
-            return DOUBLE_PLAY + e0
-        value = evaluate(
-            r, i, m, scores, hands, hlen, voids, line, weights, DOUBLE_PLAY + e0, held, once, twice
-        )
+            return a
+        value = evaluate(r, i, m, scores, hands, hlen, voids, line, weights, a, held, once, twice)
         if value > best_value:
-            best = DOUBLE_PLAY + e0
+            best = a
+            best_value = value
     return best

@@ -215,14 +215,20 @@ def greedy_playouts(
     hand = m0[0, K.HAND_NO]
     new_hands = 0
     for x in range(legal.shape[0]):
-        m[:] = m0
-        scores[:] = scores0
-        hlen[:] = hlen0
-        voids[:] = voids0
-        line[:] = line0
-        hands[0] = root_hands
-        bits[0] = root_bits
-        bone[0] = root_bone  # a kernel row that deals the next hand (no R_NO_DEAL) writes it
+        # the root's rows, copied element by element (cheaper than numba's slice assignment)
+        for f in range(K.NUM_FIELDS):
+            m[0, f] = m0[0, f]
+        for s in range(K.MAX_SEATS):
+            scores[0, s] = scores0[0, s]
+            hlen[0, s] = hlen0[0, s]
+            voids[0, s] = voids0[0, s]
+            bits[0, s] = root_bits[s]
+            for t in range(NUM_TILES):
+                hands[0, s, t] = root_hands[s, t]
+        for t in range(NUM_TILES):
+            line[0, t] = line0[0, t]
+        for j in range(K.MAX_BONE):  # a kernel row that deals the next hand writes it
+            bone[0, j] = root_bone[j]
         on_line = on_line0
         a = legal[x]
         while True:
