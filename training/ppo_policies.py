@@ -57,6 +57,7 @@ from bergen_env.engine import PublicView
 from bergen_env.observation import OBS_SIZE
 from bergen_env.policy_file import PolicyFileError, check_trained_rules
 from bergen_env.rules import Rules
+from bergen_env.validation import check_bool
 
 META_NAME = "bergen_policy.json"
 META_FORMAT = 1
@@ -174,8 +175,7 @@ class PPOAgent(Agent):
         if path is None:
             raise PolicyFileError("PPOAgent needs the path of a policy file (ppo:PATH)")
         for flag, value in (("trust_pickle", trust_pickle), ("allow_mismatch", allow_mismatch)):
-            if not isinstance(value, bool):
-                raise ValueError(f"{flag} must be true or false, got {value!r}")
+            check_bool(flag, value, label="parameter", error=ValueError)
         model, meta = load_model(path, trust_pickle=trust_pickle)
         self.path = str(path)
         self.allow_mismatch = allow_mismatch

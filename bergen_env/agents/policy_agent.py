@@ -29,6 +29,7 @@ from bergen_env.policy_file import (
 )
 from bergen_env.rules import Rules
 from bergen_env.symmetry import mirror_actions, mirror_observations, mirrorable
+from bergen_env.validation import check_bool
 
 
 class PolicyAgent(Agent):
@@ -42,8 +43,7 @@ class PolicyAgent(Agent):
         if path is None:
             raise PolicyFileError("a policy agent needs the path of a policy file (policy:PATH)")
         for key, value in (("allow_mismatch", allow_mismatch), ("mirror", mirror)):
-            if not isinstance(value, bool):
-                raise ValueError(f"{key} must be true or false, got {value!r}")
+            check_bool(key, value, label="parameter", error=ValueError)
         self.policy = read_policy_file(path)
         self.path = str(path)
         self.allow_mismatch, self.mirror = allow_mismatch, mirror
