@@ -206,7 +206,8 @@ class BergenVectorEnv:
         ``reset``): the batched ``random`` agent."""
         rows = self.check_masks(masks)
         out = np.zeros(len(rows), dtype=np.int64)
-        K.random_actions(rows, self.all_rows, self.agent_rng, out)
+        kernel = K.random_actions_parallel if self.parallel else K.random_actions
+        kernel(rows, self.all_rows, self.agent_rng, out)
         empty = np.flatnonzero(out < 0)
         if len(empty):
             raise ValueError(f"masks: row {empty[0]} has no legal action")
@@ -320,7 +321,16 @@ class BergenVectorEnv:
         )
 
     def _raise_if_illegal(self, acts: np.ndarray, active: np.ndarray, masked: bool = False) -> None:
-        if masked:
+        if self.parallel:  # every row tested on the threads, then the first bad one found
+            flags = np.empty(len(acts), dtype=np.bool_)
+            if masked:
+                K.unmasked_rows_parallel(acts, self.masks, flags)
+            else:
+                K.illegal_rows_parallel(
+                    self.rule_array, acts, active, self.m, self.hands, self.bits, flags
+                )
+            bad = int(np.argmax(flags)) if flags.any() else -1
+        elif masked:
             bad = K.first_unmasked(acts, self.masks)
         else:
             bad = K.first_illegal(self.rule_array, acts, active, self.m, self.hands, self.bits)

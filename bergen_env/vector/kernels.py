@@ -758,6 +758,21 @@ def first_illegal(r, actions, active, m, hands, bits):
     return -1
 
 
+@njit_parallel
+def unmasked_rows_parallel(actions, masks, bad):
+    """``bad[i]``: :func:`first_unmasked`'s test of row ``i``, the rows shared among threads."""
+    for i in numba.prange(actions.shape[0]):
+        a = actions[i]
+        bad[i] = a < 0 or a >= masks.shape[1] or not masks[i, a]
+
+
+@njit_parallel
+def illegal_rows_parallel(r, actions, active, m, hands, bits, bad):
+    """``bad[i]``: :func:`first_illegal`'s test of row ``i``, the rows shared among threads."""
+    for i in numba.prange(actions.shape[0]):
+        bad[i] = active[i] and not is_legal(r, i, m, hands, bits, actions[i])
+
+
 @njit
 def step_rows(
     r, actions, active, m, scores, hands, bits, hlen, voids, line, bone, rng, deals,
@@ -878,6 +893,15 @@ def observe_rows(
 def random_actions(masks, active, rng, out):
     """A uniform legal action per active row, from that row's stream of ``rng``."""
     for i in range(masks.shape[0]):
+        if active[i]:
+            out[i] = random_row(masks, rng, i)
+
+
+@njit_parallel
+def random_actions_parallel(masks, active, rng, out):
+    """:func:`random_actions` with the rows shared among threads (each row its own stream, so
+    the actions do not depend on the threads)."""
+    for i in numba.prange(masks.shape[0]):
         if active[i]:
             out[i] = random_row(masks, rng, i)
 
