@@ -185,3 +185,17 @@ def test_a_restored_opponent_pool_lists_only_this_runs_snapshots(tmp_path: Path)
     assert (back.snapshot_dir, back._snapshots, back._mtime) == (ours, [], -1)
     assert back().name == "random"  # no snapshot of ours yet: a scripted agent
     assert safe_loads(blob, "env state")["pool"].snapshot_dir is None
+
+
+def test_a_state_written_under_the_former_module_name_loads(tmp_path: Path) -> None:
+    """Run folders written when the training modules were ``bergen_env.training`` resume."""
+    from training.selfplay import OpponentPool
+
+    pool = OpponentPool(["random"], tmp_path / "run", 1.0, 2, seed=0, latest_only=True)
+    blob = pickle.dumps({"pool": pool}, protocol=2)  # globals as text: "c<module>\n<name>\n"
+    assert b"ctraining.selfplay\nOpponentPool\n" in blob
+    old = blob.replace(b"ctraining.selfplay\n", b"cbergen_env.training.selfplay\n")
+    back = safe_loads(old, "env state", tmp_path / "run")["pool"]
+    assert isinstance(back, OpponentPool) and back().name == "random"
+    with pytest.raises(UnsafePickleError, match="global training.train.main"):
+        safe_loads(b"cbergen_env.training.train\nmain\n.", "f.pkl")  # renamed, still checked

@@ -99,6 +99,9 @@ SAFE_CLASSES: frozenset[tuple[str, str]] = frozenset(
 #: The prefix of the modules whose classes (never functions) a resume state may also hold: the
 #: env, its match, rules and scripted agents.
 SAFE_PACKAGE = "bergen_env."
+#: Module prefixes renamed since a resume state could have been written (the training modules
+#: were installed as ``bergen_env.training``): a state's globals are read under the new name.
+RENAMED_MODULES: dict[str, str] = {"bergen_env.training.": "training."}
 #: The only callables a pickle may call (pickle's REDUCE): data rebuilders.
 SAFE_CALLS: frozenset[tuple[str, str]] = frozenset(
     {
@@ -142,6 +145,9 @@ class _SafeUnpickler(pickle._Unpickler):  # the Python unpickler: its opcodes ca
         )
 
     def find_class(self, module: str, name: str) -> Any:
+        for old, new in RENAMED_MODULES.items():
+            if module.startswith(old):
+                module = new + module[len(old) :]
         key = (module, name)
         found = SUBSTITUTES.get(key)
         if found is None and (
