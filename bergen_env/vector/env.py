@@ -118,6 +118,7 @@ class BergenVectorEnv:
         self.terminated_buffer = np.zeros(n, dtype=np.bool_)
         self.truncated_buffer = np.zeros(n, dtype=np.bool_)
         self.all_rows = np.ones(n, dtype=np.bool_)
+        self._bad_rows = np.zeros(n, dtype=np.bool_)  # the threaded check of the actions
         self.has_reset = False
         self.closed = False
         self._ignored_reset_options: set[str] = set()
@@ -322,7 +323,7 @@ class BergenVectorEnv:
 
     def _raise_if_illegal(self, acts: np.ndarray, active: np.ndarray, masked: bool = False) -> None:
         if self.parallel:  # every row tested on the threads, then the first bad one found
-            flags = np.empty(len(acts), dtype=np.bool_)
+            flags = self._bad_rows
             if masked:
                 K.unmasked_rows_parallel(acts, self.masks, flags)
             else:

@@ -739,12 +739,24 @@ def reset_rows(r, rows, m, scores, hands, bits, hlen, voids, line, bone, rng, de
         new_match(r, i, m, scores, hands, bits, hlen, voids, line, bone, rng, deals)
 
 
+@njit_inline
+def unmasked(actions, masks, i):
+    """Row ``i``'s action is out of range or not set in its row of ``masks``."""
+    a = actions[i]
+    return a < 0 or a >= masks.shape[1] or not masks[i, a]
+
+
+@njit_inline
+def illegal(r, actions, active, m, hands, bits, i):
+    """Row ``i`` is active and its action is illegal."""
+    return active[i] and not is_legal(r, i, m, hands, bits, actions[i])
+
+
 @njit
 def first_unmasked(actions, masks):
     """The first row whose action is out of range or not set in its row of ``masks``, or -1."""
     for i in range(actions.shape[0]):
-        a = actions[i]
-        if a < 0 or a >= masks.shape[1] or not masks[i, a]:
+        if unmasked(actions, masks, i):
             return i
     return -1
 
@@ -753,24 +765,23 @@ def first_unmasked(actions, masks):
 def first_illegal(r, actions, active, m, hands, bits):
     """The first active row whose action is illegal, or -1."""
     for i in range(actions.shape[0]):
-        if active[i] and not is_legal(r, i, m, hands, bits, actions[i]):
+        if illegal(r, actions, active, m, hands, bits, i):
             return i
     return -1
 
 
 @njit_parallel
 def unmasked_rows_parallel(actions, masks, bad):
-    """``bad[i]``: :func:`first_unmasked`'s test of row ``i``, the rows shared among threads."""
+    """``bad[i]``: :func:`unmasked` of row ``i``, the rows shared among threads."""
     for i in numba.prange(actions.shape[0]):
-        a = actions[i]
-        bad[i] = a < 0 or a >= masks.shape[1] or not masks[i, a]
+        bad[i] = unmasked(actions, masks, i)
 
 
 @njit_parallel
 def illegal_rows_parallel(r, actions, active, m, hands, bits, bad):
-    """``bad[i]``: :func:`first_illegal`'s test of row ``i``, the rows shared among threads."""
+    """``bad[i]``: :func:`illegal` of row ``i``, the rows shared among threads."""
     for i in numba.prange(actions.shape[0]):
-        bad[i] = active[i] and not is_legal(r, i, m, hands, bits, actions[i])
+        bad[i] = illegal(r, actions, active, m, hands, bits, i)
 
 
 @njit
