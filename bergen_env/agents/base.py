@@ -155,30 +155,40 @@ def parse_agent_spec(spec: str) -> tuple[str, dict[str, Any]]:
     """Split ``"kind:key=value,key=value"`` (or ``"kind:PATH"``) into the kind and kwargs.
 
     Each value is typed by the declared type of the registered factory's parameter, else by
-    the text alone (:mod:`bergen_env.option_text`).
+    the text alone (:mod:`bergen_env.option_text`); a plugin kind not loaded yet is not loaded
+    here (:func:`make_agent` loads it first, so its values are always typed).
     """
+    kind = _kind(spec)
+    return kind, _parameters(spec, _REGISTRY.get(kind))
+
+
+def _kind(spec: str) -> str:
+    """The kind of an agent string (the text before ``:``); ValueError for no string."""
     if not isinstance(spec, str) or not spec.strip():
         raise ValueError(f"an agent is named by a non-empty string, got {spec!r}")
-    kind, _, rest = spec.strip().partition(":")
+    return spec.strip().partition(":")[0]
+
+
+def _parameters(spec: str, factory: AgentFactory | None) -> dict[str, Any]:
+    """The keyword arguments of an agent string, typed by ``factory``'s declared types."""
+    rest = spec.strip().partition(":")[2]
     if rest and "=" not in rest:
-        return kind, {"path": rest}
-    factory = _REGISTRY.get(kind)
-    declared = declared_types(factory) if factory is not None else {}
-    kwargs = parse_options(
+        return {"path": rest}
+    return parse_options(
         rest,
-        declared,
+        declared_types(factory) if factory is not None else {},
         label="parameter",
         error=ValueError,
         context=f"agent {spec!r}: ",
         any_name=True,
     )
-    return kind, kwargs
 
 
 def make_agent(spec: str) -> Agent:
     """Build an agent from its string, e.g. ``make_agent("search:samples=200")``."""
-    kind, kwargs = parse_agent_spec(spec)
-    factory = agent_factory(kind)
+    kind = _kind(spec)
+    factory = agent_factory(kind)  # a plugin's is loaded first, so its types type the values
+    kwargs = _parameters(spec, factory)
     if factory is None:
         raise ValueError(
             f"unknown agent {spec!r}{closest(kind, agent_kinds())}: known kinds are {agent_kinds()}"
