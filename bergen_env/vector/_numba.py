@@ -16,6 +16,13 @@ njit = numba.njit(cache=True, nogil=True)
 #: The same, inlined into its callers at the Numba IR level: for the small functions of the
 #: per-step path, where a call's argument handling costs more than the function's body.
 njit_inline = numba.njit(cache=True, nogil=True, inline="always")
+#: ``@njit`` without numba's reference counting (its ``_nrt=False``), for the hot kernels: they
+#: allocate nothing and only borrow the arrays their caller holds. With counting on, every array
+#: argument of a function inlined at the Numba IR level (:data:`njit_inline`) is counted up on
+#: entry and down on exit, an atomic operation each, and LLVM cannot remove the pairs across
+#: branches: in a playout that was most of a move's cost. A kernel built with this decorator
+#: that allocates an array fails to compile, loudly; callers allocate its scratch instead.
+njit_borrowed = numba.njit(cache=True, nogil=True, _nrt=False)
 #: ``@njit`` whose ``numba.prange`` loops run their iterations on numba's threads (as many as
 #: ``numba.set_num_threads`` allows).
 njit_parallel = numba.njit(cache=True, nogil=True, parallel=True)
@@ -30,4 +37,4 @@ except ImportError as exc:  # pragma: no cover - a numba without numpy Generator
         f"numba {numba.__version__}"
     ) from exc
 
-__all__ = ["njit", "njit_inline", "njit_parallel", "numba", "random_interval"]
+__all__ = ["njit", "njit_borrowed", "njit_inline", "njit_parallel", "numba", "random_interval"]
