@@ -12,7 +12,9 @@ except ImportError as exc:  # pragma: no cover - exercised only without the extr
 
 #: ``@njit`` with the project's settings: compiled at first call, cached on disk next to the
 #: module (so a second process loads the machine code instead of compiling), no Python objects.
-njit = numba.njit(cache=True, nogil=True)
+#: Reference counting is on by name: numba otherwise inherits a caller's setting, and a kernel
+#: called from a :data:`njit_borrowed` one would lose the right to allocate.
+njit = numba.njit(cache=True, nogil=True, _nrt=True)
 #: The same, inlined into its callers at the Numba IR level: for the small functions of the
 #: per-step path, where a call's argument handling costs more than the function's body.
 njit_inline = numba.njit(cache=True, nogil=True, inline="always")
@@ -21,11 +23,12 @@ njit_inline = numba.njit(cache=True, nogil=True, inline="always")
 #: argument of a function inlined at the Numba IR level (:data:`njit_inline`) is counted up on
 #: entry and down on exit, an atomic operation each, and LLVM cannot remove the pairs across
 #: branches: in a playout that was most of a move's cost. A kernel built with this decorator
-#: that allocates an array fails to compile, loudly; callers allocate its scratch instead.
+#: that allocates an array fails to compile, loudly; callers allocate its scratch instead. It may
+#: call :data:`njit` functions, which keep their counting (arrays it passes them have none).
 njit_borrowed = numba.njit(cache=True, nogil=True, _nrt=False)
 #: ``@njit`` whose ``numba.prange`` loops run their iterations on numba's threads (as many as
 #: ``numba.set_num_threads`` allows).
-njit_parallel = numba.njit(cache=True, nogil=True, parallel=True)
+njit_parallel = numba.njit(cache=True, nogil=True, parallel=True, _nrt=True)
 
 try:
     #: ``random_interval(bit_generator, k)``: numpy's uniform draw in ``0..k``, the bounded draw

@@ -33,7 +33,7 @@ from bergen_env.engine import TILE_POOLS
 from bergen_env.hidden_tiles import HiddenTileSampler
 from bergen_env.tiles import NUM_TILES
 from bergen_env.vector import kernels as K
-from bergen_env.vector._numba import njit, njit_inline
+from bergen_env.vector._numba import njit_borrowed, njit_inline
 
 
 class CompiledBelief:
@@ -92,6 +92,14 @@ class CompiledBelief:
         self.nvoids = np.array([len(h.voids) for h in histories], dtype=np.int64)
         self.futures = np.zeros((count, max(futures, 1), 2), dtype=np.int64)
         self.nfutures = np.array([len(h.futures) for h in histories], dtype=np.int64)
+        size = 2 * NUM_TILES + 2 * self.events.shape[1]
+        #: :func:`walk_log_weights`' scratch (``tiles``, ``due``, ``dl``, ``choices``).
+        self.walk_scratch = (
+            np.empty(size, dtype=np.int64),
+            np.empty(size + self.futures.shape[1], dtype=np.int64),
+            np.empty(size, dtype=np.int64),
+            np.empty(size, dtype=np.int64),
+        )
         for k, h in enumerate(histories):
             if h.events:
                 self.events[k, : len(h.events)] = h.events
@@ -112,27 +120,30 @@ class CompiledBelief:
                 rng, self.r, self.m, self.scores, self.hands, self.hlen, self.voids, self.line,
                 self.weights, self.action, self.temperature, self.start, self.hseat,
                 self.events, self.nevents, self.void_index, self.void_mask, self.nvoids,
-                self.futures, self.nfutures, deals, out,
+                self.futures, self.nfutures, deals, out, *self.walk_scratch, *play_scratch(),
             )  # fmt: skip
             return out
         log_weights(
             self.r, self.m, self.scores, self.hands, self.hlen, self.voids, self.line,
             self.weights, self.played, self.seat, self.action, self.start, self.temperature,
-            deals, out,
+            deals, out, *play_scratch(),
         )  # fmt: skip
         return out
 
 
-@njit
+def play_scratch() -> tuple[np.ndarray, np.ndarray]:
+    """Scratch for one hand's plays and their scaled scores (``plays``, ``scaled``)."""
+    return np.empty(2 * NUM_TILES + 1, dtype=np.int64), np.empty(2 * NUM_TILES + 1)
+
+
+@njit_borrowed
 def log_weights(r, m, scores, hands, hlen, voids, line, weights, played, seat, action, start,
-                temperature, deals, out):  # fmt: skip
+                temperature, deals, out, plays, scaled):  # fmt: skip
     """``out[k]``: the sum over the past plays (rows of ``m`` ...) of log P(play | the seat's
     hand then, its tiles in deal ``k`` plus ``played``) under the softmax with the row's
     ``temperature`` of :func:`evaluate`'s scores of the plays that hand had (see
-    ``BeliefModel._log_prob``)."""
+    ``BeliefModel._log_prob``); ``plays`` and ``scaled``: scratch (:func:`play_scratch`)."""
     d = m.shape[0]
-    plays = np.empty(2 * NUM_TILES + 1, dtype=np.int64)
-    scaled = np.empty(2 * NUM_TILES + 1, dtype=np.float64)
     for k in range(deals.shape[0]):
         total = 0.0
         for i in range(d):
@@ -178,7 +189,7 @@ def row_log_prob(r, m, scores, hands, hlen, voids, line, weights, action, temper
     top = -math.inf
     for j in range(count):
         scaled[j] = evaluate(r, i, m, scores, hands, hlen, voids, line, weights, plays[j], held,
-                             once, twice) / temperature[i]  # fmt: skip
+                             once, twice, -math.inf) / temperature[i]  # fmt: skip
         if scaled[j] > top:
             top = scaled[j]
     norm = 0.0
@@ -209,20 +220,15 @@ def drop(tiles, dl, j, n):
     return n - 1
 
 
-@njit
+@njit_borrowed
 def walk_log_weights(rng, r, m, scores, hands, hlen, voids, line, weights, action, temperature,
                      start, hseat, events, nevents, void_index, void_mask, nvoids, futures,
-                     nfutures, deals, out):  # fmt: skip
+                     nfutures, deals, out, tiles, due, dl, choices, plays, scaled):  # fmt: skip
     """``out[k]``: ``BeliefModel.log_weight`` of deal ``k`` under ``history="sampled"``, with
     the same draws from the numpy Generator ``rng``: one walk back per seat history (row ``h``
-    of ``hseat``, ``events``, ``void_index``, ``void_mask``, ``futures``), in order."""
-    size = 2 * NUM_TILES + 2 * events.shape[1]
-    tiles = np.empty(size, dtype=np.int64)
-    due = np.empty(size + futures.shape[1], dtype=np.int64)
-    dl = np.empty(size, dtype=np.int64)
-    choices = np.empty(size, dtype=np.int64)
-    plays = np.empty(2 * NUM_TILES + 1, dtype=np.int64)
-    scaled = np.empty(2 * NUM_TILES + 1, dtype=np.float64)
+    of ``hseat``, ``events``, ``void_index``, ``void_mask``, ``futures``), in order.
+    ``tiles``, ``due``, ``dl``, ``choices`` (``CompiledBelief.walk_scratch``), ``plays`` and
+    ``scaled`` (:func:`play_scratch`) are scratch."""
     for k in range(deals.shape[0]):
         total = 0.0
         for h in range(hseat.shape[0]):
@@ -318,26 +324,26 @@ def walk_log_weights(rng, r, m, scores, hands, hlen, voids, line, weights, actio
         out[k] = total
 
 
-@njit
+@njit_borrowed
 def draw_deals(rng, pool, excluded, orders, order_lens, in_order, sizes, seat, own, tries,
-               counters, deals):  # fmt: skip
-    """``deals.shape[0]`` determinizations drawn by :func:`sample_hidden`, one per row."""
-    hand_buf, keep, rest = sample_work(pool)
+               counters, deals, hand_buf, keep, rest):  # fmt: skip
+    """``deals.shape[0]`` determinizations drawn by :func:`sample_hidden`, one per row
+    (``hand_buf``, ``keep``, ``rest``: its scratch, :func:`sample_work`)."""
     for k in range(deals.shape[0]):
         sample_hidden(rng, pool, excluded, orders, order_lens, in_order, sizes, seat, own,
                       tries, counters, deals[k], hand_buf, keep, rest)  # fmt: skip
 
 
-@njit
+@njit_borrowed
 def picked_totals(rng, picks, deals, r, m0, scores0, hlen0, voids0, line0, legal, policy,
                   weights, deal_rng, hand_deals, out, value_table, low, values, work,
-                  deal_pool, totals, products):  # fmt: skip
+                  deal_pool, totals, products, order):  # fmt: skip
     """One playout per legal action of each deal ``deals[picks[j]]`` in turn, every hand ended
     drawing the next hand's shuffle from ``rng``; ``totals`` and ``products`` as in
     :func:`~bergen_env.agents.compiled.playouts.search_totals`. A deal picked again right after
-    itself (resampling's picks are sorted) reuses its playouts: they are deterministic."""
+    itself (resampling's picks are sorted) reuses its playouts: they are deterministic.
+    ``order``: scratch of ``deal_pool``'s size."""
     dealt = r[K.R_N] * r[K.R_HAND]
-    order = np.empty_like(deal_pool)
     new_hands = 0
     for j in range(picks.shape[0]):
         if j == 0 or picks[j] != picks[j - 1]:
@@ -364,7 +370,7 @@ def weighted_search(
     count = samples * candidates if belief is not None else samples
     deals = np.empty((count, root.tiles), dtype=np.int64)
     counters = np.zeros(2, dtype=np.int64)
-    draw_deals(rng, *sampler_arrays(sampler), counters, deals)
+    draw_deals(rng, *sampler_arrays(sampler), counters, deals, *sample_work(sampler.pool))
     sampler.relaxed += int(counters[0])
     sampler.fallbacks += int(counters[1])
     picks = None if belief is None else resample(belief.log_weights(deals, rng), rng, samples)
@@ -372,10 +378,10 @@ def weighted_search(
         picks = np.arange(samples)
     totals = np.zeros(len(root.legal), dtype=np.float64)
     products = np.zeros((len(root.legal), len(root.legal)), dtype=np.float64)
+    deal_pool = TILE_POOLS[sampler.view.rules.sets]
     picked_totals(
         rng, picks, deals, root.r, root.m, root.scores, root.hlen, root.voids, root.line,
         root.legal, root.policy, root.weights, root.rng, root.deals, root.out, root.table,
-        root.low, root.values, root.work, TILE_POOLS[sampler.view.rules.sets], totals,
-        products,
+        root.low, root.values, root.work, deal_pool, totals, products, np.empty_like(deal_pool),
     )  # fmt: skip
     return totals, products

@@ -23,10 +23,10 @@ from bergen_env.rules import Rules
 from bergen_env.tiles import NUM_TILES
 from bergen_env.validation import check_int
 from bergen_env.vector import kernels as K
-from bergen_env.vector._numba import njit
+from bergen_env.vector._numba import njit_borrowed
 
 
-@njit
+@njit_borrowed
 def _play(r, streams, seat_weights, max_hands, m, scores, hands, bits, hlen, voids, line, bone,
           rng, deals, winners, final):  # fmt: skip
     for i in range(m.shape[0]):

@@ -16,13 +16,25 @@ from bergen_env.actions import DOUBLE_PLAY, DRAW, PASS
 from bergen_env.agents.heuristic import MATCH_VALUE, SCORING_TILES, WEIGHT_NAMES, HeuristicAgent
 from bergen_env.rules import BLOCKED_RULES
 from bergen_env.scoring import DOUBLE_PLAY_HEADER, PLAY_SCORINGS, cap_header
-from bergen_env.tiles import NUM_NUMBERS, NUM_TILES, NUMBER_BITS
+from bergen_env.tiles import NUM_TILES, NUMBER_BITS
 from bergen_env.vector import kernels as K
-from bergen_env.vector._numba import njit, njit_inline
+from bergen_env.vector._numba import njit_borrowed, njit_inline
 
 W_THREAT, W_STUCK, W_SHED, W_VARIETY, W_FOLLOW, W_PARTNER, W_KEEP = range(len(WEIGHT_NAMES))
 #: ``T_NUMBER_BITS[t]``: the 7-bit mask of the numbers of tile ``t``.
 T_NUMBER_BITS = np.array(NUMBER_BITS, dtype=np.int64)
+#: ``NUMBERS_OF_TILES[c, x]``: the 7-bit mask of the numbers on the tiles of the 7-bit mask ``x``
+#: of tiles ``7c`` to ``7c + 6``.
+NUMBERS_OF_TILES = np.array(
+    [
+        [
+            np.bitwise_or.reduce([NUMBER_BITS[7 * c + j] for j in range(7) if (x >> j) & 1] or [0])
+            for x in range(128)
+        ]
+        for c in range(NUM_TILES // 7)
+    ],
+    dtype=np.int64,
+)
 #: Fives: bitmask of the tiles worth keeping for a count (``heuristic.SCORING_TILES``).
 SCORING_MASK = sum(1 << t for t in SCORING_TILES)
 PLAY_FIVES = PLAY_SCORINGS.index("fives")
@@ -80,6 +92,30 @@ def seen_masks(r, i, hands, line, p):
     return held, once, twice
 
 
+#: The most hidden tiles and hand size the power table covers (one set: every case).
+POW_MAX = NUM_TILES
+#: ``MISS_POWERS[(hidden * (POW_MAX + 1) + fitting) * (POW_MAX + 1) + size]``:
+#: ``(1.0 - fitting / hidden) ** size`` as Python (and numba) compute it, for
+#: ``1 <= fitting <= hidden <= POW_MAX`` and ``size <= POW_MAX``.
+MISS_POWERS = np.array(
+    [
+        (1.0 - f / h) ** float(s) if 1 <= f <= h else 0.0
+        for h in range(POW_MAX + 1)
+        for f in range(POW_MAX + 1)
+        for s in range(POW_MAX + 1)
+    ],
+    dtype=np.float64,
+)
+
+
+@njit_inline
+def _miss_power(fitting, hidden, size):
+    """``(1.0 - fitting / hidden) ** size``, from :data:`MISS_POWERS` when it covers it."""
+    if hidden <= POW_MAX and size <= POW_MAX:
+        return MISS_POWERS[(hidden * (POW_MAX + 1) + fitting) * (POW_MAX + 1) + size]
+    return (1.0 - fitting / hidden) ** np.float64(size)
+
+
 @njit_inline
 def _play_chance(hlen, voids, i, seat, fits, once, twice):
     """``HeuristicAgent._play_chance``: the chance that ``seat`` holds a tile of ``fits``
@@ -92,7 +128,7 @@ def _play_chance(hlen, voids, i, seat, fits, once, twice):
     fitting = K.popcount(once & free & fits) + K.popcount(twice & free & fits)
     if not hidden or not fitting:
         return 0.0
-    return 1.0 - (1.0 - fitting / hidden) ** np.float64(size)
+    return 1.0 - _miss_power(fitting, hidden, size)
 
 
 @njit_inline
@@ -190,9 +226,11 @@ def _domino_threat(r, i, scores, hands, hlen, voids, line, p, target, seat, fits
 
 
 @njit_inline
-def evaluate(r, i, m, scores, hands, hlen, voids, line, weights, a, held, once, twice):
+def evaluate(r, i, m, scores, hands, hlen, voids, line, weights, a, held, once, twice, floor):
     """``HeuristicAgent.evaluate``: the score of the play ``a`` for the player on turn
-    (``held``, ``once``, ``twice``: its :func:`seen_masks`, shared by the plays of one turn)."""
+    (``held``, ``once``, ``twice``: its :func:`seen_masks`, shared by the plays of one turn).
+    A play that cannot score above ``floor`` may return any value ``<= floor`` instead (a bound
+    computed without the threats): the choice among plays is the same. ``-np.inf``: exact."""
     p = m[i, K.CUR]
     n = r[K.R_N]
     side = K.side_of(r, p)
@@ -264,7 +302,28 @@ def evaluate(r, i, m, scores, hands, hlen, voids, line, weights, a, held, once, 
         value -= weights[W_KEEP] * (used if (SCORING_MASK >> t) & 1 else 0)
     fits = K.T_CONTAINS[e0] | K.T_CONTAINS[e1]
     nxt = (p + 1) % n
-    if K.side_of(r, nxt) != side:
+    threatened = K.side_of(r, nxt) != side
+    mate = (p + 2) % n
+    stranded = r[K.R_PARTNERS] and voids[i, mate] & (1 << e0) and voids[i, mate] & (1 << e1)
+    # own flexibility: distinct numbers kept and a tile that fits the new ends
+    kept = held & ~(np.int64(1) << t) if hands[i, p, t] == used else held
+    numbers = K.popcount(
+        NUMBERS_OF_TILES[0, kept & 127]
+        | NUMBERS_OF_TILES[1, (kept >> 7) & 127]
+        | NUMBERS_OF_TILES[2, (kept >> 14) & 127]
+        | NUMBERS_OF_TILES[3, kept >> 21]
+    )
+    follow = min(K.popcount(kept & fits), 2)
+    # the same sums with the threats at 0 and the next seat surely stuck: a bound on the score
+    # (rounding is monotone and every weight is >= 0); below ``floor``, skip the threats
+    bound = value + weights[W_STUCK] if threatened else value
+    if stranded:
+        bound -= weights[W_PARTNER]
+    bound += weights[W_VARIETY] * numbers
+    bound += weights[W_FOLLOW] * follow
+    if bound <= floor:
+        return bound
+    if threatened:
         bone_size = r[K.R_BONE] - m[i, K.BPOS]
         if r[K.R_PLAY] == K.PLAY_HEADERS:
             value -= weights[W_THREAT] * _header_threat(
@@ -278,30 +337,24 @@ def evaluate(r, i, m, scores, hands, hlen, voids, line, weights, a, held, once, 
             r, i, scores, hands, hlen, voids, line, p, target, nxt, fits, once, twice
         )
         value += weights[W_STUCK] * (1.0 - _play_chance(hlen, voids, i, nxt, fits, once, twice))
-    if r[K.R_PARTNERS]:
-        mate = (p + 2) % n
-        if voids[i, mate] & (1 << e0) and voids[i, mate] & (1 << e1):
-            value -= weights[W_PARTNER]
-    # own flexibility: distinct numbers kept and a tile that fits the new ends
-    kept = held & ~(np.int64(1) << t) if hands[i, p, t] == used else held
-    numbers = 0
-    for x in range(NUM_NUMBERS):
-        if kept & K.T_CONTAINS[x]:
-            numbers += 1
+    if stranded:
+        value -= weights[W_PARTNER]
     value += weights[W_VARIETY] * numbers
-    value += weights[W_FOLLOW] * min(K.popcount(kept & fits), 2)
+    value += weights[W_FOLLOW] * follow
     return value
 
 
 @njit_inline
-def _turn_masks(r, i, hands, line, p, count):
-    """:func:`seen_masks` of ``p`` when it has ``count`` > 1 plays to score, else zeros."""
-    if count > 1:
-        return seen_masks(r, i, hands, line, p)
-    return np.int64(0), np.int64(0), np.int64(0)
+def _spread(x):
+    """The bits of ``x`` (below 2**32) moved to the even positions: bit ``t`` to bit ``2t``."""
+    x = (x | (x << 16)) & 0x0000FFFF0000FFFF
+    x = (x | (x << 8)) & 0x00FF00FF00FF00FF
+    x = (x | (x << 4)) & 0x0F0F0F0F0F0F0F0F
+    x = (x | (x << 2)) & 0x3333333333333333
+    return (x | (x << 1)) & 0x5555555555555555
 
 
-@njit
+@njit_borrowed
 def heuristic_action(r, i, m, scores, hands, bits, hlen, voids, line, weights):
     """``HeuristicAgent.act`` for the player on turn of row ``i``: the forced lead, else the
     best-scoring play (:func:`evaluate`; ties to the lowest action id), else draw, else pass."""
@@ -323,22 +376,28 @@ def heuristic_action(r, i, m, scores, hands, bits, hlen, voids, line, weights):
         if m[i, K.BPOS] < r[K.R_BONE] - r[K.R_RESERVE]:
             return DRAW
         return PASS
-    held, once, twice = _turn_masks(r, i, hands, line, p, count)
+    if count == 1:
+        if m0:
+            return 2 * K.popcount((m0 & -m0) - 1)
+        if m1:
+            return 2 * K.popcount((m1 & -m1) - 1) + 1
+        return DOUBLE_PLAY + e0
+    held, once, twice = seen_masks(r, i, hands, line, p)
     best = -1
     best_value = -np.inf
     # the plays in action order: tile by tile (end 0, then end 1), then the double play
-    for k in range(2 * NUM_TILES + 1):
-        if k < 2 * NUM_TILES:
-            if not (((m1 if k & 1 else m0) >> (k >> 1)) & 1):
-                continue
-            a = k
-        elif double:
-            a = DOUBLE_PLAY + e0
+    plays = _spread(m0) | (_spread(m1) << 1)
+    while plays or double:
+        if plays:
+            low = plays & -plays
+            plays ^= low
+            a = K.popcount(low - 1)
         else:
-            break
-        if count == 1:
-            return a
-        value = evaluate(r, i, m, scores, hands, hlen, voids, line, weights, a, held, once, twice)
+            a = DOUBLE_PLAY + e0
+            double = False
+        value = evaluate(
+            r, i, m, scores, hands, hlen, voids, line, weights, a, held, once, twice, best_value
+        )
         if value > best_value:
             best = a
             best_value = value

@@ -35,7 +35,7 @@ from bergen_env.engine import TILE_POOLS, PublicView, trailing_draws
 from bergen_env.hidden_tiles import HiddenTileSampler
 from bergen_env.tiles import IS_DOUBLE, NUM_TILES, PIPS
 from bergen_env.vector import kernels as K
-from bergen_env.vector._numba import njit, njit_inline, numba, random_interval
+from bergen_env.vector._numba import njit, njit_borrowed, njit_inline, numba, random_interval
 
 #: The rollout's preference among playable tiles: doubles, then pips, then id (descending).
 ROLLOUT_ORDER = np.array(
@@ -54,7 +54,7 @@ POLICY_PUBLIC, POLICY_GREEDY, POLICY_HEURISTIC = 0, 1, 2
 POLICIES = {"public": POLICY_PUBLIC, "greedy": POLICY_GREEDY, "heuristic": POLICY_HEURISTIC}
 
 
-@njit
+@njit_borrowed
 def _best_opening(r, b):
     """A free lead's tile (``search.best_opening``): the most opening points, then the
     rollout order."""
@@ -68,7 +68,7 @@ def _best_opening(r, b):
     return a
 
 
-@njit
+@njit_borrowed
 def _points_action(r, m, bits):
     """The rollout's move in games without headers (``search.points_rollout``): the play that
     scores the most now, ties to the rollout order; else draw, else pass."""
@@ -106,7 +106,7 @@ def _points_action(r, m, bits):
     return PASS
 
 
-@njit
+@njit_borrowed
 def _rollout_action(r, m, hands, bits, voids, line, on_line, clairvoyant):
     """The rollout's move for the player on turn (``search.greedy_rollout``, or
     ``search.points_rollout`` in games without headers)."""
@@ -182,7 +182,7 @@ def playout_work(m0, scores0, hlen0, voids0, line0):
     )
 
 
-@njit
+@njit_borrowed
 def greedy_playouts(
     r, m0, scores0, hlen0, voids0, line0, tiles, legal, policy, weights, rng, deals, out,
     value_table, low, values, work,
@@ -258,7 +258,8 @@ def permute(rng, src, out):
     """``out[:len(src)] = rng.permutation(src)`` without allocating: numpy's Fisher-Yates
     shuffle with the same draws from the numpy Generator ``rng`` (its ``random_interval``)."""
     n = src.shape[0]
-    out[:n] = src
+    for i in range(n):  # element by element: a slice copy may allocate a temporary
+        out[i] = src[i]
     bit_generator = rng.bit_generator
     for i in range(n - 1, 0, -1):
         j = numba.types.intp(random_interval(bit_generator, i))
@@ -268,8 +269,7 @@ def permute(rng, src, out):
             out[j] = tmp
 
 
-@njit
-def sample_work(pool):
+def sample_work(pool: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The scratch arrays of :func:`sample_hidden` (``hand_buf``, ``keep``, ``rest``)."""
     return (
         np.empty((K.MAX_SEATS, MAX_HAND), dtype=np.int64),
@@ -278,7 +278,7 @@ def sample_work(pool):
     )
 
 
-@njit
+@njit_borrowed
 def sample_hidden(rng, pool, excluded, orders, order_lens, in_order, sizes, seat, own, tries,
                   counters, tiles, hand_buf, keep, rest):  # fmt: skip
     """``HiddenTileSampler.sample`` with the same draws from the numpy Generator ``rng``:
@@ -311,7 +311,8 @@ def sample_hidden(rng, pool, excluded, orders, order_lens, in_order, sizes, seat
                 if nt < size:
                     ok = False
                     break
-                rest[:nk] = keep[:nk]
+                for q in range(nk):
+                    rest[q] = keep[q]
                 rlen = nk
             if ok:
                 counters[0] += level >= 1
@@ -319,7 +320,8 @@ def sample_hidden(rng, pool, excluded, orders, order_lens, in_order, sizes, seat
                 pos = 0
                 for s in range(n):
                     if s != seat and not in_order[level, s]:
-                        hand_buf[s, : sizes[s]] = rest[pos : pos + sizes[s]]
+                        for q in range(sizes[s]):
+                            hand_buf[s, q] = rest[pos + q]
                         pos += sizes[s]
                 k = 0
                 for s in range(n):
@@ -333,7 +335,7 @@ def sample_hidden(rng, pool, excluded, orders, order_lens, in_order, sizes, seat
     raise AssertionError("unreachable: the unconstrained level always succeeds")
 
 
-@njit
+@njit_borrowed
 def next_hand_shuffles(rng, r, deal_pool, dealt, new_hands, order):
     """Draw from ``rng`` the shuffles of ``new_hands`` next hands as ``BergenState`` deals them:
     one shuffle under a rotating lead, else redeals while no seat holds a double (``order``:
@@ -352,20 +354,19 @@ def next_hand_shuffles(rng, r, deal_pool, dealt, new_hands, order):
                 break
 
 
-@njit
+@njit_borrowed
 def search_totals(rng, samples, pool, excluded, orders, order_lens, in_order, sizes, seat, own,
                   tries, counters, r, m0, scores0, hlen0, voids0, line0, legal, policy, weights,
                   deal_rng, deals, out, value_table, low, values, work, deal_pool,
-                  totals, products):  # fmt: skip
+                  totals, products, tiles, hand_buf, keep, rest, order):  # fmt: skip
     """``samples`` determinizations drawn from ``rng`` (:func:`sample_hidden`), each with one
     playout per legal action (:func:`greedy_playouts`); ``totals[k]`` += the values of
     ``legal[k]``, ``products[j, k]`` += the products of their values (:func:`add_values`).
     Every playout that ends the hand draws the next hand's shuffle from ``rng`` (as
-    ``BergenState`` deals it), so ``rng`` ends where the Python search leaves it."""
-    tiles = np.empty(pool.shape[0] + own.shape[0], dtype=np.int64)
+    ``BergenState`` deals it), so ``rng`` ends where the Python search leaves it. ``tiles``
+    (one deal), ``hand_buf``, ``keep``, ``rest`` (:func:`sample_work`) and ``order`` (the size
+    of ``deal_pool``) are scratch."""
     dealt = r[K.R_N] * r[K.R_HAND]
-    hand_buf, keep, rest = sample_work(pool)
-    order = np.empty_like(deal_pool)
     for _ in range(samples):
         sample_hidden(rng, pool, excluded, orders, order_lens, in_order, sizes, seat, own,
                       tries, counters, tiles, hand_buf, keep, rest)  # fmt: skip
@@ -377,7 +378,7 @@ def search_totals(rng, samples, pool, excluded, orders, order_lens, in_order, si
         add_values(values, totals, products)
 
 
-@njit
+@njit_borrowed
 def add_values(values, totals, products):
     """``totals`` += ``values`` and ``products`` += their outer product (one deal's values of
     every legal action: the sums of a search's means and paired spreads)."""
@@ -389,7 +390,7 @@ def add_values(values, totals, products):
             products[x, y] += values[x] * values[y]
 
 
-@njit
+@njit_borrowed
 def _value(r, m, scores, player, value_table, low):
     """``SearchAgent.playout_values``' value of a finished playout for ``player``: a won or
     lost match is worth +/- ``WIN_VALUE * target`` (``score_scale``; 0 for a tied single
@@ -501,11 +502,13 @@ class CompiledPlayouts:
         counters = np.zeros(2, dtype=np.int64)
         totals = np.zeros(len(self.legal), dtype=np.float64)
         products = np.zeros((len(self.legal), len(self.legal)), dtype=np.float64)
+        deal_pool = TILE_POOLS[sampler.view.rules.sets]
         search_totals(
             rng, samples, *sampler_arrays(sampler), counters, self.r, self.m, self.scores,
             self.hlen, self.voids, self.line, self.legal, self.policy, self.weights, self.rng,
-            self.deals, self.out, self.table, self.low, self.values, self.work,
-            TILE_POOLS[sampler.view.rules.sets], totals, products,
+            self.deals, self.out, self.table, self.low, self.values, self.work, deal_pool,
+            totals, products, np.empty(self.tiles, dtype=np.int64), *sample_work(sampler.pool),
+            np.empty_like(deal_pool),
         )  # fmt: skip
         sampler.relaxed += int(counters[0])
         sampler.fallbacks += int(counters[1])
