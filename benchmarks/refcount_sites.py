@@ -55,7 +55,7 @@ def sites(llvm: str) -> dict[str, dict[str, int]]:
     out = {}
     for body in re.split(r"\ndefine ", llvm)[1:]:
         name = re.match(r'[^@]*@"?([^"(]*)', body).group(1)
-        if name.startswith(("cpython.", "cfunc.", "NRT_")):
+        if name.startswith(("cpython.", "cfunc.", "NRT_", "_ZN7cpython", "_ZN5cfunc")):
             continue
         out[name] = {k: len(p.findall(body)) for k, p in SITE.items()}
     return out

@@ -10,6 +10,7 @@ rounds, each loop reporting its best round in steps per CPU second of this threa
 is of two figures of this run.
 
     taskset -c 0 python -m benchmarks.vector_ab --ref ea01a6e [--seconds 8] [--rules standard]
+        [--parallel] [--json PATH]
 """
 
 from __future__ import annotations
@@ -61,7 +62,7 @@ def ref_env_classes(ref: str, folder: Path) -> tuple[type, type]:
     return sys.modules["ref_env"].BergenVectorEnv, sys.modules["ref_learner"].BergenLearnerVectorEnv
 
 
-def run(ref: str, seconds: float, rules: str) -> dict[str, Any]:
+def run(ref: str, seconds: float, rules: str, parallel: bool = False) -> dict[str, Any]:
     affinity, note = pin_to_one_core()
     with tempfile.TemporaryDirectory() as folder:
         old, old_learner = ref_env_classes(ref, Path(folder))
@@ -77,6 +78,11 @@ def run(ref: str, seconds: float, rules: str) -> dict[str, Any]:
             f"{ref} learner": learner_loop(BATCH, rules, env_class=old_learner),
             "now learner": learner_loop(BATCH, rules),
         }
+        if parallel:  # the threaded step, on the threads this process may use
+            loops[f"{ref} parallel obs"] = vector_loop(
+                BATCH, True, rules=rules, env_class=old, parallel=True
+            )
+            loops["now parallel obs"] = vector_loop(BATCH, True, rules=rules, parallel=True)
         best = dict.fromkeys(loops, 0.0)
         for _ in range(ROUNDS):
             for name, loop in loops.items():
@@ -95,6 +101,8 @@ def run(ref: str, seconds: float, rules: str) -> dict[str, Any]:
         "now / ref, obs": best["now obs"] / best[f"{ref} obs"],
         "now / ref, learner": best["now learner"] / best[f"{ref} learner"],
     }
+    if parallel:
+        ratios["now / ref, parallel obs"] = best["now parallel obs"] / best[f"{ref} parallel obs"]
     for name, ratio in ratios.items():
         print(f"  {name:<32} {ratio:12.2f}x")
     if affinity is not None:
@@ -109,10 +117,15 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--ref", required=True, help="the past commit")
     parser.add_argument("--seconds", type=float, default=8.0, help="per loop, all rounds")
     parser.add_argument("--rules", default="standard")
+    parser.add_argument(
+        "--parallel",
+        action="store_true",
+        help="also time parallel=True with observations (one thread when pinned to one core)",
+    )
     parser.add_argument("--json", help="write the results here")
     args = parser.parse_args(argv)
     print_pinned_command("benchmarks.vector_ab")
-    result = run(args.ref, args.seconds, args.rules)
+    result = run(args.ref, args.seconds, args.rules, args.parallel)
     write_json(args.json, result)
     return result
 

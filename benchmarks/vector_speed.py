@@ -62,10 +62,14 @@ def vector_loop(
     copy: bool = True,
     rules: str = "standard",
     env_class: type = BergenVectorEnv,
+    parallel: bool = False,
 ) -> Callable[[float], int]:
-    """Batched random legal play (on ``env_class``, a ``BergenVectorEnv``); returns
-    match-steps (one per row per batch step)."""
-    env = env_class(num_envs=num_envs, rules=rules, seed=SEED, observations=observations, copy=copy)
+    """Batched random legal play (on ``env_class``, a ``BergenVectorEnv``; ``parallel``: its
+    threaded step); returns match-steps (one per row per batch step)."""
+    env = env_class(
+        num_envs=num_envs, rules=rules, seed=SEED, observations=observations, copy=copy,
+        parallel=parallel,
+    )  # fmt: skip
     obs, _ = env.reset()
 
     def loop(deadline: float) -> int:

@@ -24,6 +24,12 @@ Rules are an int64 vector ``r`` (indices ``R_*``), built by :func:`rule_vector`.
 of docs/rules.md is played (Bergen's presets, Draw and Fives); the points of a play and of a won
 hand are read from tables built from :mod:`bergen_env.scoring` (``T_PLAY_POINTS``,
 ``T_OPENING_POINTS``, ``T_OUT_POINTS``).
+
+The kernels called from Python and the out-of-line parts of a move (the deal, the end of a
+hand) are built with :data:`~bergen_env.vector._numba.njit_borrowed` (the threaded step with
+:data:`njit_parallel_borrowed`): they allocate nothing and count no references to the arrays
+they borrow, so the small ``@njit_inline`` functions inlined into them cost no atomic
+operations per call either. Scratch lives in the caller's arrays or in scalars.
 """
 
 from __future__ import annotations
