@@ -36,7 +36,7 @@ from bergen_env.rules import Rules
 from bergen_env.tiles import CONTAINS, DOUBLE_ID, IS_DOUBLE, OTHER_HALF, PIPS
 from bergen_env.vector import BergenVectorEnv
 from bergen_env.vector import kernels as K
-from bergen_env.vector._numba import njit
+from bergen_env.vector._numba import njit, njit_borrowed
 
 SEED = 0
 
@@ -85,7 +85,7 @@ def cycles_per_ns(seconds: float) -> dict[str, float]:
 # ---------------------------------------------------------------- the kernels' parts
 
 
-@njit
+@njit_borrowed
 def masks_pass(r, m, hands, bits, masks, reps):
     total = 0
     for _ in range(reps):
@@ -94,7 +94,7 @@ def masks_pass(r, m, hands, bits, masks, reps):
     return total
 
 
-@njit
+@njit_borrowed
 def choice_pass(masks, rng, out, reps):
     total = 0
     for _ in range(reps):
@@ -104,21 +104,21 @@ def choice_pass(masks, rng, out, reps):
     return total
 
 
-@njit
+@njit_borrowed
 def encode_pass(r, m, scores, hands, hlen, voids, line, bone, masks, obs, reps):
     for _ in range(reps):
         for i in range(masks.shape[0]):
             K.encode(r, i, m, scores, hands, hlen, voids, line, bone, masks, m[i, K.CUR], obs)
 
 
-@njit
+@njit_borrowed
 def deal_pass(r, m, scores, hands, bits, hlen, voids, line, bone, rng, deals, reps):
     for _ in range(reps):
         for i in range(m.shape[0]):
             K.start_hand(r, i, m, scores, hands, bits, hlen, voids, line, bone, rng, deals)
 
 
-@njit
+@njit_borrowed
 def play_pass(
     r, m, scores, hands, bits, hlen, voids, line, bone, rng, deals, masks, agent_rng,
     rewards, terminated, truncated, steps,
@@ -169,7 +169,7 @@ def _pips(h):
     )  # fmt: skip
 
 
-@njit
+@njit_borrowed
 def _deal(i, hand, lead, cur, bone, bpos, rng, order):
     while True:
         for j in range(28):
@@ -213,7 +213,7 @@ def _score(score, i, side, pts):
     return 0
 
 
-@njit
+@njit_borrowed
 def floor_play(hand, ends, dbl, cur, lead, bone, bpos, score, rng, agent_rng, order, steps):
     """``steps`` random legal actions in every row of a 2-player ``standard`` batch; returns
     (hands ended, matches ended). A finished match restarts with zero scores."""

@@ -62,10 +62,14 @@ def vector_loop(
     copy: bool = True,
     rules: str = "standard",
     env_class: type = BergenVectorEnv,
+    parallel: bool = False,
 ) -> Callable[[float], int]:
-    """Batched random legal play (on ``env_class``, a ``BergenVectorEnv``); returns
-    match-steps (one per row per batch step)."""
-    env = env_class(num_envs=num_envs, rules=rules, seed=SEED, observations=observations, copy=copy)
+    """Batched random legal play (on ``env_class``, a ``BergenVectorEnv``; ``parallel``: its
+    threaded step); returns match-steps (one per row per batch step)."""
+    env = env_class(
+        num_envs=num_envs, rules=rules, seed=SEED, observations=observations, copy=copy,
+        parallel=parallel,
+    )  # fmt: skip
     obs, _ = env.reset()
 
     def loop(deadline: float) -> int:
@@ -80,10 +84,13 @@ def vector_loop(
     return loop
 
 
-def learner_loop(num_envs: int, rules: str = "standard") -> Callable[[float], int]:
-    """Learner steps of the batched single-learner env against random opponents (the learner
-    also random, from a seeded numpy Generator)."""
-    env = BergenLearnerVectorEnv(num_envs=num_envs, rules=rules, opponents="random", seed=SEED)
+def learner_loop(
+    num_envs: int, rules: str = "standard", env_class: type = BergenLearnerVectorEnv
+) -> Callable[[float], int]:
+    """Learner steps of the batched single-learner env (``env_class``, a
+    ``BergenLearnerVectorEnv``) against random opponents (the learner also random, from a
+    seeded numpy Generator)."""
+    env = env_class(num_envs=num_envs, rules=rules, opponents="random", seed=SEED)
     _, infos = env.reset()
     pick = np.random.default_rng(SEED)
 

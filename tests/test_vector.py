@@ -400,3 +400,28 @@ def test_batched_helpers_refuse_bad_masks_in_one_line(masks: object, match: str)
     with pytest.raises(ValueError, match=match) as err:
         env.random_actions(masks)
     assert "\n" not in str(err.value)
+
+
+def test_blocked_winner_on_packed_tallies_matches_the_rules() -> None:
+    """The compiled winner of a blocked hand, each per-side tally packed into one integer
+    (``kernels.side_field``), is ``scoring.blocked_winner``'s under every blocked rule, ties
+    included, up to the largest tallies two sets allow."""
+    from bergen_env.rules import BLOCKED_RULES
+    from bergen_env.scoring import blocked_winner
+    from bergen_env.vector import kernels as K
+
+    def packed(values: list[int]) -> int:
+        return sum(v << (K.SIDE_BITS * side) for side, v in enumerate(values))
+
+    rng = np.random.default_rng(0)
+    for _ in range(2000):
+        sides = int(rng.integers(2, 5))
+        small = rng.random() < 0.5  # few distinct values: many ties
+        doubles = [int(rng.integers(0, 3 if small else 15)) for _ in range(sides)]
+        pips = [int(rng.integers(0, 4 if small else K.MAX_PIPS + 1)) for _ in range(sides)]
+        lowest = [int(rng.integers(0, 3)) if d else 7 for d in doubles]
+        tallies = list(zip(doubles, pips, lowest))
+        for k, rule in enumerate(BLOCKED_RULES):
+            expected = blocked_winner(rule, tallies)
+            got = K.blocked_winner(k, packed(doubles), packed(pips), packed(lowest), sides)
+            assert got == (-1 if expected is None else expected), (rule, tallies)

@@ -29,6 +29,9 @@ njit_borrowed = numba.njit(cache=True, nogil=True, _nrt=False)
 #: ``@njit`` whose ``numba.prange`` loops run their iterations on numba's threads (as many as
 #: ``numba.set_num_threads`` allows).
 njit_parallel = numba.njit(cache=True, nogil=True, parallel=True, _nrt=True)
+#: :data:`njit_parallel` without reference counting (as :data:`njit_borrowed`), for the threaded
+#: step: numba's ``prange`` loop of a function built with it counts no references either.
+njit_parallel_borrowed = numba.njit(cache=True, nogil=True, parallel=True, _nrt=False)
 
 try:
     #: ``random_interval(bit_generator, k)``: numpy's uniform draw in ``0..k``, the bounded draw
@@ -40,4 +43,12 @@ except ImportError as exc:  # pragma: no cover - a numba without numpy Generator
         f"numba {numba.__version__}"
     ) from exc
 
-__all__ = ["njit", "njit_borrowed", "njit_inline", "njit_parallel", "numba", "random_interval"]
+__all__ = [
+    "njit",
+    "njit_borrowed",
+    "njit_inline",
+    "njit_parallel",
+    "njit_parallel_borrowed",
+    "numba",
+    "random_interval",
+]

@@ -24,6 +24,12 @@ Rules are an int64 vector ``r`` (indices ``R_*``), built by :func:`rule_vector`.
 of docs/rules.md is played (Bergen's presets, Draw and Fives); the points of a play and of a won
 hand are read from tables built from :mod:`bergen_env.scoring` (``T_PLAY_POINTS``,
 ``T_OPENING_POINTS``, ``T_OUT_POINTS``).
+
+The kernels called from Python and the out-of-line parts of a move (the deal, the end of a
+hand) are built with :data:`~bergen_env.vector._numba.njit_borrowed` (the threaded step with
+:data:`~bergen_env.vector._numba.njit_parallel_borrowed`): they allocate nothing and count no
+references to the arrays they borrow, so the small ``@njit_inline`` functions inlined into them
+cost no atomic operations per call either. Scratch lives in the caller's arrays or in scalars.
 """
 
 from __future__ import annotations
@@ -54,7 +60,14 @@ from bergen_env.tiles import (
     TILE_ID,
     TILES,
 )
-from bergen_env.vector._numba import njit, njit_inline, njit_parallel, numba
+from bergen_env.vector._numba import (
+    njit,
+    njit_borrowed,
+    njit_inline,
+    njit_parallel,
+    njit_parallel_borrowed,
+    numba,
+)
 
 MAX_SEATS = 4
 MAX_BONE = 2 * NUM_TILES
@@ -240,53 +253,65 @@ def capped(r, scores, i, side, header):
     return header
 
 
-@njit
+#: Per-side tallies of a blocked hand travel packed in one int64, ``SIDE_BITS`` bits a side
+#: (:func:`side_field`): a count of doubles, pips (at most ``MAX_PIPS``), the lowest double.
+SIDE_BITS = 16
+SIDE_MASK = (1 << SIDE_BITS) - 1
+
+
+@njit_inline
+def side_field(packed, side):
+    """Side ``side``'s field of the packed per-side tallies ``packed``."""
+    return (packed >> (SIDE_BITS * side)) & SIDE_MASK
+
+
+@njit_borrowed
 def blocked_winner(rule, doubles, pips, lowest, sides):
-    """The side winning a blocked hand, -1 on a tie (``engine.blocked_winner``)."""
-    best = np.zeros(MAX_SEATS, dtype=np.bool_)
+    """The side winning a blocked hand, -1 on a tie (``engine.blocked_winner``); ``doubles``,
+    ``pips`` and ``lowest`` are per-side tallies packed by :func:`side_field`."""
+    every = (1 << sides) - 1  # the candidate sides, a bit each
     if rule == 2:  # pips
-        for s in range(sides):
-            best[s] = True
-        return _single_min(best, pips, sides)
+        return _single_min(every, pips, sides)
     if rule == 0:  # german: fewest doubles, then fewest pips
         low = 99
         for s in range(sides):
-            low = min(low, doubles[s])
+            low = min(low, side_field(doubles, s))
+        best = 0
         for s in range(sides):
-            best[s] = doubles[s] == low
+            if side_field(doubles, s) == low:
+                best |= 1 << s
         return _single_min(best, pips, sides)
     if rule == 1:  # american
-        any_without = False
+        best = 0
         for s in range(sides):
-            best[s] = doubles[s] == 0
-            any_without |= best[s]
-        if any_without:
+            if side_field(doubles, s) == 0:
+                best |= 1 << s
+        if best:
             return _single_min(best, pips, sides)
-        for s in range(sides):
-            best[s] = True
-        return _single_min(best, lowest, sides)
+        return _single_min(every, lowest, sides)
     # most_doubles
     high = -1
     for s in range(sides):
-        high = max(high, doubles[s])
-    for s in range(sides):
-        best[s] = True
+        high = max(high, side_field(doubles, s))
     if high == 0:
-        return _single_min(best, pips, sides)
+        return _single_min(every, pips, sides)
+    best = 0
     for s in range(sides):
-        best[s] = doubles[s] == high
+        if side_field(doubles, s) == high:
+            best |= 1 << s
     return _single_min(best, lowest, sides)
 
 
-@njit
+@njit_borrowed
 def _single_min(candidates, key, sides):
+    """The one side of the bit set ``candidates`` with the least packed ``key``, -1 on a tie."""
     low = 1 << 30
     for s in range(sides):
-        if candidates[s] and key[s] < low:
-            low = key[s]
+        if candidates >> s & 1 and side_field(key, s) < low:
+            low = side_field(key, s)
     found = -1
     for s in range(sides):
-        if candidates[s] and key[s] == low:
+        if candidates >> s & 1 and side_field(key, s) == low:
             if found >= 0:
                 return -1
             found = s
@@ -296,29 +321,29 @@ def _single_min(candidates, key, sides):
 # ================================================================ dealing
 
 
-@njit
+@njit_borrowed
 def start_hand(r, i, m, scores, hands, bits, hlen, voids, line, bone, rng, deals):
-    """Deal hand ``m[i, HAND_NO]`` (redealing while no seat holds a double)."""
+    """Deal hand ``m[i, HAND_NO]`` (redealing while no seat holds a double): the deal's order
+    (hands, then the boneyard) is shuffled in place in row ``i`` of ``bone``."""
     n = r[R_N]
     size = r[R_HAND]
     sets = r[R_SETS]
     total = NUM_TILES * sets
-    order = np.empty(MAX_BONE, dtype=np.int64)
     first = m[i, HAND_NO] % n
     while True:
         if m[i, DEAL_POS] < m[i, DEALS]:
             k = m[i, DEAL_POS]
             m[i, DEAL_POS] = k + 1
             for j in range(total):
-                order[j] = deals[i, k, j]
+                bone[i, j] = deals[i, k, j]
         else:
             for j in range(total):
-                order[j] = j // sets
+                bone[i, j] = j // sets
             for j in range(total - 1, 0, -1):
                 k = below(rng, i, j + 1)
-                tmp = order[j]
-                order[j] = order[k]
-                order[k] = tmp
+                tmp = bone[i, j]
+                bone[i, j] = bone[i, k]
+                bone[i, k] = tmp
         for s in range(MAX_SEATS):
             bits[i, s] = 0
             hlen[i, s] = 0
@@ -326,7 +351,7 @@ def start_hand(r, i, m, scores, hands, bits, hlen, voids, line, bone, rng, deals
                 hands[i, s, t] = 0
         for s in range(n):
             for j in range(size):
-                t = order[s * size + j]
+                t = bone[i, s * size + j]
                 hands[i, s, t] += 1
                 bits[i, s] |= np.int64(1) << t
             hlen[i, s] = size
@@ -348,8 +373,6 @@ def start_hand(r, i, m, scores, hands, bits, hlen, voids, line, bone, rng, deals
                 break
         if leader >= 0:
             break
-    for j in range(total):
-        bone[i, j] = order[j]
     m[i, BPOS] = 0
     for t in range(NUM_TILES):
         line[i, t] = 0
@@ -366,7 +389,7 @@ def start_hand(r, i, m, scores, hands, bits, hlen, voids, line, bone, rng, deals
     m[i, LEAD] = lead_tile
 
 
-@njit
+@njit_borrowed
 def new_match(r, i, m, scores, hands, bits, hlen, voids, line, bone, rng, deals):
     """Start a fresh match in row ``i`` (given deals first, if any are left)."""
     for s in range(MAX_SEATS):
@@ -613,26 +636,29 @@ def _check_blocked(r, i, m, scores, hands, bits, hlen, voids, line, bone, rng, d
     _end_blocked(r, i, m, scores, hands, bits, hlen, voids, line, bone, rng, deals)
 
 
-@njit
+@njit_borrowed
 def _end_blocked(r, i, m, scores, hands, bits, hlen, voids, line, bone, rng, deals):
-    sides = r[R_SIDES]
-    doubles = np.zeros(MAX_SEATS, dtype=np.int64)
-    pips = np.zeros(MAX_SEATS, dtype=np.int64)
-    lowest = np.full(MAX_SEATS, NUM_NUMBERS, dtype=np.int64)
+    doubles = 0  # per side, packed (side_field)
+    pips = 0
+    lowest = 0
+    for side in range(r[R_SIDES]):
+        lowest |= NUM_NUMBERS << (SIDE_BITS * side)
     for s in range(r[R_N]):
-        side = side_of(r, s)
+        shift = SIDE_BITS * side_of(r, s)
         for t in range(NUM_TILES):
-            c = hands[i, s, t]
+            c = np.int64(hands[i, s, t])
             if c:
-                pips[side] += T_PIPS[t] * c
+                pips += T_PIPS[t] * c << shift
                 if T_IS_DOUBLE[t]:
-                    doubles[side] += c
-                    lowest[side] = min(lowest[side], T_LOW[t])
-    winner = blocked_winner(r[R_BLOCKED], doubles, pips, lowest, sides)
+                    doubles += c << shift
+                    low = (lowest >> shift) & SIDE_MASK
+                    if T_LOW[t] < low:
+                        lowest += (T_LOW[t] - low) << shift
+    winner = blocked_winner(r[R_BLOCKED], doubles, pips, lowest, r[R_SIDES])
     _end_hand(r, i, m, scores, hands, bits, hlen, voids, line, bone, rng, deals, 0, winner)
 
 
-@njit
+@njit_borrowed
 def _end_hand(r, i, m, scores, hands, bits, hlen, voids, line, bone, rng, deals, domino, winner):
     done = False
     if winner >= 0:
@@ -647,12 +673,14 @@ def _end_hand(r, i, m, scores, hands, bits, hlen, voids, line, bone, rng, deals,
             gain = T_OUT_POINTS[r[R_OUT], pips]
         done = _score(r, i, m, scores, winner, gain)
     if not done and r[R_PENALTY]:
-        left = np.zeros(MAX_SEATS, dtype=np.int64)
-        for s in range(r[R_N]):
-            left[side_of(r, s)] += hlen[i, s]
         for side in range(r[R_SIDES]):
-            if side != winner and left[side]:
-                scores[i, side] -= r[R_PENALTY] * left[side]
+            if side == winner:
+                continue
+            left = 0
+            for s in range(r[R_N]):
+                if side_of(r, s) == side:
+                    left += hlen[i, s]
+            scores[i, side] -= r[R_PENALTY] * left
     if r[R_SINGLE] and not m[i, TERMINAL]:  # the match is this one hand (a tie: no winner)
         m[i, TERMINAL] = 1
         m[i, WINNER] = winner
@@ -731,7 +759,7 @@ def encode(r, i, m, scores, hands, hlen, voids, line, bone, masks, seat, obs):
 # ================================================================ the batch
 
 
-@njit
+@njit_borrowed
 def reset_rows(r, rows, m, scores, hands, bits, hlen, voids, line, bone, rng, deals):
     """Start a new match in each row of ``rows`` (its given deals first)."""
     for i in rows:
@@ -761,7 +789,7 @@ def first_unmasked(actions, masks):
     return -1
 
 
-@njit
+@njit_borrowed
 def first_illegal(r, actions, active, m, hands, bits):
     """The first active row whose action is illegal, or -1."""
     for i in range(actions.shape[0]):
@@ -784,7 +812,7 @@ def illegal_rows_parallel(r, actions, active, m, hands, bits, bad):
         bad[i] = illegal(r, actions, active, m, hands, bits, i)
 
 
-@njit
+@njit_borrowed
 def step_rows(
     r, actions, active, m, scores, hands, bits, hlen, voids, line, bone, rng, deals,
     rewards, terminated, truncated,
@@ -845,7 +873,7 @@ def finish_row(
         new_match(r, i, m, scores, hands, bits, hlen, voids, line, bone, rng, deals)
 
 
-@njit
+@njit_borrowed
 def step_observe_rows(
     r, actions, m, scores, hands, bits, hlen, voids, line, bone, rng, deals,
     rewards, terminated, truncated, masks, obs, cur, with_obs,
@@ -863,7 +891,7 @@ def step_observe_rows(
             encode(r, i, m, scores, hands, hlen, voids, line, bone, masks, m[i, CUR], obs)
 
 
-@njit_parallel
+@njit_parallel_borrowed
 def step_observe_rows_parallel(
     r, actions, m, scores, hands, bits, hlen, voids, line, bone, rng, deals,
     rewards, terminated, truncated, masks, obs, cur, with_obs,
@@ -883,7 +911,7 @@ def step_observe_rows_parallel(
             encode(r, i, m, scores, hands, hlen, voids, line, bone, masks, m[i, CUR], obs)
 
 
-@njit
+@njit_borrowed
 def observe_rows(
     r, active, m, scores, hands, bits, hlen, voids, line, bone, masks, obs, cur, with_obs
 ):
@@ -900,7 +928,7 @@ def observe_rows(
 # ================================================================ batched agents
 
 
-@njit
+@njit_borrowed
 def random_actions(masks, active, rng, out):
     """A uniform legal action per active row, from that row's stream of ``rng``."""
     for i in range(masks.shape[0]):
@@ -949,7 +977,7 @@ def random_row(masks, rng, i):
     return trailing_zeros64(low)
 
 
-@njit
+@njit_borrowed
 def greedy_actions(r, masks, active, m, scores, hlen, out):
     """``GreedyAgent``'s choice per active row (see :func:`greedy_row`)."""
     for i in range(masks.shape[0]):
@@ -1003,7 +1031,7 @@ def seat_action(r, i, kinds, seats, auto_forced, count, masks, m, scores, hlen, 
     return greedy_row(r, i, masks, m, scores, hlen)
 
 
-@njit
+@njit_borrowed
 def advance_rows(
     r, kinds, seat_option, auto_forced, m, scores, hands, bits, hlen, voids, line, bone, rng,
     deals, agent_rng, seat_rng, seats, acted, reward, carry, term, trunc, masks, seat_rewards,

@@ -48,7 +48,7 @@ from bergen_env.observation import OBS_SIZE, obs_bounds
 from bergen_env.rules import Rules
 from bergen_env.validation import keyword_names
 from bergen_env.vector import kernels as K
-from bergen_env.vector._numba import njit
+from bergen_env.vector._numba import njit_borrowed
 from bergen_env.vector.env import BergenVectorEnv
 
 BatchPolicy = Callable[[np.ndarray, np.ndarray], Any]
@@ -357,7 +357,7 @@ class BergenLearnerVectorEnv(gym.vector.VectorEnv):
             self.seats[rows] = int(self.learner_seat_option)
 
 
-@njit
+@njit_borrowed
 def replay_final(
     r, rows, acts, kinds, auto_forced, use_recorded, recorded, waiting, m, scores, hands, bits,
     hlen, voids, line, bone, rng, deals, agent_rng, seats, masks, out,
