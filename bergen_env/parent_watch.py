@@ -7,6 +7,11 @@ died and the worker was handed to another process), the worker exits at once, wh
 doing. (Polling, not Linux's parent-death signal: that signal follows the *thread* that started
 the worker, and pools start workers from helper threads.) The worker also ignores Ctrl-C, which
 the terminal sends to the whole process group: the parent alone decides how to stop.
+
+The watching thread blocks the stop signals (:data:`STOP_SIGNALS`), so the kernel hands them to
+the worker's main thread: a signal taken by another thread does not wake a main thread blocked
+in a lock, and a pool worker waiting for its next task would then never see the ``SIGTERM``
+with which ``Pool.terminate`` ends it (its parent would wait for it forever).
 """
 
 from __future__ import annotations
@@ -18,6 +23,12 @@ import threading
 
 #: Seconds between two checks of the parent.
 POLL_S = 0.25
+#: Signals the watching thread never takes (they go to the main thread, whose handlers act).
+STOP_SIGNALS = frozenset(
+    getattr(signal, name)
+    for name in ("SIGTERM", "SIGINT", "SIGHUP", "SIGQUIT", "SIGUSR1", "SIGUSR2", "SIGALRM")
+    if hasattr(signal, name)
+)
 
 _watching: int | None = None
 
@@ -43,4 +54,10 @@ def die_with_parent(parent: int) -> None:
     if _watching == parent:
         return
     _watching = parent
-    threading.Thread(target=_watch, args=(parent,), name="parent-watch", daemon=True).start()
+    watcher = threading.Thread(target=_watch, args=(parent,), name="parent-watch", daemon=True)
+    # a new thread starts with its creator's signal mask: block, start, restore
+    previous = signal.pthread_sigmask(signal.SIG_BLOCK, STOP_SIGNALS)
+    try:
+        watcher.start()
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, previous)

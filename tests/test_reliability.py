@@ -5,6 +5,7 @@ Every test here is one row of docs/reliability.md.
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import errno
 import io
@@ -12,6 +13,7 @@ import multiprocessing
 import os
 import shutil
 import signal
+import subprocess
 import sys
 import time
 import zipfile
@@ -165,6 +167,56 @@ def _worker_forever(parent: int) -> None:
     die_with_parent(parent)
     while True:
         time.sleep(0.05)
+
+
+WATCHED_MASK = """
+import os, signal, sys, threading
+sys.path.insert(0, {root!r})
+from bergen_env.parent_watch import die_with_parent
+die_with_parent(os.getppid())
+(watcher,) = [t for t in threading.enumerate() if t.name == "parent-watch"]
+for tid, name in ((watcher.native_id, "watcher"), (threading.main_thread().native_id, "main")):
+    with open(f"/proc/self/task/{{tid}}/status") as status:
+        blocked = next(int(line.split()[1], 16) for line in status if line.startswith("SigBlk"))
+    print(name, int(signal.SIGTERM) in {{n + 1 for n in range(64) if blocked >> n & 1}})
+"""
+
+
+@pytest.mark.skipif(not Path("/proc/self/task").is_dir(), reason="reads /proc (Linux)")
+def test_the_watching_thread_leaves_sigterm_to_the_main_thread() -> None:
+    # a SIGTERM taken by the watching thread would not wake a main thread blocked in a lock:
+    # a pool worker waiting for a task then outlives Pool.terminate and its parent waits forever
+    out = subprocess.run(
+        [sys.executable, "-c", WATCHED_MASK.format(root=str(Path(__file__).parents[1]))],
+        capture_output=True, text=True, timeout=60, check=True,
+    ).stdout.split("\n")  # fmt: skip
+    assert out[:2] == ["watcher True", "main False"]
+
+
+def _worker_pid(_: int) -> int:
+    time.sleep(0.01)
+    return os.getpid()
+
+
+def _gone(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    return False
+
+
+@pytest.mark.parametrize("fail", [False, True])
+def test_a_forked_pool_leaves_no_worker_after_its_block(fail: bool) -> None:
+    from training.run_folder import forked_pool
+
+    pids: set[int] = set()
+    expected = pytest.raises(RuntimeError) if fail else contextlib.nullcontext()
+    with expected, forked_pool(2) as pool:
+        pids |= set(pool.map(_worker_pid, range(20)))
+        if fail:
+            raise RuntimeError("stop")
+    assert pids and all(_gone(pid) for pid in pids)  # closed (or terminated) and joined
 
 
 PARENT = """

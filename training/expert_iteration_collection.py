@@ -11,8 +11,6 @@ or the backend.
 from __future__ import annotations
 
 import dataclasses
-import multiprocessing
-import os
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -33,7 +31,7 @@ from bergen_env.single_agent import BergenSingleAgentEnv
 from .expert_iteration_config import NETWORK, ExpertIterationConfig
 from .expert_iteration_networks import NetworkArrays, policy_network
 from .ray_option import join_ray
-from .run_folder import start_worker
+from .run_folder import forked_pool
 
 
 @dataclass
@@ -233,9 +231,7 @@ def collect_parallel(
             for k in todo:
                 keep(k, _collect_job(jobs[k]))
         else:
-            with multiprocessing.get_context("fork").Pool(
-                cfg.workers, initializer=start_worker, initargs=(os.getpid(),)
-            ) as pool:
+            with forked_pool(cfg.workers) as pool:
                 for k, part in zip(todo, pool.imap(_collect_job, [jobs[k] for k in todo])):
                     keep(k, part)
     return Decisions.concatenate([parts[k] for k in range(n_jobs)])

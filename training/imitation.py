@@ -18,8 +18,6 @@ count) and the fitted network are reproducible.
 
 from __future__ import annotations
 
-import multiprocessing
-import os
 from dataclasses import dataclass
 from typing import Any
 
@@ -30,7 +28,7 @@ from bergen_env.agents.base import make_agent
 from bergen_env.single_agent import BergenSingleAgentEnv
 
 from .config import TrainConfig
-from .run_folder import start_worker
+from .run_folder import forked_pool
 from .selfplay import build_opponents
 
 
@@ -131,10 +129,7 @@ def collect_parallel(cfg: TrainConfig, decisions: int, seed: int) -> TeacherData
                 parts.append(part)
                 bar.update(len(part))
         else:
-            ctx = multiprocessing.get_context("fork")
-            with ctx.Pool(  # workers end with this process
-                cfg.imitation_workers, initializer=start_worker, initargs=(os.getpid(),)
-            ) as pool:
+            with forked_pool(cfg.imitation_workers) as pool:
                 for part in pool.imap(_collect_job, jobs):
                     parts.append(part)
                     bar.update(len(part))

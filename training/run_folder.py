@@ -13,11 +13,13 @@
 from __future__ import annotations
 
 import contextlib
+import multiprocessing
+import multiprocessing.pool
 import os
 import re
 import time
 import zipfile
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import TypeVar
 
@@ -119,6 +121,25 @@ def start_worker(parent: int) -> None:
         with contextlib.suppress(OSError):
             os.close(fd)
     _LOCKS.clear()
+
+
+@contextlib.contextmanager
+def forked_pool(workers: int) -> Iterator[multiprocessing.pool.Pool]:
+    """A pool of ``workers`` forked processes that end with this one (:func:`start_worker`).
+    Leaving the block normally closes the pool and waits for the workers to empty its queue and
+    exit; an exception (Ctrl-C included) terminates them first."""
+    pool = multiprocessing.get_context("fork").Pool(
+        workers, initializer=start_worker, initargs=(os.getpid(),)
+    )
+    try:
+        yield pool
+    except BaseException:
+        pool.terminate()
+        raise
+    else:
+        pool.close()
+    finally:
+        pool.join()
 
 
 def remove_temp_files(folder: Path) -> list[Path]:
