@@ -376,17 +376,13 @@ def heuristic_action(r, i, m, scores, hands, bits, hlen, voids, line, weights):
         if m[i, K.BPOS] < r[K.R_BONE] - r[K.R_RESERVE]:
             return DRAW
         return PASS
+    # the plays in action order: tile by tile (end 0, then end 1), then the double play
+    plays = _spread(m0) | (_spread(m1) << 1)
     if count == 1:
-        if m0:
-            return 2 * K.popcount((m0 & -m0) - 1)
-        if m1:
-            return 2 * K.popcount((m1 & -m1) - 1) + 1
-        return DOUBLE_PLAY + e0
+        return K.popcount((plays & -plays) - 1) if plays else DOUBLE_PLAY + e0
     held, once, twice = seen_masks(r, i, hands, line, p)
     best = -1
     best_value = -np.inf
-    # the plays in action order: tile by tile (end 0, then end 1), then the double play
-    plays = _spread(m0) | (_spread(m1) << 1)
     while plays or double:
         if plays:
             low = plays & -plays
