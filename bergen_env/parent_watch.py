@@ -8,10 +8,11 @@ doing. (Polling, not Linux's parent-death signal: that signal follows the *threa
 the worker, and pools start workers from helper threads.) The worker also ignores Ctrl-C, which
 the terminal sends to the whole process group: the parent alone decides how to stop.
 
-The watching thread blocks the stop signals (:data:`STOP_SIGNALS`), so the kernel hands them to
-the worker's main thread: a signal taken by another thread does not wake a main thread blocked
-in a lock, and a pool worker waiting for its next task would then never see the ``SIGTERM``
-with which ``Pool.terminate`` ends it (its parent would wait for it forever).
+A worker also ends at once on ``SIGTERM`` (the default action, whatever handler it inherited
+from its parent by ``fork``): a Python handler runs only once the main thread is woken, and a
+signal the kernel hands to another thread (the watching thread, a library's thread pool) does
+not wake a main thread blocked in a lock, so a pool worker waiting for its next task would
+outlive the ``SIGTERM`` with which ``Pool.terminate`` ends it, and its parent would wait forever.
 """
 
 from __future__ import annotations
@@ -23,12 +24,6 @@ import threading
 
 #: Seconds between two checks of the parent.
 POLL_S = 0.25
-#: Signals the watching thread never takes (they go to the main thread, whose handlers act).
-STOP_SIGNALS = frozenset(
-    getattr(signal, name)
-    for name in ("SIGTERM", "SIGINT", "SIGHUP", "SIGQUIT", "SIGUSR1", "SIGUSR2", "SIGALRM")
-    if hasattr(signal, name)
-)
 
 _watching: int | None = None
 
@@ -41,23 +36,18 @@ def _watch(parent: int) -> None:
 
 
 def die_with_parent(parent: int) -> None:
-    """End this process as soon as process ``parent`` (the one that started it) is gone, and
-    leave Ctrl-C to the parent.
+    """End this process as soon as process ``parent`` (the one that started it) is gone, leave
+    Ctrl-C to the parent, and end at once on ``SIGTERM``.
 
     Idempotent; exits at once if ``parent`` is already gone. Call it first thing in the worker.
     """
     global _watching
     if os.getppid() != parent:
         os._exit(1)
-    with contextlib.suppress(ValueError):  # not the main thread: leave the handler as it is
+    with contextlib.suppress(ValueError):  # not the main thread: leave the handlers as they are
         signal.signal(signal.SIGINT, signal.SIG_IGN)
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
     if _watching == parent:
         return
     _watching = parent
-    watcher = threading.Thread(target=_watch, args=(parent,), name="parent-watch", daemon=True)
-    # a new thread starts with its creator's signal mask: block, start, restore
-    previous = signal.pthread_sigmask(signal.SIG_BLOCK, STOP_SIGNALS)
-    try:
-        watcher.start()
-    finally:
-        signal.pthread_sigmask(signal.SIG_SETMASK, previous)
+    threading.Thread(target=_watch, args=(parent,), name="parent-watch", daemon=True).start()
