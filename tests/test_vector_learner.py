@@ -125,8 +125,8 @@ def test_same_seed_same_run() -> None:
 
 
 def test_bad_input_is_named() -> None:
-    with pytest.raises(InvalidOptionError, match="opponents"):
-        BergenLearnerVectorEnv(num_envs=2, opponents="heuristic")
+    with pytest.raises(InvalidOptionError, match="'search'.*random, greedy, heuristic, tuned"):
+        BergenLearnerVectorEnv(num_envs=2, opponents="search")
     with pytest.raises(InvalidOptionError, match="opponents"):
         BergenLearnerVectorEnv(num_envs=2, num_players=3, opponents=["random"] * 3)
     with pytest.raises(InvalidOptionError, match="learner_seat"):

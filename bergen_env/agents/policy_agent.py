@@ -99,6 +99,13 @@ class PolicyAgent(Agent):
         observation, mask = observation_of_view(view)
         return point_mass(view, self.act(observation, mask, None))
 
+    def act_batch(self, observations: np.ndarray, action_masks: np.ndarray) -> np.ndarray:
+        """:meth:`act` for a batch of rows at once (one forward pass): ``(M, 240)``
+        observations, ``(M, A)`` masks, the ``(M,)`` actions (a batched env's opponent)."""
+        legal = legal_actions_mask(action_masks)
+        logits = self.logits(observations, legal)
+        return np.where(legal, logits, -np.inf).argmax(axis=-1)
+
     def act(self, observation: np.ndarray, action_mask: np.ndarray, view: PublicView | None) -> int:
         legal = checked_legal_actions(
             self.name,

@@ -167,7 +167,7 @@ class BergenVectorEnv:
         acts = self.check_actions(actions)
         # copy=True: the masks buffer is the env's own, filled for every row by the last reset
         # or step, so one byte a row checks the actions
-        self._raise_if_illegal(acts, self.all_rows, masked=self.copy and self.masks_current)
+        self.raise_if_illegal(acts, self.all_rows, masked=self.copy and self.masks_current)
         # copy=True: the observations are written straight into a new array (no second pass)
         fresh = self.copy and self.observations
         obs = np.empty_like(self.obs_buffer) if fresh else self.obs_buffer
@@ -309,7 +309,7 @@ class BergenVectorEnv:
     def step_rows(self, acts: np.ndarray, active: np.ndarray) -> None:
         """Step the rows where ``active`` is True (all actions checked first); fills the
         reward and end buffers, restarts finished matches."""
-        self._raise_if_illegal(acts, active)
+        self.raise_if_illegal(acts, active)
         self.masks_current = False
         K.step_rows(
             self.rule_array,
@@ -321,7 +321,9 @@ class BergenVectorEnv:
             self.truncated_buffer,
         )
 
-    def _raise_if_illegal(self, acts: np.ndarray, active: np.ndarray, masked: bool = False) -> None:
+    def raise_if_illegal(self, acts: np.ndarray, active: np.ndarray, masked: bool = False) -> None:
+        """Raise ``IllegalActionError`` naming the first active row whose action is illegal for
+        its seat on turn (``masked``: read the legality from ``masks``, filled for every row)."""
         if self.parallel:  # every row tested on the threads, then the first bad one found
             flags = self._bad_rows
             if masked:

@@ -1015,61 +1015,6 @@ def greedy_row(r, i, masks, m, scores, hlen):
     return best
 
 
-@njit_inline
-def seat_action(r, i, kinds, seats, auto_forced, count, masks, m, scores, hlen, agent_rng):
-    """The built-in move of the seat on turn in row ``i`` (its ``count`` legal actions in row
-    ``i`` of ``masks``): the seat ``rel`` places after the learner (``seats[i]``) plays by
-    ``kinds[rel]`` (0 uniform random, 1 greedy); the learner plays its forced move (with
-    ``auto_forced``, when exactly one action is legal); -1 when the learner must choose."""
-    rel = (m[i, CUR] - seats[i]) % r[R_N]
-    if rel == 0:
-        if not (auto_forced and count == 1):
-            return -1
-        return random_row(masks, agent_rng, i)  # the only legal action: no draw
-    if kinds[rel] == 0:
-        return random_row(masks, agent_rng, i)
-    return greedy_row(r, i, masks, m, scores, hlen)
-
-
-@njit_borrowed
-def advance_rows(
-    r, kinds, seat_option, auto_forced, m, scores, hands, bits, hlen, voids, line, bone, rng,
-    deals, agent_rng, seat_rng, seats, acted, reward, carry, term, trunc, masks, seat_rewards,
-    ended_flags,
-):  # fmt: skip
-    """Play every row until its learner (``seats[i]``) has a real decision: the other seats
-    by ``kinds[relative seat]`` (0 random, 1 greedy), the learner's forced moves with
-    ``auto_forced``. Each step's learner reward goes to ``reward`` once it has acted in the
-    match, else to ``carry``; a match that ends is flagged in ``term``/``trunc`` (when its
-    learner acted) and its next match draws a learner seat (``seat_option`` < 0: random)."""
-    n = r[R_N]
-    ended_term = ended_flags[0]
-    ended_trunc = ended_flags[1]
-    for i in range(m.shape[0]):
-        while True:
-            count = legal_mask(r, i, m, hands, bits, masks)
-            a = seat_action(r, i, kinds, seats, auto_forced, count, masks, m, scores, hlen,
-                            agent_rng)  # fmt: skip
-            if a < 0:
-                break
-            b0, b1, b2, b3 = scores[i, 0], scores[i, 1], scores[i, 2], scores[i, 3]
-            apply_action(r, i, m, scores, hands, bits, hlen, voids, line, bone, rng, deals, a)
-            finish_row(r, i, m, scores, hands, bits, hlen, voids, line, bone, rng, deals,
-                       seat_rewards, ended_term, ended_trunc, b0, b1, b2, b3)  # fmt: skip
-            gain = seat_rewards[i, seats[i]]
-            if acted[i]:
-                reward[i] += gain
-            else:
-                carry[i] += gain
-            if ended_flags[0, i] or ended_flags[1, i]:
-                if acted[i]:
-                    term[i] |= ended_flags[0, i]
-                    trunc[i] |= ended_flags[1, i]
-                carry[i] = 0.0
-                acted[i] = False
-                seats[i] = below(seat_rng, i, n) if seat_option < 0 else seat_option
-
-
 @njit
 def draw_seats(rng, rows, n, out):
     """A uniform seat in ``0..n-1`` for every row of ``rows`` (a bool mask), from its stream."""

@@ -12,10 +12,15 @@ match. A match that ends restarts in the same step (Gymnasium's ``SAME_STEP`` au
 returned observation is the new match's first decision; ``rewards``, ``terminations`` and
 ``truncations`` are the finished match's.
 
-Arguments: ``num_envs``; ``opponents``: ``"random"``, ``"greedy"`` or a callable
+Arguments: ``num_envs``; ``opponents``: one opponent for every other seat, or a list with one
+per other seat in turn order after the learner (in partnerships the second is the learner's
+partner); an opponent is an agent string of a batchable kind (``"random"``, ``"greedy"``,
+``"heuristic"``/``"heuristic:threat=1.5"``, ``"tuned"``, ``"policy:PATH"``; see
+:mod:`bergen_env.agents.batch_opponents`), an agent with ``act_batch``, a callable
 ``f(observations, action_masks) -> actions`` over a batch (``(M, 240)`` float32, ``(M, A)``
-int8, returning ``(M,)`` ints: a frozen policy for self-play), or a list with one of these per
-other seat in turn order after the learner; ``learner_seat``: ``"random"`` (drawn for every
+int8, returning ``(M,)`` ints: a frozen policy for self-play), or a list of these, one drawn
+for each match (uniformly; :meth:`~BergenLearnerVectorEnv.set_opponents` sets other odds);
+``learner_seat``: ``"random"`` (drawn for every
 match from the row's stream) or a seat number; ``auto_forced`` (default True): the learner's
 forced moves (exactly one legal action) are played for it; ``reward``: ``"match"`` (+1 /
 -1/(sides-1) for the learner's side when the match ends) or ``"points"`` (the learner's side's
@@ -35,29 +40,44 @@ whose match ended).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
 
+from bergen_env.actions import action_str
+from bergen_env.agents.base import Agent
+from bergen_env.agents.batch_opponents import (
+    FUNCTION,
+    BatchOpponent,
+    BatchPolicy,
+    batch_opponent,
+)
+from bergen_env.agents.compiled.opponent_moves import opponent_move
 from bergen_env.env_options import DEFAULT_MAX_HANDS, check_env_keywords
 from bergen_env.errors import IllegalActionError, InvalidOptionError
 from bergen_env.observation import OBS_SIZE, obs_bounds
 from bergen_env.rules import Rules
 from bergen_env.validation import keyword_names
 from bergen_env.vector import kernels as K
-from bergen_env.vector._numba import njit_borrowed
+from bergen_env.vector._numba import njit, njit_borrowed, njit_inline
 from bergen_env.vector.env import BergenVectorEnv
 
-BatchPolicy = Callable[[np.ndarray, np.ndarray], Any]
-OpponentSpec = str | BatchPolicy
-BUILTIN_OPPONENTS = ("random", "greedy")
+#: One opponent: an agent string, an agent, a batch function or a :class:`BatchOpponent`.
+Opponent = str | Agent | BatchPolicy | BatchOpponent
+#: A seat's opponent, or a list of them of which each match draws one.
+OpponentSpec = Opponent | Sequence[Opponent]
 
 
 class BergenLearnerVectorEnv(gym.vector.VectorEnv):
-    """One learner seat per match against batched opponents; see the module docstring."""
+    """One learner seat per match against batched opponents; see the module docstring.
+
+    ``opponent_roster``: the opponents in play (:class:`BatchOpponent`); ``seat_opponents``
+    ``(N, players)``: per row, the roster index of the opponent at each seat relative to the
+    learner in the current match (column 0, the learner's, unused).
+    """
 
     metadata = {"autoreset_mode": gym.vector.AutoresetMode.SAME_STEP}
 
@@ -89,24 +109,10 @@ class BergenLearnerVectorEnv(gym.vector.VectorEnv):
         self.rules = self.batch.rules
         n = self.rules.num_players
         self.num_envs = self.batch.num_envs
-        specs = [opponents] if isinstance(opponents, str) or callable(opponents) else opponents
-        specs = list(specs)
-        if len(specs) == 1:
-            specs = specs * (n - 1)
-        if len(specs) != n - 1:
-            raise InvalidOptionError(
-                f"option 'opponents' needs 1 or {n - 1} entries for {n} players, got {len(specs)}"
-            )
-        for spec in specs:
-            if not (spec in BUILTIN_OPPONENTS or (callable(spec) and not isinstance(spec, str))):
-                raise InvalidOptionError(
-                    f"option 'opponents': each entry must be one of {BUILTIN_OPPONENTS} or a "
-                    f"callable (observations, action_masks) -> actions, got {spec!r}"
-                )
-        self.opponents = specs
-        self._needs_obs = any(callable(s) for s in specs)
-        #: per relative seat (0, the learner's, unused): 0 random, 1 greedy (built-ins only)
-        self._kinds = np.array([0] + [int(spec == "greedy") for spec in specs], dtype=np.int64)
+        self.opponent_roster: list[BatchOpponent] = []
+        self.seat_opponents = np.zeros((self.num_envs, n), dtype=np.int64)
+        self._keys: list[Any] = []  # what each roster entry was made from
+        self.set_opponents(opponents)
         if learner_seat != "random" and not (
             isinstance(learner_seat, (int, np.integer))
             and not isinstance(learner_seat, bool)
@@ -142,12 +148,66 @@ class BergenLearnerVectorEnv(gym.vector.VectorEnv):
         self._rows = np.arange(size)
         self._seat_rewards = np.zeros((size, K.MAX_SEATS), dtype=np.float32)
         self._ended = np.zeros((2, size), dtype=np.bool_)
+        #: per row, the roster index of the batch function its seat on turn waits for (-1: the
+        #: learner's decision)
+        self._waiting = np.full(size, -1, dtype=np.int64)
         #: the state before the current step (replayed for the final observations), and the
-        #: actions of each round of the Python advance (callable opponents)
+        #: actions of each round of batch functions
         self._before: list[np.ndarray] = []
         self._rounds: list[tuple[np.ndarray, np.ndarray]] = []
 
     # ------------------------------------------------------------------ API
+
+    def set_opponents(
+        self,
+        opponents: OpponentSpec | Sequence[OpponentSpec],
+        weights: Sequence[Sequence[float] | None] | None = None,
+    ) -> None:
+        """Set the opponents (the constructor's forms) for the matches that start from now on;
+        running matches end with the opponents they started with.
+
+        ``weights``: the odds of the candidates of a seat that draws among several, in the
+        shape of ``opponents``: one list per entry (None for an entry with one candidate), e.g.
+        ``set_opponents([["heuristic", snapshot_a, snapshot_b]], weights=[[2, 1, 1]])``;
+        without it, each candidate equally often."""
+        n = self.rules.num_players
+        entries = _seat_entries(opponents, n)
+        odds = _entry_weights(weights, entries)
+        if len(entries) == 1:
+            entries, odds = entries * (n - 1), odds * (n - 1)
+        # the roster: the new opponents, then the old ones running matches still play
+        keys = [_key(c) for seat in entries for c in seat]
+        kept = self.opponent_roster
+        still = {int(k) for k in np.unique(self.seat_opponents[:, 1:])} if kept else set()
+        roster: list[BatchOpponent] = []
+        new_keys: list[Any] = []
+        for key, spec in zip(keys, (c for seat in entries for c in seat)):
+            if key in new_keys:
+                continue
+            old = self._keys.index(key) if key in self._keys else -1
+            roster.append(kept[old] if old >= 0 else batch_opponent(spec, self.rules))
+            new_keys.append(key)
+        remap = np.zeros(max(len(kept), 1), dtype=np.int64)
+        for k in sorted(still):
+            if self._keys[k] not in new_keys:
+                roster.append(kept[k])
+                new_keys.append(self._keys[k])
+            remap[k] = new_keys.index(self._keys[k])
+        if kept:
+            self.seat_opponents[:, 1:] = remap[self.seat_opponents[:, 1:]]
+        most = max(len(seat) for seat in entries)
+        self._cands = np.zeros((n, most), dtype=np.int64)
+        self._ncands = np.ones(n, dtype=np.int64)
+        self._cum = np.ones((n, most), dtype=np.float64)
+        for s, (seat, p) in enumerate(zip(entries, odds), start=1):
+            self._cands[s, : len(seat)] = [new_keys.index(_key(c)) for c in seat]
+            self._ncands[s] = len(seat)
+            self._cum[s, : len(seat)] = np.cumsum(p) / np.sum(p)
+        self.opponent_roster, self._keys = roster, new_keys
+        self.opponents = [seat[0] if len(seat) == 1 else list(seat) for seat in entries]
+        self._codes = np.array([o.code for o in roster], dtype=np.int64)
+        self._weights = np.stack([o.weights for o in roster])
+        self._has_functions = bool((self._codes == FUNCTION).any())
 
     def reset(
         self, *, seed: int | None = None, options: dict[str, Any] | None = None
@@ -164,7 +224,9 @@ class BergenLearnerVectorEnv(gym.vector.VectorEnv):
         self._reward[:] = 0.0
         self._term[:] = False
         self._trunc[:] = False
-        self._advance()
+        self._rounds.clear()
+        self._actions[:] = -1
+        self._play(self._actions, self.batch.all_rows)
         self._reward[:] = 0.0  # points scored before the first decision go to the first step
         return self._learner_obs(), self._infos()
 
@@ -177,14 +239,17 @@ class BergenLearnerVectorEnv(gym.vector.VectorEnv):
         if not b.has_reset:
             raise RuntimeError("call reset() before step()")
         acts = b.check_actions(actions)
+        try:
+            b.raise_if_illegal(acts, b.all_rows)
+        except IllegalActionError as exc:
+            raise IllegalActionError(f"the learner: {exc}") from None
         self._keep_state()
         self._reward[:] = self._carry
         self._carry[:] = 0.0
         self._term[:] = False
         self._trunc[:] = False
         self._acted[:] = True
-        self._apply(acts, b.all_rows, "the learner")
-        self._advance()
+        self._play(acts, b.all_rows)
         infos = self._infos()
         ended = self._term | self._trunc
         if ended.any():
@@ -205,84 +270,58 @@ class BergenLearnerVectorEnv(gym.vector.VectorEnv):
 
     # ------------------------------------------------------------------ internals
 
-    def _apply(self, acts: np.ndarray, active: np.ndarray, who: str) -> None:
-        """Step the active rows and book each result for its learner."""
+    def _play(self, acts: np.ndarray, pending: np.ndarray) -> None:
+        """Apply ``acts`` (-1: none) in the pending rows, then play every row until its learner
+        must choose: the compiled opponents (and the learner's forced moves) in one compiled
+        pass, the batch functions once a round for all the rows waiting for them."""
         b = self.batch
-        try:
-            b.step_rows(acts, active)
-        except IllegalActionError as exc:
-            raise IllegalActionError(f"{who}: {exc}") from None
-        rows = self._rows[active]
-        gained = b.rewards_buffer[rows, self.seats[rows]]
-        acted = self._acted[rows]
-        ended = b.terminated_buffer[rows] | b.truncated_buffer[rows]
-        # before the learner's first decision of a match its gains wait for its first step
-        self._reward[rows[acted]] += gained[acted]
-        self._carry[rows[~acted]] += gained[~acted]
-        done = rows[ended]
-        if len(done):
-            real = done[self._acted[done]]  # a match that ended before its learner acted
-            self._term[real] |= b.terminated_buffer[real]  # (tiny targets) is replaced silently
-            self._trunc[real] |= b.truncated_buffer[real]
-            self._carry[done] = 0.0
-            self._acted[done] = False
-            fresh = np.zeros(self.num_envs, dtype=np.bool_)
-            fresh[done] = True
-            self._draw_seats(fresh)
-
-    def _advance(self) -> None:
-        """Opponents (and the learner's forced moves) play until the learner must choose."""
-        if not self._needs_obs:  # built-in opponents only: one compiled pass over the rows
-            b = self.batch
-            K.advance_rows(
-                b.rule_array, self._kinds, self._seat_option, self.auto_forced, *b.state_arrays(),
-                b.agent_rng, self._seat_rng, self.seats, self._acted, self._reward, self._carry,
-                self._term, self._trunc, b.masks, self._seat_rewards, self._ended,
-            )  # fmt: skip
-            return
-        self._advance_in_python()
-
-    def _advance_in_python(self) -> None:
-        """:meth:`_advance` round by round, asking callable opponents for their rows."""
-        b = self.batch
-        n = self.rules.num_players
-        masks, acts = b.masks, self._actions
+        b.masks_current = False
         while True:
-            b.observe_rows(b.all_rows, self._needs_obs)
-            cur = b.current_player
-            rel = (cur - self.seats) % n
-            waiting = rel != 0
-            if self.auto_forced:
-                forced = (rel == 0) & (masks.sum(axis=1) == 1)
-                waiting |= forced
-            if not waiting.any():
+            advance_rows(
+                b.rule_array, self._codes, self._weights, self._cands, self._ncands, self._cum,
+                self._seat_option, self.auto_forced, acts, pending, *b.state_arrays(),
+                b.agent_rng, self._seat_rng, self.seats, self.seat_opponents, self._acted,
+                self._reward, self._carry, self._term, self._trunc, b.masks, self._seat_rewards,
+                self._ended, self._waiting,
+            )  # fmt: skip
+            if not self._has_functions:
                 return
-            if self.auto_forced and forced.any():
-                acts[forced] = masks[forced].argmax(axis=1)
-            for k, spec in enumerate(self.opponents, start=1):
-                rows = rel == k
-                if not rows.any():
-                    continue
-                if spec == "random":
-                    K.random_actions(masks, rows, b.agent_rng, acts)
-                elif spec == "greedy":
-                    K.greedy_actions(b.rule_array, masks, rows, b.m, b.scores, b.hlen, acts)
-                else:
-                    chosen = np.asarray(spec(b.obs_buffer[rows], masks[rows]))
-                    if chosen.shape != (int(rows.sum()),) or chosen.dtype.kind not in "iu":
-                        raise IllegalActionError(
-                            f"opponent {spec!r} must return one integer action per row, got "
-                            f"{chosen.dtype} {chosen.shape}"
-                        )
-                    acts[rows] = chosen
-            who = "an opponent" if not self.auto_forced else "an opponent or a forced move"
-            self._rounds.append((acts.copy(), waiting.copy()))
-            self._apply(acts, waiting, who)
+            pending = self._waiting >= 0
+            if not pending.any():
+                return
+            b.observe_rows(pending, True)
+            acts = self._actions
+            for k in np.unique(self._waiting[pending]):
+                rows = self._waiting == k
+                acts[rows] = self._function_actions(self.opponent_roster[k], rows)
+            self._rounds.append((acts.copy(), pending.copy()))
+
+    def _function_actions(self, opponent: BatchOpponent, rows: np.ndarray) -> np.ndarray:
+        """The actions of a batch function for its rows (legal, else a named error)."""
+        b = self.batch
+        masks = b.masks[rows]
+        chosen = np.asarray(opponent.function(b.obs_buffer[rows], masks))
+        if chosen.shape != (len(masks),) or chosen.dtype.kind not in "iu":
+            raise IllegalActionError(
+                f"opponent {opponent.name!r} must return one integer action per row, got "
+                f"{chosen.dtype} {chosen.shape}"
+            )
+        inside = (chosen >= 0) & (chosen < b.num_actions)
+        legal = inside & (masks[np.arange(len(masks)), np.where(inside, chosen, 0)] != 0)
+        if not legal.all():
+            j = int(np.argmin(legal))
+            row, a = int(np.flatnonzero(rows)[j]), int(chosen[j])
+            text = action_str(a) if 0 <= a < b.num_actions else "out of range"
+            allowed = ", ".join(f"{x} ({action_str(x)})" for x in np.flatnonzero(masks[j]))
+            raise IllegalActionError(
+                f"opponent {opponent.name!r}: match {row}: action {a} ({text}) is illegal for "
+                f"player_{b.current_player[row]}; legal actions: {allowed}"
+            )
+        return chosen
 
     def _learner_obs(self) -> np.ndarray:
         b = self.batch
-        if not self._needs_obs:
-            b.observe_rows(b.all_rows, True)
+        b.observe_rows(b.all_rows, True)
         return b.obs_buffer.copy()
 
     def _infos(self) -> dict[str, Any]:
@@ -299,9 +338,10 @@ class BergenLearnerVectorEnv(gym.vector.VectorEnv):
     # (replay_final) from the state kept before the step.
 
     def _keep_state(self) -> None:
-        """Copy the state (and the streams and seats) that the coming step starts from."""
+        """Copy the state (and the streams, seats and opponents) that the coming step starts
+        from."""
         b = self.batch
-        live = (*b.state_arrays()[:-1], b.agent_rng, self.seats)  # the deals never change
+        live = (*b.state_arrays()[:-1], b.agent_rng, self.seats, self.seat_opponents)
         if not self._before:
             self._before = [a.copy() for a in live]
         else:
@@ -312,7 +352,7 @@ class BergenLearnerVectorEnv(gym.vector.VectorEnv):
     def _add_final(self, infos: dict[str, Any], rows: np.ndarray, acts: np.ndarray) -> None:
         """``final_obs`` / ``final_info`` and their masks for the matches that ended in ``rows``."""
         size, b = self.num_envs, self.batch
-        *state, agent_rng, seats = self._before
+        *state, agent_rng, seats, seat_opponents = self._before
         m, scores = state[0], state[1]
         if self._rounds:
             recorded = np.stack([a for a, _ in self._rounds])
@@ -323,8 +363,8 @@ class BergenLearnerVectorEnv(gym.vector.VectorEnv):
         obs = np.zeros((size, OBS_SIZE), dtype=np.float32)
         masks = np.zeros((size, self.rules.num_actions), dtype=np.int8)
         replay_final(
-            b.rule_array, rows, acts, self._kinds, self.auto_forced, self._needs_obs, recorded,
-            waiting, *state, b.deals, agent_rng, seats, masks, obs,
+            b.rule_array, rows, acts, self._codes, self._weights, seat_opponents,
+            self.auto_forced, recorded, waiting, *state, b.deals, agent_rng, seats, masks, obs,
         )  # fmt: skip
         final_obs = np.full(size, None, dtype=object)
         for i in rows:
@@ -350,24 +390,169 @@ class BergenLearnerVectorEnv(gym.vector.VectorEnv):
         infos["_final_info"] = ended.copy()
 
     def _draw_seats(self, rows: np.ndarray) -> None:
+        """A learner seat (and the opponents) for the new match of each row of ``rows``."""
         n = self.rules.num_players
         if self.learner_seat_option == "random":
             K.draw_seats(self._seat_rng, rows, n, self.seats)
         else:
             self.seats[rows] = int(self.learner_seat_option)
+        draw_opponents_rows(
+            rows, n, self._cands, self._ncands, self._cum, self._seat_rng, self.seat_opponents
+        )
+
+
+def _key(spec: Any) -> Any:
+    """What identifies an opponent: its string, else the object itself."""
+    return spec if isinstance(spec, str) else ("object", id(spec))
+
+
+def _is_one(spec: Any) -> bool:
+    return isinstance(spec, (str, Agent, BatchOpponent)) or callable(spec)
+
+
+def _seat_entries(opponents: Any, n: int) -> list[list[Any]]:
+    """``opponents`` as one list of candidates per entry (one entry, or one per other seat)."""
+    if _is_one(opponents):
+        entries = [opponents]
+    elif isinstance(opponents, Sequence) and opponents:
+        entries = list(opponents)
+    else:
+        raise InvalidOptionError(
+            f"option 'opponents' must be an opponent or a list of them, got {opponents!r}"
+        )
+    if len(entries) not in (1, n - 1):
+        raise InvalidOptionError(
+            f"option 'opponents' needs 1 or {n - 1} entries for {n} players (one per other "
+            f"seat; a list inside an entry is drawn from for each match), got {len(entries)}"
+        )
+    out = []
+    for entry in entries:
+        seat = [entry] if _is_one(entry) else entry
+        if (
+            not isinstance(seat, Sequence)
+            or isinstance(seat, str)
+            or not seat
+            or not all(_is_one(c) for c in seat)
+        ):
+            raise InvalidOptionError(
+                f"option 'opponents': each entry is an opponent (an agent string, an agent, a "
+                f"callable (observations, action_masks) -> actions) or a non-empty list of "
+                f"them, got {entry!r}"
+            )
+        out.append(list(seat))
+    return out
+
+
+def _entry_weights(weights: Any, entries: list[list[Any]]) -> list[np.ndarray]:
+    """The odds of each entry's candidates (uniform without ``weights``)."""
+    if weights is None:
+        return [np.ones(len(seat)) for seat in entries]
+    if not isinstance(weights, Sequence) or len(weights) != len(entries):
+        raise InvalidOptionError(
+            f"option 'weights' needs one list per opponents entry ({len(entries)}), got {weights!r}"
+        )
+    out = []
+    for seat, w in zip(entries, weights):
+        p = np.ones(len(seat)) if w is None else np.asarray(w, dtype=np.float64)
+        if p.shape != (len(seat),) or not np.all(np.isfinite(p)) or p.min() < 0 or p.sum() <= 0:
+            raise InvalidOptionError(
+                f"option 'weights': {w!r} must be {len(seat)} finite numbers >= 0, not all 0, "
+                f"one per candidate of {seat!r}"
+            )
+        out.append(p)
+    return out
+
+
+@njit_inline
+def draw_opponents(i, n, cands, ncands, cum, seat_rng, seat_opponents):
+    """The opponents of row ``i``'s new match: seat ``s`` (relative to the learner) plays
+    ``cands[s, k]``, ``k`` drawn by the cumulative odds ``cum[s]`` from stream ``i`` of
+    ``seat_rng`` (no draw for a seat with one candidate)."""
+    for s in range(1, n):
+        k = 0
+        if ncands[s] > 1:
+            u = np.float64(K.next_u64(seat_rng, i) >> np.uint64(11)) * (1.0 / 9007199254740992.0)
+            while k < ncands[s] - 1 and u >= cum[s, k]:
+                k += 1
+        seat_opponents[i, s] = cands[s, k]
+
+
+@njit
+def draw_opponents_rows(rows, n, cands, ncands, cum, seat_rng, seat_opponents):
+    """:func:`draw_opponents` for every row of ``rows`` (a bool mask)."""
+    for i in range(rows.shape[0]):
+        if rows[i]:
+            draw_opponents(i, n, cands, ncands, cum, seat_rng, seat_opponents)
+
+
+@njit_borrowed
+def advance_rows(
+    r, codes, weights, cands, ncands, cum, seat_option, auto_forced, acts, pending, m, scores,
+    hands, bits, hlen, voids, line, bone, rng, deals, agent_rng, seat_rng, seats, seat_opponents,
+    acted, reward, carry, term, trunc, masks, seat_rewards, ended_flags, waiting,
+):  # fmt: skip
+    """Play every pending row: its action ``acts[i]`` first (none when negative), then the
+    compiled opponents (``codes``/``weights`` of roster entry ``seat_opponents[i, seat relative
+    to the learner]``) and the learner's forced moves (with ``auto_forced``) until the learner
+    (``seats[i]``) has a real decision (``waiting[i] = -1``) or the seat on turn is a batch
+    function (``waiting[i]``: its roster index). Each move's learner reward goes to ``reward``
+    once it has acted in the match, else to ``carry``; a match that ends is flagged in
+    ``term``/``trunc`` (when its learner acted) and its next match draws a learner seat
+    (``seat_option`` < 0: random) and opponents (:func:`draw_opponents`)."""
+    n = r[K.R_N]
+    ended_term = ended_flags[0]
+    ended_trunc = ended_flags[1]
+    for i in range(m.shape[0]):
+        if not pending[i]:
+            continue
+        a = acts[i]
+        while True:
+            if a >= 0:
+                b0, b1, b2, b3 = scores[i, 0], scores[i, 1], scores[i, 2], scores[i, 3]
+                K.apply_action(r, i, m, scores, hands, bits, hlen, voids, line, bone, rng, deals, a)
+                K.finish_row(r, i, m, scores, hands, bits, hlen, voids, line, bone, rng, deals,
+                             seat_rewards, ended_term, ended_trunc, b0, b1, b2, b3)  # fmt: skip
+                gain = seat_rewards[i, seats[i]]
+                if acted[i]:
+                    reward[i] += gain
+                else:
+                    carry[i] += gain
+                if ended_term[i] or ended_trunc[i]:
+                    if acted[i]:
+                        term[i] |= ended_term[i]
+                        trunc[i] |= ended_trunc[i]
+                    carry[i] = 0.0
+                    acted[i] = False
+                    seats[i] = K.below(seat_rng, i, n) if seat_option < 0 else seat_option
+                    draw_opponents(i, n, cands, ncands, cum, seat_rng, seat_opponents)
+            count = K.legal_mask(r, i, m, hands, bits, masks)
+            rel = (m[i, K.CUR] - seats[i]) % n
+            if rel == 0:
+                if not (auto_forced and count == 1):
+                    waiting[i] = -1
+                    break
+                a = K.random_row(masks, agent_rng, i)  # the only legal action: no draw
+                continue
+            o = seat_opponents[i, rel]
+            if codes[o] == FUNCTION:
+                waiting[i] = o
+                break
+            a = opponent_move(r, i, codes[o], weights[o], m, scores, hands, bits, hlen, voids,
+                              line, masks, agent_rng)  # fmt: skip
 
 
 @njit_borrowed
 def replay_final(
-    r, rows, acts, kinds, auto_forced, use_recorded, recorded, waiting, m, scores, hands, bits,
-    hlen, voids, line, bone, rng, deals, agent_rng, seats, masks, out,
+    r, rows, acts, codes, weights, seat_opponents, auto_forced, recorded, waiting, m, scores,
+    hands, bits, hlen, voids, line, bone, rng, deals, agent_rng, seats, masks, out,
 ):  # fmt: skip
     """Replay each row ``i`` of ``rows`` from the state before a step up to the end of its
     match and write the learner's (``seats[i]``) observation of it into row ``i`` of ``out``
     (``masks``: scratch of the batch's shape): the learner's action ``acts[i]``, then the
-    opponents' and forced moves as ``advance_rows`` plays them (``seat_action``, drawing from
-    the same streams) or, with ``use_recorded``, as recorded per round (``recorded[k, i]``
-    where ``waiting[k, i]``)."""
+    compiled opponents' and forced moves as :func:`advance_rows` plays them (drawing from the
+    same streams) and the batch functions' as recorded per round (``recorded[k, i]`` where
+    ``waiting[k, i]``)."""
+    n = r[K.R_N]
     for i in rows:
         a = acts[i]
         k = 0
@@ -375,17 +560,23 @@ def replay_final(
             K.apply_action(r, i, m, scores, hands, bits, hlen, voids, line, bone, rng, deals, a)
             if m[i, K.TERMINAL] or (r[K.R_MAX_HANDS] and m[i, K.HAND_NO] >= r[K.R_MAX_HANDS]):
                 break
-            if use_recorded:
+            count = K.legal_mask(r, i, m, hands, bits, masks)
+            rel = (m[i, K.CUR] - seats[i]) % n
+            if rel == 0:
+                if not (auto_forced and count == 1):
+                    # a match that ended in the step has no real decision before its end
+                    raise RuntimeError("replay_final: the learner must choose before the end")
+                a = K.random_row(masks, agent_rng, i)
+                continue
+            o = seat_opponents[i, rel]
+            if codes[o] == FUNCTION:
                 while not waiting[k, i]:
                     k += 1
                 a = recorded[k, i]
                 k += 1
                 continue
-            count = K.legal_mask(r, i, m, hands, bits, masks)
-            a = K.seat_action(r, i, kinds, seats, auto_forced, count, masks, m, scores, hlen,
-                              agent_rng)  # fmt: skip
-            if a < 0:  # a match that ended in the step has no real decision before its end
-                raise RuntimeError("replay_final: the learner must choose before the match ends")
+            a = opponent_move(r, i, codes[o], weights[o], m, scores, hands, bits, hlen, voids,
+                              line, masks, agent_rng)  # fmt: skip
         masks[i] = 0
         if not m[i, K.TERMINAL] and m[i, K.CUR] == seats[i]:
             K.legal_mask(r, i, m, hands, bits, masks)

@@ -6,6 +6,7 @@
   (``playouts="compiled"``).
 - :mod:`~bergen_env.agents.compiled.belief_weights`: ``search``'s ``belief=1`` deal weights and
   the whole weighted search.
+- :mod:`~bergen_env.agents.compiled.opponent_moves`: the batched learner env's compiled opponents.
 - :mod:`~bergen_env.agents.compiled.heuristic_matches`: whole matches between heuristics with
   different weights (the weight tuner's evaluation).
 
