@@ -126,8 +126,8 @@ def _built(spec: str) -> Agent:
 
 def _not_batchable(what: str, kind: str) -> str:
     return (
-        f"option 'opponents': {what} ({kind}) cannot play a batch; batched opponents are the "
-        f"kinds {', '.join(BATCHABLE_KINDS)}, an agent with act_batch, or a callable "
+        f"option 'opponents': {what} (kind {kind!r}) cannot play a batch; batched opponents are "
+        f"the kinds {', '.join(BATCHABLE_KINDS)}, an agent with act_batch, or a callable "
         f"(observations, action_masks) -> actions (a frozen network for self-play)"
     )
 
