@@ -160,6 +160,9 @@ def first_legal(observations: np.ndarray, masks: np.ndarray) -> np.ndarray:
         (dict(num_players=4, partnerships=True, rules="double_set"), 0, "callable"),
         (dict(num_players=2, rules="fives", max_hands=3), 0, "callable"),
         (dict(num_players=4, partnerships=True, rules="draw"), 3, "greedy"),
+        (dict(num_players=2, rules="fives", reward="points"), 1, "tuned"),
+        (dict(num_players=3, max_hands=2), 0, "mixed"),
+        (dict(num_players=4, partnerships=True, rules="traditional"), 2, "mixed"),
     ],
 )
 def test_final_obs_and_info_as_sync_vector_env_in_same_step_mode(
@@ -172,18 +175,22 @@ def test_final_obs_and_info_as_sync_vector_env_in_same_step_mode(
     rules = Rules.preset(rules_kw.pop("rules", "standard"), **rules_kw)
     rows = 3
     deals = _deals(rules, 40, 5)
-    batch_opp = first_legal if opponent == "callable" else opponent
+    # mixed: a batch function and the compiled heuristic in alternate seats
+    mixed = [first_legal, "heuristic"] * 2
+    batch_opp = {"callable": first_legal, "mixed": mixed[: rules.num_players - 1]}.get(
+        opponent, opponent
+    )
     env = BergenLearnerVectorEnv(
         num_envs=rows, opponents=batch_opp, learner_seat=seat, rules=rules, seed=0, **env_kw
     )
 
     def scalar() -> BergenSingleAgentEnv:
-        opp = FirstLegal() if opponent == "callable" else opponent
+        opps = {"callable": [FirstLegal()], "mixed": [FirstLegal(), "heuristic"] * 2}
         return BergenSingleAgentEnv(
             rules=rules,
             num_players=rules.num_players,
             partnerships=rules.partnerships,
-            opponents=[opp],
+            opponents=opps.get(opponent, [opponent])[: rules.num_players - 1],
             learner_seat=seat,
             **env_kw,
         )
