@@ -304,3 +304,27 @@ def test_opponent_agents_and_batch_opponents_are_accepted(tmp_path: Path) -> Non
     for _ in range(30):
         obs, rewards, term, trunc, infos = env.step(infos["action_mask"].argmax(axis=1))
     assert env.opponent_roster[0].function == net.act_batch
+
+
+def test_a_ppo_snapshot_plays_a_batch_as_it_plays_a_row() -> None:
+    """``training``'s ``ppo`` agent (a frozen MaskablePPO network) as a batched opponent: the
+    same actions as its ``act`` row by row, by the agent or by its string."""
+    pytest.importorskip("sb3_contrib")
+    from training.ppo_policies import load_policy
+
+    path = POLICIES / "standard_2p.zip"  # this project's own file
+    agent = load_policy(path, trust_pickle=True)
+    rules = Rules.preset("standard", num_players=2)
+    env = BergenVectorEnv(num_envs=128, rules=rules, seed=4)
+    obs, _ = env.reset()
+    for _ in range(6):
+        obs, *_ = env.step(env.random_actions(obs["action_mask"]))
+    batch = agent.act_batch(obs["observation"], obs["action_mask"])
+    rows = [agent.act(o, m, None) for o, m in zip(obs["observation"], obs["action_mask"])]
+    assert batch.tolist() == rows
+    by_name = batch_opponent(f"ppo:path={path},trust_pickle=true", rules)
+    assert by_name.code == FUNCTION
+    learner = BergenLearnerVectorEnv(num_envs=8, rules=rules, opponents=[agent], seed=0)
+    obs, infos = learner.reset()
+    for _ in range(20):
+        obs, rewards, term, trunc, infos = learner.step(infos["action_mask"].argmax(axis=1))

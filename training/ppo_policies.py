@@ -233,13 +233,27 @@ class PPOAgent(Agent):
         )
         if len(legal) == 1:
             return int(legal[0])
-        with torch.no_grad():
-            obs = torch.as_tensor(observation, dtype=torch.float32).reshape(1, -1)
+        logits = self.logits(np.reshape(observation, (1, -1)))[0]
+        return int(legal[np.argmax(logits[legal])])
+
+    def act_batch(self, observations: np.ndarray, action_masks: np.ndarray) -> np.ndarray:
+        """:meth:`act` for a batch of rows in one forward pass: ``(M, 240)`` observations,
+        ``(M, A)`` masks, the ``(M,)`` actions. This makes the agent (a frozen snapshot for
+        self-play) an opponent of the batched env: ``BergenLearnerVectorEnv(opponents=agent)``."""
+        legal = np.asarray(action_masks).astype(bool)
+        if legal.ndim != 2 or not legal.any(axis=1).all():
+            raise ValueError(f"agent {self.name!r}: every row of the masks needs a legal action")
+        logits = self.logits(observations)
+        return np.where(legal, logits, -np.inf).argmax(axis=1)
+
+    def logits(self, observations: np.ndarray) -> np.ndarray:
+        """The policy network's action logits for a batch of observations (float32)."""
+        with torch.inference_mode():
+            obs = torch.as_tensor(observations, dtype=torch.float32)
             policy = self.policy
             features = policy.extract_features(obs, policy.pi_features_extractor)
             latent = policy.mlp_extractor.forward_actor(features)
-            logits = policy.action_net(latent)[0].numpy()
-        return int(legal[np.argmax(logits[legal])])
+            return policy.action_net(latent).numpy()
 
 
 def load_policy(
