@@ -111,3 +111,14 @@ def play(state: BergenState, actions: Iterable[str | int]) -> None:
 def engine_legal(state: BergenState) -> set[str]:
     """The engine's legal actions as printed strings."""
     return {action_str(a) for a in state.legal_actions()}
+
+
+def random_deals(rules: Rules, count: int, seed: int) -> list[dict]:
+    """``count`` random valid deals (the scalar env's ``{"hands", "boneyard"}`` format) drawn
+    from the scalar engine's own dealing."""
+    out = []
+    for k in range(count):
+        state = BergenState(rules, seed=seed * 1000 + k)
+        hands = [state.hand_tiles(s) for s in range(rules.num_players)]
+        out.append({"hands": hands, "boneyard": list(state.boneyard)})
+    return out

@@ -18,6 +18,7 @@ from bergen_env.aec_env import raw_env  # noqa: E402
 from bergen_env.agents.greedy import GreedyAgent  # noqa: E402
 from bergen_env.errors import IllegalActionError, InvalidDealError, InvalidOptionError  # noqa: E402
 from bergen_env.vector import BergenVectorEnv  # noqa: E402
+from tests.scripted import random_deals  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 SEATINGS = [(2, False), (3, False), (4, False), (4, True)]
@@ -192,20 +193,10 @@ def test_auto_resets_are_compared_too() -> None:
     assert min(finished) >= 3
 
 
-def _deals(rules: Rules, count: int, seed: int) -> list[dict]:
-    """Random valid deals drawn from the scalar engine's own dealing."""
-    out = []
-    for k in range(count):
-        state = BergenState(rules, seed=seed * 1000 + k)
-        hands = [state.hand_tiles(s) for s in range(rules.num_players)]
-        out.append({"hands": hands, "boneyard": list(state.boneyard)})
-    return out
-
-
 @pytest.mark.parametrize("preset", ["standard", "double_set", "draw", "fives"])
 def test_given_deals_are_played_then_random_ones(preset: str) -> None:
     rules = Rules.preset(preset, num_players=2)
-    deals = [_deals(rules, 3, seed) for seed in range(3)]
+    deals = [random_deals(rules, 3, seed) for seed in range(3)]
     env = BergenVectorEnv(num_envs=3, rules=rules, seed=0)
     env.reset(options={"deals": deals})
     for i in range(3):

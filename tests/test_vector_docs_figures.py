@@ -29,7 +29,12 @@ FIGURE = re.compile(
     r"(?:ms|ns|µs|s|steps/s|×|x|cycles|GHz|KB|bytes|decisions|times|%)(?![\w/])"
 )
 #: Benchmarks whose figures are CPU-time rates or ratios: their commands run on one core.
-PINNED = {"benchmarks.vector_speed", "benchmarks.kernel_floor", "benchmarks.speed_page"}
+PINNED = {
+    "benchmarks.vector_speed",
+    "benchmarks.kernel_floor",
+    "benchmarks.speed_page",
+    "benchmarks.opponent_cost",
+}
 
 
 def blocks(text: str) -> list[str]:

@@ -10,79 +10,12 @@ import pytest
 
 pytest.importorskip("numba")
 
-from bergen_env import BergenState, Rules  # noqa: E402
+from bergen_env import Rules  # noqa: E402
 from bergen_env.agents.base import Agent  # noqa: E402
 from bergen_env.errors import IllegalActionError, InvalidOptionError  # noqa: E402
 from bergen_env.single_agent import BergenSingleAgentEnv  # noqa: E402
 from bergen_env.vector import BergenLearnerVectorEnv  # noqa: E402
-
-
-def _deals(rules: Rules, count: int, seed: int) -> list[dict]:
-    out = []
-    for k in range(count):
-        state = BergenState(rules, seed=seed * 1000 + k)
-        hands = [state.hand_tiles(s) for s in range(rules.num_players)]
-        out.append({"hands": hands, "boneyard": list(state.boneyard)})
-    return out
-
-
-@pytest.mark.parametrize(
-    ("kwargs", "seat"),
-    [
-        (dict(num_players=2), 1),
-        (dict(num_players=3, rules="traditional", reward="points"), 2),
-        (dict(num_players=4, partnerships=True, rules="double_set"), 0),
-        (dict(num_players=2, rules="fives", reward="points"), 0),
-        (dict(num_players=3, rules="fives"), 1),
-        (dict(num_players=4, partnerships=True, rules="draw"), 3),
-        (dict(num_players=2, rules="draw", reward="points"), 1),
-    ],
-)
-def test_first_match_of_each_row_is_the_single_agent_env_s(kwargs: dict, seat: int) -> None:
-    rules_kw = {k: v for k, v in kwargs.items() if k != "reward"}
-    rules = Rules.preset(rules_kw.pop("rules", "standard"), **rules_kw)
-    reward = kwargs.get("reward", "match")
-    rows = 3
-    deals = [_deals(rules, 40, seed) for seed in range(rows)]
-    env = BergenLearnerVectorEnv(
-        num_envs=rows, opponents="greedy", learner_seat=seat, rules=rules, reward=reward, seed=0
-    )
-    obs, infos = env.reset(options={"deals": deals})
-    singles = []
-    for i in range(rows):
-        single = BergenSingleAgentEnv(
-            rules=rules,
-            num_players=rules.num_players,
-            partnerships=rules.partnerships,
-            opponents=["greedy"],
-            learner_seat=seat,
-            reward=reward,
-        )
-        o, _ = single.reset(seed=i, options={"deals": deals[i]})
-        np.testing.assert_array_equal(obs[i], o)
-        np.testing.assert_array_equal(infos["action_mask"][i], single.action_masks())
-        singles.append(single)
-    live = [True] * rows
-    pick = np.random.default_rng(0)
-    steps = 0
-    while any(live):
-        masks = infos["action_mask"]
-        assert (masks.sum(axis=1) >= 2).all()  # forced moves are played automatically
-        actions = np.array([pick.choice(np.flatnonzero(row)) for row in masks])
-        obs, rewards, term, trunc, infos = env.step(actions)
-        for i in range(rows):
-            if not live[i]:
-                continue
-            o, r, t, tr, _ = singles[i].step(int(actions[i]))
-            assert rewards[i] == pytest.approx(r, abs=1e-6)
-            assert (term[i], trunc[i]) == (t, tr)
-            if t or tr:
-                live[i] = False
-            else:
-                np.testing.assert_array_equal(obs[i], o)
-                np.testing.assert_array_equal(infos["action_mask"][i], singles[i].action_masks())
-        steps += 1
-    assert steps > (3 if rules.single_hand else 10)  # a Draw match is one short hand
+from tests.scripted import random_deals  # noqa: E402
 
 
 def test_callable_opponents_get_their_rows_and_random_seats_vary() -> None:
@@ -174,7 +107,7 @@ def test_final_obs_and_info_as_sync_vector_env_in_same_step_mode(
     rules_kw = {k: v for k, v in kwargs.items() if k not in env_kw}
     rules = Rules.preset(rules_kw.pop("rules", "standard"), **rules_kw)
     rows = 3
-    deals = _deals(rules, 40, 5)
+    deals = random_deals(rules, 40, 5)
     # mixed: a batch function and the compiled heuristic in alternate seats
     mixed = [first_legal, "heuristic"] * 2
     batch_opp = {"callable": first_legal, "mixed": mixed[: rules.num_players - 1]}.get(

@@ -10,7 +10,7 @@ import pytest
 
 pytest.importorskip("numba")
 
-from bergen_env import BergenState, Rules  # noqa: E402
+from bergen_env import Rules  # noqa: E402
 from bergen_env.agents import PolicyAgent, make_agent  # noqa: E402
 from bergen_env.agents.batch_opponents import (  # noqa: E402
     FUNCTION,
@@ -22,20 +22,12 @@ from bergen_env.observation import OBS_SIZE  # noqa: E402
 from bergen_env.policy_file import save_policy_file  # noqa: E402
 from bergen_env.single_agent import BergenSingleAgentEnv  # noqa: E402
 from bergen_env.vector import BergenLearnerVectorEnv, BergenVectorEnv  # noqa: E402
+from tests.scripted import random_deals  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 POLICIES = ROOT / "policies"
 #: Deals given per match; a longer match is truncated in both envs.
 HANDS = 40
-
-
-def _deals(rules: Rules, count: int, seed: int) -> list[dict]:
-    out = []
-    for k in range(count):
-        state = BergenState(rules, seed=seed * 1000 + k)
-        hands = [state.hand_tiles(s) for s in range(rules.num_players)]
-        out.append({"hands": hands, "boneyard": list(state.boneyard)})
-    return out
 
 
 def random_policy_file(path: Path, rules: Rules, seed: int, scorer: bool = False) -> str:
@@ -64,6 +56,13 @@ def _policy(name: str) -> str:
 #: (preset, rule options, learner seat, opponents per seat after the learner, reward).
 #: ``{random}``/``{scorer}``/``{mirror}``: a random network's policy file for the rules.
 CASES = [
+    ("standard", dict(num_players=2), 1, ["greedy"], "match"),
+    ("traditional", dict(num_players=3), 2, ["greedy"], "points"),
+    ("double_set", dict(num_players=4, partnerships=True), 0, ["greedy"], "match"),
+    ("fives", dict(num_players=2), 0, ["greedy"], "points"),
+    ("fives", dict(num_players=3), 1, ["greedy"], "match"),
+    ("draw", dict(num_players=4, partnerships=True), 3, ["greedy"], "match"),
+    ("draw", dict(num_players=2), 1, ["greedy"], "points"),
     ("standard", dict(num_players=2), 1, ["heuristic"], "match"),
     ("standard", dict(num_players=2), 0, [_policy("expert_2p")], "points"),
     ("standard", dict(num_players=3), 2, ["tuned", _policy("standard_3p")], "match"),
@@ -128,7 +127,7 @@ def test_batched_opponents_play_the_scalar_agents_moves(case: tuple, tmp_path: P
     rules = Rules.preset(preset, **kw)
     opponents = _resolved(opponents, rules, tmp_path)
     rows = 16 if rules.single_hand else 6  # a Draw match is one short hand
-    deals = [_deals(rules, HANDS, seed) for seed in range(rows)]
+    deals = [random_deals(rules, HANDS, seed) for seed in range(rows)]
     env = BergenLearnerVectorEnv(
         num_envs=rows,
         opponents=opponents,
