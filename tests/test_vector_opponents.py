@@ -327,3 +327,12 @@ def test_a_ppo_snapshot_plays_a_batch_as_it_plays_a_row() -> None:
     obs, infos = learner.reset()
     for _ in range(20):
         obs, rewards, term, trunc, infos = learner.step(infos["action_mask"].argmax(axis=1))
+
+
+def test_opponents_are_told_apart_by_identity_and_strings_by_text() -> None:
+    a, b = make_agent("heuristic:threat=2"), make_agent("heuristic:threat=3")
+    env = BergenLearnerVectorEnv(num_envs=2, opponents=[[a, b, "greedy", a, "greedy"]])
+    assert [o.weights[0] for o in env.opponent_roster[:2]] == [2.0, 3.0]
+    assert len(env.opponent_roster) == 3
+    env.set_opponents("heuristic")  # before any match: nothing old is kept
+    assert [o.name for o in env.opponent_roster] == ["heuristic"]

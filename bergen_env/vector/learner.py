@@ -111,7 +111,7 @@ class BergenLearnerVectorEnv(gym.vector.VectorEnv):
         self.num_envs = self.batch.num_envs
         self.opponent_roster: list[BatchOpponent] = []
         self.seat_opponents = np.zeros((self.num_envs, n), dtype=np.int64)
-        self._keys: list[Any] = []  # what each roster entry was made from
+        self._keys: list[Any] = []  # what each roster entry was made from (held)
         self.set_opponents(opponents)
         if learner_seat != "random" and not (
             isinstance(learner_seat, (int, np.integer))
@@ -175,32 +175,33 @@ class BergenLearnerVectorEnv(gym.vector.VectorEnv):
         odds = _entry_weights(weights, entries)
         if len(entries) == 1:
             entries, odds = entries * (n - 1), odds * (n - 1)
-        # the roster: the new opponents, then the old ones running matches still play
-        keys = [_key(c) for seat in entries for c in seat]
+        # the roster: the new opponents, then the old ones running matches still play; an
+        # opponent is known by its string, or else by the object itself (held, so it lives on)
         kept = self.opponent_roster
-        still = {int(k) for k in np.unique(self.seat_opponents[:, 1:])} if kept else set()
+        running = kept and self.batch.has_reset
+        still = {int(k) for k in np.unique(self.seat_opponents[:, 1:])} if running else set()
         roster: list[BatchOpponent] = []
         new_keys: list[Any] = []
-        for key, spec in zip(keys, (c for seat in entries for c in seat)):
-            if key in new_keys:
+        for spec in (c for seat in entries for c in seat):
+            if _index(new_keys, spec) >= 0:
                 continue
-            old = self._keys.index(key) if key in self._keys else -1
+            old = _index(self._keys, spec)
             roster.append(kept[old] if old >= 0 else batch_opponent(spec, self.rules))
-            new_keys.append(key)
+            new_keys.append(spec)
         remap = np.zeros(max(len(kept), 1), dtype=np.int64)
         for k in sorted(still):
-            if self._keys[k] not in new_keys:
+            if _index(new_keys, self._keys[k]) < 0:
                 roster.append(kept[k])
                 new_keys.append(self._keys[k])
-            remap[k] = new_keys.index(self._keys[k])
-        if kept:
+            remap[k] = _index(new_keys, self._keys[k])
+        if running:
             self.seat_opponents[:, 1:] = remap[self.seat_opponents[:, 1:]]
         most = max(len(seat) for seat in entries)
         self._cands = np.zeros((n, most), dtype=np.int64)
         self._ncands = np.ones(n, dtype=np.int64)
         self._cum = np.ones((n, most), dtype=np.float64)
         for s, (seat, p) in enumerate(zip(entries, odds), start=1):
-            self._cands[s, : len(seat)] = [new_keys.index(_key(c)) for c in seat]
+            self._cands[s, : len(seat)] = [_index(new_keys, c) for c in seat]
             self._ncands[s] = len(seat)
             self._cum[s, : len(seat)] = np.cumsum(p) / np.sum(p)
         self.opponent_roster, self._keys = roster, new_keys
@@ -401,9 +402,12 @@ class BergenLearnerVectorEnv(gym.vector.VectorEnv):
         )
 
 
-def _key(spec: Any) -> Any:
-    """What identifies an opponent: its string, else the object itself."""
-    return spec if isinstance(spec, str) else ("object", id(spec))
+def _index(keys: list[Any], spec: Any) -> int:
+    """Where ``spec`` is in ``keys`` (-1: nowhere): a string by its text, else by identity."""
+    for k, key in enumerate(keys):
+        if key is spec or (isinstance(spec, str) and isinstance(key, str) and key == spec):
+            return k
+    return -1
 
 
 def _is_one(spec: Any) -> bool:
