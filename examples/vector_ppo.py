@@ -6,6 +6,9 @@ policy's logits with ``infos["action_mask"]``. Needs the ``[vector]`` and ``[tra
 
     python examples/vector_ppo.py --num-envs 256 --total-timesteps 2000000 --opponent random
 
+``--opponent`` is any batched opponent: ``random``, ``greedy``, ``heuristic``, ``tuned`` or
+``policy:PATH``.
+
 Each iteration prints the steps per second and the mean reward of the matches that ended in it
 (the ``match`` reward: +1 won, -1 lost with two sides). ``--save PATH`` writes the actor as a
 portable policy file (written only if its logits match the torch actor's), for the arena:
@@ -25,7 +28,9 @@ import torch
 from torch import nn
 from torch.distributions import Categorical
 
+from bergen_env.agents.batch_opponents import batch_opponent
 from bergen_env.policy_file import save_policy_file
+from bergen_env.rules import Rules
 from bergen_env.vector import BergenLearnerVectorEnv
 
 
@@ -56,8 +61,11 @@ def parse_args(argv: Sequence[str] | None = None) -> Args:
     for name, default in vars(Args()).items():
         parser.add_argument("--" + name.replace("_", "-"), type=type(default), default=default)
     args = Args(**vars(parser.parse_args(argv)))
-    if args.opponent not in ("random", "greedy"):
-        parser.error(f"--opponent must be 'random' or 'greedy', got {args.opponent!r}")
+    try:  # any batchable opponent: random, greedy, heuristic, tuned, policy:PATH
+        rules = Rules.preset(args.rules, num_players=args.num_players)
+        batch_opponent(args.opponent, rules)
+    except ValueError as exc:  # (InvalidOptionError is one)
+        parser.error(str(exc))
     return args
 
 

@@ -50,6 +50,7 @@ def test_ppo_example_saves_a_policy_file_the_arena_plays(tmp_path: Path, capsys)
     assert result.agents[f"policy:{path}"].matches == 6
 
 
-def test_ppo_example_refuses_an_unknown_opponent() -> None:
+def test_ppo_example_refuses_an_opponent_it_cannot_batch(capsys) -> None:
     with pytest.raises(SystemExit):
-        _load().main(["--opponent", "heuristic"])
+        _load().main(["--opponent", "search"])
+    assert "(kind 'search') cannot play a batch" in capsys.readouterr().err
