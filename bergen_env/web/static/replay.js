@@ -1,7 +1,7 @@
 // Step through a replay (a bergen-replay/1 file or a finished table), every hand shown.
 import { loadCatalog, t, translatePage, languageSelect, lang, errorText } from "./i18n.js";
 import { tileSVG, lineSVG } from "./tiles.js";
-import { resultLines, presetName, kindName } from "./describe.js";
+import { eventText, resultLines, presetName, kindName } from "./describe.js";
 
 const $ = (id) => document.getElementById(id);
 let data = null;
@@ -37,13 +37,9 @@ function render() {
   });
   const ev = f.event;
   let what = t("dealt");
-  if (ev) {
-    const who = seatLabel(ev.seat);
-    const tile = ev.tile ? `[${ev.tile[0]}|${ev.tile[1]}]` : "";
-    what = ev.kind === "draw" ? t("ev_draw", { who }) : ev.kind === "pass" ? t("ev_pass", { who })
-      : ev.kind === "double_play" ? t("ev_double", { who, tile })
-      : f.line.length === 1 ? t("ev_open", { who, tile })
-      : t("ev_play", { who, tile, end: t(ev.action & 1 ? "right" : "left") });
+  if (ev) { // the log's words (a replay has no reader's seat: every line in the third person)
+    const opens = ev.kind === "play" && f.line.length === 1;
+    what = eventText(v, { ...ev, end: ev.action & 1, opens, score: null });
   }
   $("what").textContent = what;
   $("line").replaceChildren(f.line.length ? lineSVG(f.line, { width: Math.max(160, $("line").clientWidth - 16) }) : document.createTextNode(t("empty_line")));
