@@ -418,11 +418,18 @@ def test_a_seat_page_refused_for_too_many_sockets_tries_again(browser):
         watcher.close()
 
 
+#: Redraws the whole page as a new view does (choosing the page's language again).
+REDRAW = (
+    "(() => { const s = document.getElementById('lang'); s.dispatchEvent(new Event('change')); })()"
+)
+
+
 def test_phone_taps_through_a_whole_match_while_messages_arrive(browser):
     """A person against two agents that answer at once, on a phone: every turn is a real tap
     on a tile (or on draw or pass), found and tapped while the agents' moves stream in over
-    the socket. No tap is lost (each one makes a move), each version is drawn once, and a
-    spectator's page says that it is watching."""
+    the socket. No tap is lost (each one makes a move, also one on a tile found before the
+    page was redrawn), each version is drawn once, and a spectator's page says that it is
+    watching."""
     manager = TableManager(pace=0)
     with running_server(manager) as base:
         context = browser.new_context(viewport=PHONE, has_touch=True, is_mobile=True)
@@ -444,6 +451,7 @@ def test_phone_taps_through_a_whole_match_while_messages_arrive(browser):
         first = _version(page)
         taps = 0
         hand_end_shot = False
+        redrawn_under_finger = False
         for _ in range(1000):
             wait_until(
                 page,
@@ -458,7 +466,16 @@ def test_phone_taps_through_a_whole_match_while_messages_arrive(browser):
                 page.screenshot(path=str(ARTIFACTS / "hand-end-phone.png"))
                 hand_end_shot = True
             tiles = page.locator(".tile-btn.legal")
-            if tiles.count():
+            if tiles.count() and not redrawn_under_finger:
+                # the tile is found, the page redraws (as a view arriving would), then the tap
+                # reads where the tile is: it is still the same button, still in the page
+                tile = tiles.first.element_handle()
+                page.evaluate(REDRAW)
+                tile.tap()
+                redrawn_under_finger = True
+                if page.locator("#choose").is_visible():
+                    page.locator(".end-btn").last.tap()
+            elif tiles.count():
                 tiles.first.tap()
                 if page.locator("#choose").is_visible():
                     page.locator(".end-btn").last.tap()
@@ -473,8 +490,9 @@ def test_phone_taps_through_a_whole_match_while_messages_arrive(browser):
         record = table.replay_record()
         mine = sum(e["seat"] == seat for hand in record["hands"] for e in hand["events"])
         assert taps == mine  # every tap made a move, and only one
-        renders = int(page.evaluate("document.body.dataset.renders"))
+        renders = int(page.evaluate("document.body.dataset.renders")) - 1  # REDRAW's
         assert renders <= _version(page) - first + 1, (renders, first, _version(page))
+        assert redrawn_under_finger
         assert taps > 5 and errors == []
         page.locator("#over").scroll_into_view_if_needed()
         page.screenshot(path=str(ARTIFACTS / "match-over-phone.png"))
