@@ -18,6 +18,7 @@ let fatal = false;
 let busy = false; // a move (or rematch) is on its way: no second one until it is answered
 let renders = 0; // views drawn (for tests and tools: one per version)
 let shareShown = false; // the share box opened once, while the table is new
+let shareKey = ""; // what the share box shows: rebuilt only when that changes
 const tileButtons = new Map(); // "id:copy" -> its button in the hand, kept across views
 
 const $ = (id) => document.getElementById(id);
@@ -306,16 +307,24 @@ function renderOver() {
 }
 
 // The creator's links (only their page gets msg.share): each friend's, labelled by the seat
-// its holder plays now, and the spectators', each with a copy button. Open on a page opened in
-// the first hand of the table, folded on one opened later.
+// its holder plays now, and the spectators', each with a copy button. With friends to invite it
+// is open on a page opened in the first hand of the table, folded on one opened later.
 function renderShare() {
   const box = $("share");
   box.hidden = !msg.share;
   if (!msg.share) return;
-  if (!shareShown) box.open = msg.match === 0 && msg.hands_done === 0;
+  const friends = (msg.share.seats || msg.share.links || []).filter(
+    (s) => (s.link || s.url) && !(typeof s.seat === "number" && s.seat === msg.seat),
+  );
+  if (!shareShown) box.open = friends.length > 0 && msg.match === 0 && msg.hands_done === 0;
   shareShown = true;
+  const labels = friends.map((s) => [s.link || s.url, s.seat, s.owner, s.label]);
+  const key = JSON.stringify([lang, labels, msg.seats.map((s) => s.kind), msg.share.watch]);
+  if (key === shareKey) return; // the same links: a copy being tapped stays where it is
+  shareKey = key;
   const body = $("share-body");
-  body.replaceChildren(node("p", "share-intro", t("share_intro")));
+  body.replaceChildren();
+  if (friends.length) body.appendChild(node("p", "share-intro", t("share_intro")));
   const entry = (label, path) => {
     const row = node("div", "share-row");
     row.appendChild(node("span", "share-label", label));
@@ -330,12 +339,9 @@ function renderShare() {
     row.append(input, button);
     body.appendChild(row);
   };
-  for (const s of msg.share.seats || msg.share.links || []) {
-    const path = s.link || s.url;
-    if (!path) continue; // an agent's seat
-    if (typeof s.seat === "number" && s.seat === msg.seat) continue; // this page's own link
+  for (const s of friends) { // no agent's seat, not this page's own link
     const who = typeof s.seat === "number" ? seatName(msg, s.seat) : String(s.owner ?? s.label ?? "");
-    entry(t("link_of", { who }), path);
+    entry(t("link_of", { who }), s.link || s.url);
   }
   entry(t("spectators"), msg.share.watch);
 }
