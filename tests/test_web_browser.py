@@ -56,6 +56,14 @@ def wait_until(page, expression: str, timeout: float = 30_000) -> None:
     raise AssertionError(f"not true within {timeout / 1000:g} s: {expression}")
 
 
+def home_page(browser, base: str, lang: str, **page_args):
+    """The home page in ``lang``, its menu of presets loaded."""
+    page = browser.new_page(**page_args)
+    page.goto(f"{base}/?lang={lang}")
+    page.wait_for_selector("#preset option", state="attached")
+    return page
+
+
 def _version(page) -> int:
     return int(page.evaluate("document.body.dataset.version || -1"))
 
@@ -122,9 +130,7 @@ def test_quick_start_match_to_the_end(browser):
 def test_language_switch_and_rules_page(browser):
     manager = TableManager(pace=0.01)
     with running_server(manager) as base:
-        page = browser.new_page()
-        page.goto(f"{base}/?lang=fi")
-        page.wait_for_selector("#preset option", state="attached")
+        page = home_page(browser, base, "fi")
         assert page.locator("#quick").inner_text() == "Pelaa heti tietokonetta vastaan"
         page.select_option("#lang", "ru")
         assert page.locator("#quick").inner_text() == "Играть сейчас против компьютера"
@@ -137,9 +143,7 @@ def test_new_table_form(browser):
     """The home page's form makes a 3-player table with two people: the creator lands in their
     own seat, the friend's link and the spectators' labelled there, each with a copy button."""
     with running_server(TableManager(pace=0.01)) as base:
-        page = browser.new_page()
-        page.goto(f"{base}/?lang=en")
-        page.wait_for_selector("#preset option", state="attached")
+        page = home_page(browser, base, "en")
         page.select_option("#players", "3")
         page.select_option("select[name=seat1]", "person")
         page.select_option("select[name=seat2]", "heuristic")
@@ -169,9 +173,7 @@ def test_new_table_form(browser):
 def test_every_option_in_words_on_a_russian_phone(browser):
     """The form's options read as labels, hints and value names in the page's language."""
     with running_server(TableManager(pace=0.01)) as base:
-        page = browser.new_page(viewport=PHONE)
-        page.goto(f"{base}/?lang=ru")
-        page.wait_for_selector("#preset option", state="attached")
+        page = home_page(browser, base, "ru", viewport=PHONE)
         page.select_option("#preset", "fives")
         page.locator("#create details summary").click()
         text = page.locator("#create").inner_text()
@@ -191,9 +193,7 @@ def test_log_lines_in_the_page_for_each_person(browser):
     from web_lines import CASES, EXPECTED, GAMES
 
     with running_server(TableManager(pace=0.01)) as base:
-        page = browser.new_page()
-        page.goto(f"{base}/?lang=en")
-        page.wait_for_selector("#preset option", state="attached")
+        page = home_page(browser, base, "en")
         got = page.evaluate(
             """async ([cases, games, langs]) => {
               const i18n = await import("/static/i18n.js");
@@ -511,9 +511,7 @@ def test_share_box_on_phone_and_desktop(browser):
             ("share-phone-ru.png", PHONE, "ru"),
             ("share-desktop.png", {"width": 1366, "height": 900}, "en"),
         ):
-            page = browser.new_page(viewport=viewport)
-            page.goto(f"{base}/?lang={lang}")
-            page.wait_for_selector("#preset option", state="attached")
+            page = home_page(browser, base, lang, viewport=viewport)
             page.select_option("#players", "4")
             for seat in range(1, 4):
                 page.select_option(f"select[name=seat{seat}]", "person" if seat < 3 else "greedy")
