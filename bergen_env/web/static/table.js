@@ -263,7 +263,7 @@ function renderLog() {
     box.appendChild(details);
   }
   box.appendChild(node("div", "revealed-title", t("revealed")));
-  last.hands.forEach((tiles, seat) => { // the only time the others' tiles are seen: full size
+  last.hands.forEach((tiles, seat) => { // the only time the others' tiles are seen: readable size
     const row = node("div", "revealed");
     row.appendChild(node("div", "who", seatName(msg, seat)));
     const shown = node("div", "tiles");
