@@ -180,9 +180,13 @@ def test_the_web_reads_a_link_as_every_entry_point_does() -> None:
     with pytest.raises(TableError) as err:
         from_query({"end_caps": "yes"})
     assert str(err.value) == "rule option 'end_caps' must be true or false, got 'yes'"
-    for old, new in (("players", "num_players"), ("preset", "rules")):
+    # a link made before the rename opens the table it meant
+    assert (
+        from_query({"preset": "standard", "players": "3", **split_options(TEXT)}).rules == expected
+    )
+    for old, new, value in (("players", "num_players", "3"), ("preset", "rules", "fives")):
         with pytest.raises(TableError) as err:
-            from_query({old: "3"})
+            from_query({old: value, new: "2" if new == "num_players" else "draw"})
         assert err.value.code == "renamed_option" and repr(new) in str(err.value)
 
 

@@ -16,6 +16,7 @@ pytest.importorskip("httpx2")
 
 from starlette.testclient import TestClient  # noqa: E402
 from test_hidden_information import hidden_swap  # noqa: E402
+from web_lines import CASES, EXPECTED, KEYS  # noqa: E402
 
 from bergen_env.engine import BergenState  # noqa: E402
 from bergen_env.replay import MatchRecorder, write_jsonl  # noqa: E402
@@ -23,6 +24,7 @@ from bergen_env.rules import PRESETS, RULE_OPTIONS, Rules  # noqa: E402
 from bergen_env.web import DEFAULT_AGENTS, Limits, TableManager
 from bergen_env.web.app import create_app  # noqa: E402
 from bergen_env.web.i18n import LANGUAGES, catalog  # noqa: E402
+from bergen_env.web.i18n import text as ui_text  # noqa: E402
 from bergen_env.web.replay_frames import place, replay_frames  # noqa: E402
 
 SEATINGS = ((2, False), (3, False), (4, True))
@@ -417,6 +419,92 @@ def test_catalog_is_complete_in_every_language() -> None:
         r = client.get(f"/rules?lang={lang}")
         assert r.status_code == 200 and "<h1>" in r.text
     assert client.get("/rules?lang=xx").status_code == 400
+
+
+def _filled(lang: str, value: Any) -> Any:
+    """A field of :data:`web_lines.KEYS` in ``lang``: a name (a tuple) or the value itself."""
+    if not isinstance(value, tuple):
+        return value
+    if value == ("seat",):
+        return ui_text(lang, "seat_n", n=2, kind=ui_text(lang, "agent_greedy"))
+    if value == ("your_team",):
+        return ui_text(lang, "your_team", seats="1+3")
+    if value == ("team",):
+        return ui_text(lang, "team_n", n=2, seats="2+4")
+    return ui_text(lang, value[0])
+
+
+@pytest.mark.parametrize("lang", LANGUAGES)
+def test_log_lines_are_grammatical_for_each_person(lang: str) -> None:
+    """The catalog's lines for "you" and for another seat against a table of expected lines
+    (the page's choice between them: test_web_browser.py)."""
+    assert EXPECTED[lang].keys() == CASES.keys() == KEYS.keys()
+    for case, (key, fields) in KEYS.items():
+        line = ui_text(lang, key, **{k: _filled(lang, v) for k, v in fields.items()})
+        assert line == EXPECTED[lang][case], (lang, case)
+
+
+def test_every_rule_option_is_named_and_explained_in_every_language() -> None:
+    """A label, a one-line hint and a name for each value, never a code name; the rules page
+    lists them all."""
+    client, _ = make_client()
+    meta = client.get("/api/meta").json()
+    for lang in LANGUAGES:
+        texts = catalog()[lang]
+        page = client.get(f"/rules?lang={lang}").text
+        for name in meta["options"]:
+            label, hint = texts[f"opt_{name}"], texts[f"hint_{name}"]
+            for words in (label, hint):
+                assert "_" not in words and "\n" not in words and words != name, (lang, name)
+            assert f"<dt>{label}</dt><dd>{hint}</dd>" in page.replace("&#x27;", "'"), (lang, name)
+            for value in meta["choices"].get(name, []):
+                words = texts[f"val_{name}_{value}"]
+                assert "_" not in words and words != value, (lang, name, value)
+        assert "_" not in re.sub(r"<[^>]*>", "", page), lang  # no code name on the page
+
+
+def test_game_names_in_each_language() -> None:
+    """Draw and Fives by the names each language has for them (the standard game of domino
+    that the Bergen rule texts compare with; the Serbian "Petice" for Fives in Czech)."""
+    native = {
+        "fi": ("Tavallinen domino", "Viitoset"),
+        "nl": ("Gewoon domino", "Vijven"),
+        "cs": ("Standardní domino", "Petice"),
+        "ru": ("Домино (стандарт)", "Пятёрки"),
+    }
+    client, _ = make_client()
+    for lang, (draw, fives) in native.items():
+        assert (ui_text(lang, "preset_draw"), ui_text(lang, "preset_fives")) == (draw, fives)
+        title = re.search("<h1>(.*)</h1>", client.get(f"/rules?lang={lang}").text).group(1)
+        assert "Draw" not in title and "Fives" not in title, title
+        assert draw.lower() in title.lower() and fives.lower() in title.lower(), title
+
+
+def test_a_link_with_the_former_keywords_opens_the_table_it_meant() -> None:
+    client, _ = make_client()
+    token = seat_token(play(client, "players=3&preset=fives&opponents=greedy&seed=4"))
+    view = client.get(f"/api/s/{token}").json()
+    assert view["game"]["name"] == "fives" and len(view["seats"]) == 3
+    r = play(client, "players=3&num_players=2")
+    assert r.status_code == 400 and r.json()["code"] == "renamed_option", r.text
+    r = client.post("/api/tables", json={"preset": "fives", "seats": ["person", "greedy"]})
+    assert r.status_code == 400 and r.json()["code"] == "renamed_option"  # the API's own names
+
+
+def test_a_new_table_opens_its_creators_seat() -> None:
+    """The creator goes to their own seat; its page alone holds the friends' links."""
+    client, _ = make_client()
+    r = client.post("/api/tables", json={"num_players": 3, "seats": ["greedy", "person", "person"]})
+    assert r.status_code == 201, r.text
+    out = r.json()
+    assert out["open"] == out["seats"][1]["link"]
+    mine = client.get(f"/api/{out['open'][1:]}").json()
+    assert mine["seat"] == 1 and out["seats"][2]["link"] in {
+        s["link"] for s in mine["share"]["seats"]
+    }
+    assert "share" not in client.get(f"/api/{out['seats'][2]['link'][1:]}").json()
+    r = client.post("/api/tables", json={"seats": ["greedy", "random"]})
+    assert r.json()["open"] == f"/w/{r.json()['table']}"
 
 
 def test_meta_lists_every_preset_and_option() -> None:

@@ -56,6 +56,14 @@ def wait_until(page, expression: str, timeout: float = 30_000) -> None:
     raise AssertionError(f"not true within {timeout / 1000:g} s: {expression}")
 
 
+def home_page(browser, base: str, lang: str, **page_args):
+    """The home page in ``lang``, its menu of presets loaded."""
+    page = browser.new_page(**page_args)
+    page.goto(f"{base}/?lang={lang}")
+    page.wait_for_selector("#preset option", state="attached")
+    return page
+
+
 def _version(page) -> int:
     return int(page.evaluate("document.body.dataset.version || -1"))
 
@@ -122,9 +130,7 @@ def test_quick_start_match_to_the_end(browser):
 def test_language_switch_and_rules_page(browser):
     manager = TableManager(pace=0.01)
     with running_server(manager) as base:
-        page = browser.new_page()
-        page.goto(f"{base}/?lang=fi")
-        page.wait_for_selector("#preset option", state="attached")
+        page = home_page(browser, base, "fi")
         assert page.locator("#quick").inner_text() == "Pelaa heti tietokonetta vastaan"
         page.select_option("#lang", "ru")
         assert page.locator("#quick").inner_text() == "Играть сейчас против компьютера"
@@ -134,24 +140,79 @@ def test_language_switch_and_rules_page(browser):
 
 
 def test_new_table_form(browser):
-    """The home page's form makes a 3-player table with two people: it shows both links."""
+    """The home page's form makes a 3-player table with two people: the creator lands in their
+    own seat, the friend's link and the spectators' labelled there, each with a copy button."""
     with running_server(TableManager(pace=0.01)) as base:
-        page = browser.new_page()
-        page.goto(f"{base}/?lang=en")
-        page.wait_for_selector("#preset option", state="attached")
+        page = home_page(browser, base, "en")
         page.select_option("#players", "3")
         page.select_option("select[name=seat1]", "person")
         page.select_option("select[name=seat2]", "heuristic")
         page.locator("#create details summary").click()  # the rule options
         page.fill("input[name=target]", "5")
         page.locator("#create button[type=submit]").click()
-        page.wait_for_selector("#links:not([hidden])")
-        links = page.locator("#links a")
-        assert links.count() == 3  # two seats and the spectators
-        links.first.click()
-        page.wait_for_selector("#status")
-        assert "/s/" in page.url
+        page.wait_for_url("**/s/**")
+        page.wait_for_selector("#share[open] .share-row")
+        assert page.evaluate("document.body.dataset.seat") == "0"
+        rows = page.locator("#share .share-row")
+        assert rows.count() == 2  # the friend and the spectators; not the creator's own link
+        assert rows.nth(0).locator(".share-label").inner_text() == "For Seat 2 (Person)"
+        assert rows.nth(1).locator(".share-label").inner_text() == "Spectators"
+        friend = rows.nth(0).locator("input").input_value()
+        assert "/s/" in friend and friend not in page.url
+        rows.nth(0).locator(".copy").click()
+        wait_until(page, "document.querySelector('#share .copy').textContent === 'Copied'", 5000)
         assert page.locator("#scores").inner_text().count("/ 5") == 3
+        other = browser.new_page()
+        other.goto(friend)
+        wait_until(other, "document.body.dataset.seat === '1'")
+        assert other.locator("#share").is_hidden()  # a friend is handed no links
+        other.close()
+        page.close()
+
+
+def test_every_option_in_words_on_a_russian_phone(browser):
+    """The form's options read as labels, hints and value names in the page's language."""
+    with running_server(TableManager(pace=0.01)) as base:
+        page = home_page(browser, base, "ru", viewport=PHONE)
+        page.select_option("#preset", "fives")
+        page.locator("#create details summary").click()
+        text = page.locator("#create").inner_text()
+        for code in ("hand_size", "blocked_rule", "play_scoring", "german", "headers", "Fives"):
+            assert code not in text, code
+        assert "Очки по ходу игры" in text and "Пятёрки (сумма концов кратна 5)" in text
+        assert page.locator("#preset option[value=draw]").inner_text() == "Домино (стандарт)"
+        assert page.evaluate("document.documentElement.scrollWidth") <= PHONE["width"]
+        page.screenshot(path=str(ARTIFACTS / "options-ru-phone.png"), full_page=True)
+        page.close()
+
+
+def test_log_lines_in_the_page_for_each_person(browser):
+    """The page's own code (describe.js) builds each line of web_lines.EXPECTED."""
+    import json
+
+    from web_lines import CASES, EXPECTED, GAMES
+
+    with running_server(TableManager(pace=0.01)) as base:
+        page = home_page(browser, base, "en")
+        got = page.evaluate(
+            """async ([cases, games, langs]) => {
+              const i18n = await import("/static/i18n.js");
+              const d = await import("/static/describe.js");
+              const out = {};
+              for (const lang of langs) {
+                i18n.setLang(lang);
+                out[lang] = {};
+                for (const [name, [what, game, item]] of Object.entries(cases)) {
+                  const msg = games[game];
+                  out[lang][name] = what === "event" ? d.eventText(msg, item)
+                    : d.resultLines(msg, item).at(-1);
+                }
+              }
+              return out;
+            }""",
+            json.loads(json.dumps([CASES, GAMES, list(EXPECTED)])),
+        )
+        assert got == EXPECTED
         page.close()
 
 
@@ -214,6 +275,7 @@ def test_phone_layout_snake_line_and_header(browser):
         unit = float(svg.get_attribute("data-unit"))
         assert 2 * unit >= 32  # a tile along the line is at least 32 px
         ARTIFACTS.mkdir(parents=True, exist_ok=True)
+        page.locator("#share summary").click()  # fold the friends' links: the line in view
         page.screenshot(path=str(ARTIFACTS / "phone.png"))  # docs/img/web-phone.png
         page.set_viewport_size({"width": 360, "height": 740})
         page.wait_for_timeout(300)
@@ -355,3 +417,107 @@ def test_a_seat_page_refused_for_too_many_sockets_tries_again(browser):
         assert table.connections(token) == 1
         page.close()
         watcher.close()
+
+
+#: Redraws the whole page as a new view does (choosing the page's language again).
+REDRAW = (
+    "(() => { const s = document.getElementById('lang'); s.dispatchEvent(new Event('change')); })()"
+)
+
+
+def test_phone_taps_through_a_whole_match_while_messages_arrive(browser):
+    """A person against two agents that answer at once, on a phone: every turn is a real tap
+    on a tile (or on draw or pass), found and tapped while the agents' moves stream in over
+    the socket. No tap is lost (each one makes a move, also one on a tile found before the
+    page was redrawn), each version is drawn once, and a spectator's page says that it is
+    watching."""
+    manager = TableManager(pace=0)
+    with running_server(manager) as base:
+        context = browser.new_context(viewport=PHONE, has_touch=True, is_mobile=True)
+        page = context.new_page()
+        errors: list[str] = []
+        page.on("pageerror", lambda exc: errors.append(str(exc)))
+        page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+        page.goto(f"{base}/play?num_players=3&opponents=greedy,random&lang=ru")
+        page.wait_for_url("**/s/**")
+        wait_until(page, "document.body.dataset.version !== undefined")
+        (table,) = manager.tables.values()
+        watcher = browser.new_page(viewport={"width": 1200, "height": 820})
+        watcher.goto(f"{base}/w/{table.id}?lang=en")
+        watcher.wait_for_selector("#watching:not([hidden])")
+        assert watcher.locator("#watching").inner_text() == (
+            "Watching: spectators see the table, not the hands."
+        )
+        assert watcher.locator("#me").is_hidden()
+        first = _version(page)
+        taps = 0
+        hand_end_shot = False
+        redrawn_under_finger = False
+        for _ in range(1000):
+            wait_until(
+                page,
+                "document.body.dataset.over === 'true' || "
+                "document.querySelector('#status.go') !== null",
+            )
+            if page.evaluate("document.body.dataset.over") == "true":
+                break
+            before = _version(page)
+            if not hand_end_shot and page.locator("#last-hand .revealed svg").count():
+                page.locator("#last-hand").scroll_into_view_if_needed()
+                page.screenshot(path=str(ARTIFACTS / "hand-end-phone.png"))
+                hand_end_shot = True
+            tiles = page.locator(".tile-btn.legal")
+            if tiles.count() and not redrawn_under_finger:
+                # the tile is found, the page redraws (as a view arriving would), then the tap
+                # reads where the tile is: it is still the same button, still in the page
+                tile = tiles.first.element_handle()
+                page.evaluate(REDRAW)
+                tile.tap()
+                redrawn_under_finger = True
+                if page.locator("#choose").is_visible():
+                    page.locator(".end-btn").last.tap()
+            elif tiles.count():
+                tiles.first.tap()
+                if page.locator("#choose").is_visible():
+                    page.locator(".end-btn").last.tap()
+            else:
+                page.locator(".act").first.tap()
+            taps += 1
+            # a lost tap leaves the version where it was
+            wait_until(page, f"Number(document.body.dataset.version) > {before}", 10_000)
+        else:
+            pytest.fail("the match did not end")
+        seat = int(page.evaluate("document.body.dataset.seat"))
+        record = table.replay_record()
+        mine = sum(e["seat"] == seat for hand in record["hands"] for e in hand["events"])
+        assert taps == mine  # every tap made a move, and only one
+        renders = int(page.evaluate("document.body.dataset.renders")) - 1  # REDRAW's
+        assert renders <= _version(page) - first + 1, (renders, first, _version(page))
+        assert redrawn_under_finger
+        assert taps > 5 and errors == []
+        page.locator("#over").scroll_into_view_if_needed()
+        page.screenshot(path=str(ARTIFACTS / "match-over-phone.png"))
+        wait_until(watcher, "document.body.dataset.over === 'true'")
+        watcher.screenshot(path=str(ARTIFACTS / "watching-desktop.png"))
+        watcher.close()
+        context.close()
+
+
+def test_share_box_on_phone_and_desktop(browser):
+    """Screens of the creator's first view: the friends' links above the table."""
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    with running_server(TableManager(pace=0.01)) as base:
+        for name, viewport, lang in (
+            ("share-phone-ru.png", PHONE, "ru"),
+            ("share-desktop.png", {"width": 1366, "height": 900}, "en"),
+        ):
+            page = home_page(browser, base, lang, viewport=viewport)
+            page.select_option("#players", "4")
+            for seat in range(1, 4):
+                page.select_option(f"select[name=seat{seat}]", "person" if seat < 3 else "greedy")
+            page.locator("#create button[type=submit]").click()
+            page.wait_for_selector("#share[open] .share-row")
+            assert page.locator("#share .share-row").count() == 3  # two friends, spectators
+            assert page.evaluate("document.documentElement.scrollWidth") <= viewport["width"]
+            page.screenshot(path=str(ARTIFACTS / name))
+            page.close()

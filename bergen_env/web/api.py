@@ -85,10 +85,18 @@ async def meta(request: Request) -> Response:
     )
 
 
+def created(table: Table) -> Response:
+    """A new table's links and ``open``: the page its creator goes to (their own seat, or the
+    spectators' page when no person sits)."""
+    out = table.links()
+    host = table.host
+    out["open"] = f"/w/{table.id}" if host is None else f"/s/{table.seats[host].token}"
+    return JSONResponse(out, status_code=201)
+
+
 async def create(request: Request) -> Response:
     body = await read_json(request, CREATE_KEYS, manager(request).limits.max_json_bytes)
-    table = manager(request).create_from(from_body(body), address(request))
-    return JSONResponse(table.links(), status_code=201)
+    return created(manager(request).create_from(from_body(body), address(request)))
 
 
 async def play(request: Request) -> Response:
@@ -97,11 +105,7 @@ async def play(request: Request) -> Response:
     query = body.get("query", {})
     if not isinstance(query, dict):
         raise TableError(400, "bad_query", "'query' must be an object of the link's parameters")
-    table = manager(request).create_from(from_query(query), address(request))
-    out = table.links()
-    host = table.host
-    out["open"] = f"/w/{table.id}" if host is None else f"/s/{table.seats[host].token}"
-    return JSONResponse(out, status_code=201)
+    return created(manager(request).create_from(from_query(query), address(request)))
 
 
 async def seat_state(request: Request) -> Response:

@@ -12,6 +12,8 @@ import json
 from functools import cache
 from pathlib import Path
 
+from bergen_env.rules import RULE_OPTIONS
+
 STATIC = Path(__file__).parent / "static"
 
 #: Language code -> its own name, in the order the page lists them.
@@ -30,9 +32,20 @@ def text(lang: str, key: str, **fields: object) -> str:
     return catalog()[lang][key].format(**fields)
 
 
+def options_list(lang: str) -> str:
+    """Every rule option in ``lang``: its label and one-line hint (``opt_*``, ``hint_*``)."""
+    rows = "".join(
+        f"<dt>{html.escape(text(lang, f'opt_{name}'))}</dt>"
+        f"<dd>{html.escape(text(lang, f'hint_{name}'))}</dd>"
+        for name in RULE_OPTIONS
+    )
+    return f'<h2>{html.escape(text(lang, "options"))}</h2><dl class="options-list">{rows}</dl>'
+
+
 def rules_page(lang: str) -> str:
-    """The rules page in ``lang``: the catalog's frame around ``static/rules/<lang>.html``."""
-    body = (STATIC / "rules" / f"{lang}.html").read_text(encoding="utf-8")
+    """The rules page in ``lang``: the catalog's frame around ``static/rules/<lang>.html`` and
+    the list of rule options."""
+    body = (STATIC / "rules" / f"{lang}.html").read_text(encoding="utf-8") + options_list(lang)
     switch = " · ".join(
         f'<a href="/rules?lang={code}">{html.escape(name)}</a>' for code, name in LANGUAGES.items()
     )

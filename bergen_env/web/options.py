@@ -4,8 +4,9 @@ A table is asked for in two forms: a JSON body (``POST /api/tables``; values typ
 query of a ``/play?...`` link (``POST /api/play``; every value text, typed by each option's type
 with the one rule of :mod:`bergen_env.option_text`). Both end in :func:`table_request`. Their keys
 are the keywords of :func:`bergen_env.rules.build_rules` (``rules``, ``num_players``,
-``partnerships``); the former ``preset`` and ``players`` are refused with the new name. Bad input
-is a :class:`~bergen_env.web.errors.TableError` naming the option or key.
+``partnerships``). A link's former ``preset`` and ``players`` still open the table they meant
+(read as ``rules`` and ``num_players``); a JSON body refuses them with the new name. Bad input is a
+:class:`~bergen_env.web.errors.TableError` naming the option or key.
 """
 
 from __future__ import annotations
@@ -45,7 +46,8 @@ MAX_SEED = 2**63 - 1
 PLAY_PARAMS = ("rules", "num_players", "partnerships", "opponents", "seats", "seed", "lang")
 #: Keys of a ``POST /api/tables`` body.
 CREATE_KEYS = ("rules", "num_players", "partnerships", "options", "seats", "seed", "lang")
-#: Former names of keys and query parameters, refused with their new name.
+#: Former names of keys and query parameters: a link's are read as the new name (links shared
+#: before the rename open the table they meant), a JSON body's are refused with the new name.
 RENAMED = {"preset": "rules", "players": "num_players"}
 
 
@@ -208,10 +210,31 @@ def from_body(body: Mapping[str, Any]) -> TableRequest:
     return table_request(rules, kinds, body.get("seed"), body.get("lang"), text=False)
 
 
+def current_names(query: Mapping[str, Any]) -> dict[str, Any]:
+    """A link's query with its former parameter names (:data:`RENAMED`) read as the new ones; a
+    link that gives both names different values is a 400 naming both."""
+    out = dict(query)
+    for old, new in RENAMED.items():
+        if old not in out:
+            continue
+        value = out.pop(old)
+        if out.setdefault(new, value) != value:
+            raise TableError(
+                400,
+                "renamed_option",
+                f"query parameter {old!r} is the former name of {new!r}, and the link gives "
+                f"both with different values: keep {new!r} only",
+                option=old,
+                new=new,
+            )
+    return out
+
+
 def from_query(query: Mapping[str, Any]) -> TableRequest:
     """The table asked for by a ``/play?...`` link's query (every value text)."""
     if not all(isinstance(k, str) and isinstance(v, str) for k, v in query.items()):
         raise TableError(400, "bad_query", "a link's query holds text values only")
+    query = current_names(query)
     refuse_unknown(query, PLAY_PARAMS + RULE_OPTIONS, "query parameter")
     options = {k: query[k] for k in RULE_OPTIONS if k in query}
     rules = table_rules(

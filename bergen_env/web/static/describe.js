@@ -22,6 +22,18 @@ export function seatName(msg, seat) {
   return t("seat_n", { n: seat + 1, kind: kindName(msg.seats[seat].kind) });
 }
 
+// A side is "you" in a game without partners, at the reader's own seat.
+function isYou(msg, side) {
+  return !msg.game.partnerships && msg.seat !== null && msg.game.side_of[msg.seat] === side;
+}
+
+// A line whose subject is a seat, built for the reader: the "_you" text (its verb in the
+// reader's person) at their own seat, else the text with {who} filled in.
+function personal(msg, key, seat, fields = {}) {
+  if (msg.seat !== null && msg.seat === seat) return t(`${key}_you`, fields);
+  return t(key, { who: seatName(msg, seat), ...fields });
+}
+
 export function sideName(msg, side) {
   const game = msg.game;
   if (!game.partnerships) return seatName(msg, side);
@@ -41,13 +53,13 @@ function scoreText(score, points) {
 }
 
 export function eventText(msg, ev) {
-  const who = seatName(msg, ev.seat);
+  const line = (key, fields) => personal(msg, key, ev.seat, fields);
   let text;
-  if (ev.kind === "draw") text = t("ev_draw", { who });
-  else if (ev.kind === "pass") text = t("ev_pass", { who });
-  else if (ev.kind === "double_play") text = t("ev_double", { who, tile: tileText(ev.tile) });
-  else if (ev.opens) text = t("ev_open", { who, tile: tileText(ev.tile) });
-  else text = t("ev_play", { who, tile: tileText(ev.tile), end: t(ev.end ? "right" : "left") });
+  if (ev.kind === "draw") text = line("ev_draw");
+  else if (ev.kind === "pass") text = line("ev_pass");
+  else if (ev.kind === "double_play") text = line("ev_double", { tile: tileText(ev.tile) });
+  else if (ev.opens) text = line("ev_open", { tile: tileText(ev.tile) });
+  else text = line("ev_play", { tile: tileText(ev.tile), end: t(ev.end ? "right" : "left") });
   const scored = scoreText(ev.score, ev.points);
   return scored ? `${text} — ${scored}` : text;
 }
@@ -57,11 +69,12 @@ export function resultLines(msg, res, tallies = null) {
   const lines = [];
   const winner = res.winner;
   if (res.reason === "target") {
-    lines.push(t("end_target", { side: sideName(msg, winner) }));
+    lines.push(isYou(msg, winner) ? t("end_target_you") : t("end_target", { side: sideName(msg, winner) }));
     return lines;
   }
   if (res.reason === "domino") {
-    lines.push(t("end_domino", { who: seatName(msg, res.seat), side: sideName(msg, winner), p: res.points[winner] }));
+    const key = msg.game.partnerships ? "end_domino_team" : "end_domino";
+    lines.push(personal(msg, key, res.seat, { side: sideName(msg, winner), p: res.points[winner] }));
   } else {
     const rule = res.blocked_rule || msg.game.blocked_rule;
     lines.push(t("end_blocked", { rule: t(`rule_${rule}`) }));
@@ -72,6 +85,7 @@ export function resultLines(msg, res, tallies = null) {
       });
     }
     if (winner === null) lines.push(t("end_tie"));
+    else if (isYou(msg, winner)) lines.push(t("end_blocked_win_you", { p: res.points[winner] }));
     else lines.push(t("end_blocked_win", { side: sideName(msg, winner), p: res.points[winner] }));
   }
   res.points.forEach((p, side) => {

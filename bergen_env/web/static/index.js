@@ -1,4 +1,5 @@
-// The home page: quick start, a table of any preset, seating and options, and its links.
+// The home page: quick start, and a table of any preset, seating and options (its creator goes
+// to their seat, where the friends' links are).
 import { loadCatalog, t, translatePage, languageSelect, lang, errorText, request } from "./i18n.js";
 import { kindName, presetName } from "./describe.js";
 
@@ -47,6 +48,8 @@ function renderSeats() {
   }
 }
 
+// Each rule option in words: its label, a one-line hint and its values' names (the catalog's
+// opt_NAME, hint_NAME and val_NAME_VALUE); the code name is the field's name only.
 function renderOptions() {
   const box = $("options");
   box.replaceChildren();
@@ -54,7 +57,10 @@ function renderOptions() {
   if (!defaults) return;
   for (const [name, value] of Object.entries(defaults)) {
     const label = document.createElement("label");
-    label.textContent = name + " ";
+    label.className = "option";
+    const title = document.createElement("span");
+    title.className = "option-name";
+    title.textContent = t(`opt_${name}`);
     const choices = meta.choices[name];
     const input = document.createElement(choices ? "select" : "input");
     input.name = name;
@@ -62,7 +68,8 @@ function renderOptions() {
     if (choices) {
       for (const c of choices) {
         const opt = document.createElement("option");
-        opt.value = opt.textContent = c;
+        opt.value = c;
+        opt.textContent = t(`val_${name}_${c}`);
         input.appendChild(opt);
       }
       input.value = value;
@@ -74,7 +81,11 @@ function renderOptions() {
       input.value = value;
     }
     else input.value = value;
-    label.appendChild(input);
+    const hint = document.createElement("small");
+    hint.className = "hint";
+    hint.textContent = t(`hint_${name}`);
+    if (input.type === "checkbox") label.append(input, " ", title, hint);
+    else label.append(title, input, hint);
     box.appendChild(label);
   }
 }
@@ -115,24 +126,7 @@ async function create(event) {
   const out = res.body;
   if (!res.ok) { $("notice").textContent = errorText(out); $("notice").hidden = false; return; }
   $("notice").hidden = true;
-  const people = out.seats.filter((s) => s.link);
-  if (people.length === 1) { location.href = `${people[0].link}?lang=${lang}`; return; }
-  const box = $("links");
-  box.hidden = false;
-  box.replaceChildren();
-  const h = document.createElement("h2");
-  h.textContent = t("share");
-  box.appendChild(h);
-  const row = (label, path) => {
-    const p = document.createElement("p");
-    const a = document.createElement("a");
-    a.href = `${path}?lang=${lang}`;
-    a.textContent = new URL(path, location.origin).href;
-    p.append(label + " ", a);
-    box.appendChild(p);
-  };
-  for (const s of people) row(t("seat_label", { n: s.seat + 1 }), s.link);
-  row(t("spectators"), out.watch);
+  location.href = `${out.open}?lang=${lang}`; // the creator's own seat: the friends' links wait there
 }
 
 async function main() {

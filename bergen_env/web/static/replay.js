@@ -1,7 +1,7 @@
 // Step through a replay (a bergen-replay/1 file or a finished table), every hand shown.
 import { loadCatalog, t, translatePage, languageSelect, lang, errorText } from "./i18n.js";
 import { tileSVG, lineSVG } from "./tiles.js";
-import { resultLines, presetName, kindName } from "./describe.js";
+import { eventText, resultLines, presetName, seatName, sideName } from "./describe.js";
 
 const $ = (id) => document.getElementById(id);
 let data = null;
@@ -15,8 +15,6 @@ function view() {
   const g = data.game;
   return { seat: null, game: g, seats: data.agents.map((kind, seat) => ({ seat, kind })) };
 }
-
-function seatLabel(seat) { return t("seat_n", { n: seat + 1, kind: kindName(data.agents[seat]) }); }
 
 function render() {
   translatePage();
@@ -32,18 +30,14 @@ function render() {
   f.scores.forEach((s, side) => {
     const d = document.createElement("div");
     d.className = "score";
-    d.textContent = `${g.partnerships ? t("team_n", { n: side + 1, seats: "" }) : seatLabel(side)}: ${g.target > 0 ? t("score_of", { s, target: g.target }) : s}`;
+    d.textContent = `${sideName(v, side)}: ${g.target > 0 ? t("score_of", { s, target: g.target }) : s}`;
     scores.appendChild(d);
   });
   const ev = f.event;
   let what = t("dealt");
-  if (ev) {
-    const who = seatLabel(ev.seat);
-    const tile = ev.tile ? `[${ev.tile[0]}|${ev.tile[1]}]` : "";
-    what = ev.kind === "draw" ? t("ev_draw", { who }) : ev.kind === "pass" ? t("ev_pass", { who })
-      : ev.kind === "double_play" ? t("ev_double", { who, tile })
-      : f.line.length === 1 ? t("ev_open", { who, tile })
-      : t("ev_play", { who, tile, end: t(ev.action & 1 ? "right" : "left") });
+  if (ev) { // the log's words (a replay has no reader's seat: every line in the third person)
+    const opens = ev.kind === "play" && f.line.length === 1;
+    what = eventText(v, { ...ev, end: ev.action & 1, opens, score: null });
   }
   $("what").textContent = what;
   $("line").replaceChildren(f.line.length ? lineSVG(f.line, { width: Math.max(160, $("line").clientWidth - 16) }) : document.createTextNode(t("empty_line")));
@@ -55,7 +49,7 @@ function render() {
     row.className = "revealed" + (ev && ev.seat === seat ? " turn" : "");
     const who = document.createElement("span");
     who.className = "who";
-    who.textContent = seatLabel(seat);
+    who.textContent = seatName(v, seat);
     row.appendChild(who);
     for (const [a, b] of tiles) row.appendChild(tileSVG(a, b, { u: 20 }));
     hands.appendChild(row);

@@ -1,5 +1,8 @@
 // A table's page: a seat (/s/TOKEN) or a spectator (/w/TABLE). The server sends the whole view
 // the seat may know on every change (WebSocket); moves go to the API, which decides legality.
+// A view is drawn once per version, whichever of the move's answer and the socket brings it
+// first; the hand's buttons are kept from one view to the next (one listener reads the view
+// current at the tap), so a tap is never lost to a redraw.
 import { loadCatalog, t, translatePage, languageSelect, lang, errorText, request } from "./i18n.js";
 import { tileSVG, lineSVG } from "./tiles.js";
 import { eventText, resultLines, seatName, sideName, kindName, presetName, tileText } from "./describe.js";
@@ -13,6 +16,10 @@ let choosing = null; // tile id whose end is being chosen
 let retry = 500;
 let fatal = false;
 let busy = false; // a move (or rematch) is on its way: no second one until it is answered
+let renders = 0; // views drawn (for tests and tools: one per version)
+let shareShown = false; // the share box opened once, while the table is new
+let shareKey = ""; // what the share box shows: rebuilt only when that changes
+const tileButtons = new Map(); // "id:copy" -> its button in the hand, kept across views
 
 const $ = (id) => document.getElementById(id);
 function node(tag, cls, text) {
@@ -31,13 +38,12 @@ function notice(text, kind = "error") {
 
 async function post(path, payload) {
   if (busy) return;
-  busy = true;
+  setBusy(true);
   choosing = null;
-  render();
+  renderChoose();
   const res = await request(`${api}/${path}`, {
     method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(payload),
   });
-  busy = false;
   if (!res.ok) {
     notice(errorText(res.body));
     if (res.body.code === "stale_view") { // the view is behind: show the current one
@@ -45,13 +51,22 @@ async function post(path, payload) {
       if (now.ok) show(now.body);
     }
   } else { notice(""); show(res.body); }
-  render(); // the buttons again, whichever view is the newest
+  setBusy(false); // the buttons again, in whichever view is the newest
+}
+
+// While a move is on its way every button of the seat waits; no view is redrawn for it.
+function setBusy(value) {
+  busy = value;
+  document.body.classList.toggle("busy", busy);
+  for (const b of document.querySelectorAll("#me button, #over button")) {
+    b.disabled = busy || b.dataset.live !== "true";
+  }
 }
 
 const move = (action) => post("move", { action, version: msg.version });
 
 function show(next) {
-  if (msg && next.version < msg.version && next.table === msg.table) return; // an older view
+  if (msg && next.version <= msg.version && next.table === msg.table) return; // shown already
   msg = next;
   if (msg.error) notice(msg.error); // an agent failed: the table stopped
   render();
@@ -59,6 +74,8 @@ function show(next) {
 
 function render() {
   if (!msg) return;
+  renders += 1;
+  document.body.dataset.renders = renders;
   document.body.dataset.version = msg.version; // for tests and tools: the view shown
   document.body.dataset.over = msg.over;
   document.body.dataset.match = msg.match;
@@ -67,6 +84,8 @@ function render() {
   $("rules-link").href = `/rules?lang=${lang}`;
   const g = msg.game;
   $("game").textContent = `${presetName(g.name)} · ${t("players_n", { n: g.num_players })}${g.partnerships ? " · " + t("partnerships") : ""} · ${t("hand_n", { n: msg.hand_number + 1 })}`;
+  $("watching").hidden = isSeat;
+  $("watching").textContent = isSeat ? "" : t("watching");
   renderScores();
   renderOpponents();
   renderBoard();
@@ -74,6 +93,7 @@ function render() {
   renderLog();
   renderOver();
   renderShare();
+  setBusy(busy);
 }
 
 function renderScores() {
@@ -147,39 +167,33 @@ function renderMe() {
   else if (msg.turn === msg.seat) status.textContent = t("your_turn");
   else status.textContent = t("waiting_for", { who: seatName(msg, msg.turn) });
   status.classList.toggle("go", !msg.over && msg.turn === msg.seat);
-  const hand = $("hand");
-  hand.replaceChildren();
   const legal = legalByTile();
-  for (const [a, b, id] of msg.hand) {
-    const moves = legal.get(id) || [];
-    const button = node("button", "tile-btn");
-    button.appendChild(tileSVG(a, b, { u: 34 }));
-    button.dataset.tile = `${a}-${b}`;
-    button.setAttribute("aria-label", tileText([a, b]));
-    if (moves.length && !busy) {
-      button.classList.add("legal");
-      if (choosing === id) button.classList.add("chosen");
-      button.addEventListener("click", () => {
-        if (moves.length === 1) move(moves[0].action);
-        else { choosing = id; render(); }
-      });
-    } else button.disabled = true;
-    hand.appendChild(button);
-  }
-  const choose = $("choose");
-  choose.replaceChildren();
-  choose.hidden = choosing === null || !legal.has(choosing);
-  if (!choose.hidden) {
-    const moves = legal.get(choosing);
-    choose.appendChild(node("span", "", t("choose_end", { tile: tileText(moves[0].tile) })));
-    for (const m of moves) {
-      const b = node("button", "end-btn", t(m.end ? "on_right" : "on_left", { n: msg.ends[m.end] }));
-      b.dataset.end = m.end ? "right" : "left";
-      b.disabled = busy;
-      b.addEventListener("click", () => move(m.action));
-      choose.appendChild(b);
+  const hand = $("hand");
+  const copies = new Map(); // two sets deal a tile twice: each copy keeps its own button
+  const keys = msg.hand.map(([, , id]) => {
+    copies.set(id, (copies.get(id) || 0) + 1);
+    return `${id}:${copies.get(id)}`;
+  });
+  for (const [k, button] of tileButtons) if (!keys.includes(k)) { button.remove(); tileButtons.delete(k); }
+  let at = hand.firstChild; // the hand in its order, moving no button that is in place
+  msg.hand.forEach(([a, b, id], i) => {
+    let button = tileButtons.get(keys[i]);
+    if (!button) {
+      button = node("button", "tile-btn");
+      button.appendChild(tileSVG(a, b, { u: 34 }));
+      button.dataset.tile = `${a}-${b}`;
+      button.dataset.id = id;
+      button.setAttribute("aria-label", tileText([a, b]));
+      tileButtons.set(keys[i], button);
     }
-  }
+    if (button === at) at = at.nextSibling;
+    else hand.insertBefore(button, at);
+    const live = legal.has(id);
+    button.classList.toggle("legal", live);
+    button.dataset.live = live;
+  });
+  if (choosing !== null && !legal.has(choosing)) choosing = null;
+  renderChoose();
   const actions = $("actions");
   actions.replaceChildren();
   for (const m of msg.legal) {
@@ -187,10 +201,42 @@ function renderMe() {
     const label = m.kind === "draw" ? t("draw") : m.kind === "pass" ? t("pass") : t("double_play", { tile: tileText(m.tile) });
     const b = node("button", `act act-${m.kind}`, label);
     b.dataset.action = m.kind;
-    b.disabled = busy;
+    b.dataset.live = true;
     b.addEventListener("click", () => move(m.action));
     actions.appendChild(b);
   }
+}
+
+// The question "which end?" for the tile being chosen (a change of the seat's own page only).
+function renderChoose() {
+  const legal = legalByTile();
+  for (const button of tileButtons.values()) button.classList.toggle("chosen", Number(button.dataset.id) === choosing);
+  const choose = $("choose");
+  choose.replaceChildren();
+  choose.hidden = choosing === null || !legal.has(choosing);
+  if (choose.hidden) return;
+  const moves = legal.get(choosing);
+  choose.appendChild(node("span", "", t("choose_end", { tile: tileText(moves[0].tile) })));
+  for (const m of moves) {
+    const b = node("button", "end-btn", t(m.end ? "on_right" : "on_left", { n: msg.ends[m.end] }));
+    b.dataset.end = m.end ? "right" : "left";
+    b.dataset.live = true;
+    b.disabled = busy;
+    b.addEventListener("click", () => move(m.action));
+    choose.appendChild(b);
+  }
+}
+
+// A tap on a tile of the hand, read against the view shown at the tap: one move plays at once,
+// two (both ends fit) ask which end.
+function tapTile(event) {
+  const button = event.target.closest(".tile-btn");
+  if (!button || busy || !msg) return;
+  const id = Number(button.dataset.id);
+  const moves = legalByTile().get(id);
+  if (!moves) return;
+  if (moves.length === 1) move(moves[0].action);
+  else { choosing = id; renderChoose(); }
 }
 
 function renderLog() {
@@ -217,11 +263,13 @@ function renderLog() {
     box.appendChild(details);
   }
   box.appendChild(node("div", "revealed-title", t("revealed")));
-  last.hands.forEach((tiles, seat) => {
+  last.hands.forEach((tiles, seat) => { // the only time the others' tiles are seen: readable size
     const row = node("div", "revealed");
-    row.appendChild(node("span", "who", seatName(msg, seat)));
-    if (!tiles.length) row.appendChild(node("span", "none", "—"));
-    for (const [a, b] of tiles) row.appendChild(tileSVG(a, b, { u: 16 }));
+    row.appendChild(node("div", "who", seatName(msg, seat)));
+    const shown = node("div", "tiles");
+    if (!tiles.length) shown.appendChild(node("span", "none", "—"));
+    for (const [a, b] of tiles) shown.appendChild(tileSVG(a, b, { u: 24 }));
+    row.appendChild(shown);
     box.appendChild(row);
   });
 }
@@ -248,7 +296,7 @@ function renderOver() {
   if (msg.seat !== null) {
     const b = node("button", "", t("rematch"));
     b.id = "again";
-    b.disabled = busy;
+    b.dataset.live = true;
     b.addEventListener("click", () => post("rematch", {}));
     row.appendChild(b);
   }
@@ -258,24 +306,55 @@ function renderOver() {
   box.appendChild(row);
 }
 
+// The creator's links (only their page gets msg.share): each friend's, labelled by the seat
+// its holder plays now, and the spectators', each with a copy button. With friends to invite it
+// is open on a page opened in the first hand of the table, folded on one opened later.
 function renderShare() {
   const box = $("share");
   box.hidden = !msg.share;
   if (!msg.share) return;
+  const friends = (msg.share.seats || msg.share.links || []).filter(
+    (s) => (s.link || s.url) && !(typeof s.seat === "number" && s.seat === msg.seat),
+  );
+  if (!shareShown) box.open = friends.length > 0 && msg.match === 0 && msg.hands_done === 0;
+  shareShown = true;
+  const labels = friends.map((s) => [s.link || s.url, s.seat, s.owner, s.label]);
+  const key = JSON.stringify([lang, labels, msg.seats.map((s) => s.kind), msg.share.watch]);
+  if (key === shareKey) return; // the same links: a copy being tapped stays where it is
+  shareKey = key;
   const body = $("share-body");
   body.replaceChildren();
+  if (friends.length) body.appendChild(node("p", "share-intro", t("share_intro")));
   const entry = (label, path) => {
-    const p = node("p", "share-row");
-    p.appendChild(node("span", "", label + " "));
+    const row = node("div", "share-row");
+    row.appendChild(node("span", "share-label", label));
     const input = node("input");
     input.readOnly = true;
     input.value = new URL(path, location.origin).href;
+    input.setAttribute("aria-label", label);
     input.addEventListener("focus", () => input.select());
-    p.appendChild(input);
-    body.appendChild(p);
+    const button = node("button", "copy", t("copy"));
+    button.type = "button";
+    button.addEventListener("click", () => copyLink(input, button));
+    row.append(input, button);
+    body.appendChild(row);
   };
-  for (const s of msg.share.seats) if (s.link && s.seat !== msg.seat) entry(seatName(msg, s.seat), s.link);
+  for (const s of friends) { // no agent's seat, not this page's own link
+    const who = typeof s.seat === "number" ? seatName(msg, s.seat) : String(s.owner ?? s.label ?? "");
+    entry(t("link_of", { who }), s.link || s.url);
+  }
   entry(t("spectators"), msg.share.watch);
+}
+
+async function copyLink(input, button) {
+  try {
+    await navigator.clipboard.writeText(input.value);
+  } catch { // no clipboard API (a page over plain http): copy the selected text
+    input.select();
+    document.execCommand("copy");
+  }
+  button.textContent = t("copied");
+  setTimeout(() => { button.textContent = t("copy"); }, 1500);
 }
 
 function connect() {
@@ -296,13 +375,24 @@ function connect() {
   };
 }
 
+// A new width lays the line out again; nothing else is redrawn (a phone's toolbar that hides on
+// scrolling changes the height only).
 let resizing = null;
-window.addEventListener("resize", () => { clearTimeout(resizing); resizing = setTimeout(render, 100); });
+let width = window.innerWidth;
+window.addEventListener("resize", () => {
+  clearTimeout(resizing);
+  resizing = setTimeout(() => {
+    if (!msg || window.innerWidth === width) return;
+    width = window.innerWidth;
+    renderBoard();
+  }, 100);
+});
 
 async function main() {
   await loadCatalog();
   translatePage();
   $("lang-slot").appendChild(languageSelect(render));
+  $("hand").addEventListener("click", tapTile);
   const res = await request(api);
   if (!res.ok) { notice(errorText(res.body)); $("table").hidden = true; return; }
   show(res.body);
