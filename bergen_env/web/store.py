@@ -32,7 +32,7 @@ class TableRow:
     rules: dict[str, Any]
     kinds: list[str]
     tokens: list[str | None]
-    seed: int
+    seed: int  # the seed of match ``match`` only (see ``fresh_seeds``)
     lang: str
     address: str
     created: float
@@ -40,6 +40,12 @@ class TableRow:
     status: str = LIVE
     ended: float | None = None
     error: str | None = None
+    #: The seat token of the person who created the table (None: no person sits); the share
+    #: box with every link goes to them whatever seat a rematch gives them.
+    owner: str | None = None
+    #: True: every match has its own secret seed, drawn at its start (``seed``). False: a row
+    #: stored before that, whose match ``match`` is dealt from the table's one seed.
+    fresh_seeds: bool = False
 
 
 class TableStore(Protocol):

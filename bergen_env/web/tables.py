@@ -107,6 +107,23 @@ def new_token(nbytes: int = 18) -> str:
     return secrets.token_urlsafe(nbytes)
 
 
+#: Bits of a match's deal seed: too many to tabulate deals or to narrow down from one's hand.
+SEED_BITS = 128
+
+
+def match_seed() -> int:
+    """A fresh secret seed for one match, from the operating system's randomness."""
+    return secrets.randbits(SEED_BITS)
+
+
+def owner_token(row: TableRow) -> str | None:
+    """The creator's seat token: the first person of the seating before any rematch rotated
+    it (``row.owner`` when stored; this derives it for rows stored without)."""
+    n, m = len(row.kinds), row.match
+    first = [(row.kinds[(j + m) % n], row.tokens[(j + m) % n]) for j in range(n)]
+    return next((token for kind, token in first if kind == PERSON), None)
+
+
 #: An agent whose decisions all took less than this (CPU seconds) acts in the event loop.
 INLINE_SECONDS = 0.002
 
@@ -177,7 +194,7 @@ class Table:
                 continue
             agent = self._make_agent(row, index, kind) if with_agents else None
             seats.append(Seat(index, kind, agent=agent))
-        key = (0,) if match == 0 else (0, match)
+        key = (0,) if match == 0 or row.fresh_seeds else (0, match)
         rng = np.random.default_rng(np.random.SeedSequence(row.seed, spawn_key=key))
         state = BergenState(rules, seed=rng)
         recorder = MatchRecorder(state, [s.kind for s in seats], seed=row.seed)
@@ -201,7 +218,7 @@ class Table:
                 f"of {sorted(specs)}",
                 seat=index,
             )
-        key = (1, index) if row.match == 0 else (1, index, row.match)
+        key = (1, index) if row.match == 0 or row.fresh_seeds else (1, index, row.match)
         rng = np.random.default_rng(np.random.SeedSequence(row.seed, spawn_key=key))
         try:
             agent = make_agent(specs[kind])
@@ -236,8 +253,10 @@ class Table:
 
     @property
     def host(self) -> int | None:
-        """The first person's seat: the one who shares the table's links."""
-        return next((s.index for s in self.seats if s.kind == PERSON), None)
+        """The seat of the person who created the table (the one who shares its links) in the
+        current match; None when no person sits."""
+        owner = self.row.owner or owner_token(self.row)
+        return None if owner is None else self.row.tokens.index(owner)
 
     @property
     def has_agents(self) -> bool:
@@ -418,6 +437,9 @@ class Table:
         row = dataclasses.replace(
             self.row,
             match=self.row.match + 1,
+            seed=match_seed(),  # drawn now: nothing published before deals this match
+            fresh_seeds=True,
+            owner=self.row.owner or owner_token(self.row),
             kinds=self.row.kinds[-1:] + self.row.kinds[:-1],
             tokens=self.row.tokens[-1:] + self.row.tokens[:-1],
             status=LIVE,
@@ -644,11 +666,13 @@ class TableManager:
             rules=rules.to_dict(),
             kinds=list(kinds),
             tokens=[new_token() if k == PERSON else None for k in kinds],
-            seed=secrets.randbits(32) if seed is None else seed,
+            seed=match_seed() if seed is None else seed,
             lang=lang,
             address=address,
             created=now,
+            fresh_seeds=True,
         )
+        row.owner = owner_token(row)
         table = self._table(row)
         self._spend(address)
         self.store.save(row)
