@@ -19,9 +19,6 @@ from bergen_env.web.options import PERSON
 from bergen_env.web.store import SQLiteStore
 from bergen_env.web.tables import DEFAULT_AGENTS, Limits, TableManager
 
-#: The largest WebSocket message a client may send (larger: the socket is closed, 1009).
-WS_MAX_BYTES = 4096
-
 #: The table store's file when ``--db`` is not given (in the working directory).
 DEFAULT_DB = "bergen-web.sqlite3"
 
@@ -174,16 +171,17 @@ def main(argv: Sequence[str] | None = None) -> None:
     manager = TableManager(agents=agents, limits=limits, pace=args.pace, store=store, pool=pool)
     proxies = [a.strip() for a in args.forwarded_allow.split(",") if a.strip()]
     print(f"Bergen in the browser: http://{args.host}:{args.port}/  (Ctrl+C stops)", flush=True)
-    uvicorn.run(
+    from bergen_env.web.serving import server_config
+
+    config = server_config(
         create_app(manager),
+        limits,
+        proxies,
         host=args.host,
         port=args.port,
         log_level="warning",
-        ws_max_size=WS_MAX_BYTES,  # the sockets only listen: a client has nothing big to send
-        proxy_headers=bool(proxies),
-        forwarded_allow_ips=proxies or None,
     )
-    pool.close()
+    uvicorn.Server(config).run()  # the app's shutdown ends the agent pool's processes
     store.close()
 
 

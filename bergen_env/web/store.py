@@ -7,6 +7,7 @@ match is kept as its ``bergen-replay/1`` record for :attr:`Limits.replay_days` d
 
 :class:`SQLiteStore` uses the standard library's ``sqlite3`` in WAL mode; every write is
 committed before it returns, so a move is on disk before the player is told it was accepted;
+a damaged file is refused when it is opened (SQLite's ``quick_check``);
 the server waits for writes in one writer thread, and reads use a second connection.
 Another database replaces it by implementing :class:`TableStore`.
 """
@@ -116,6 +117,20 @@ CREATE TABLE IF NOT EXISTS replays (
 """
 
 
+#: What to do about a table store that cannot be used.
+MEND = (
+    "move the file aside (with its -wal and -shm files) to start with an empty store, "
+    "or restore a backup; `sqlite3 FILE .recover` may save its tables"
+)
+
+
+def _check_integrity(db: sqlite3.Connection, path: str) -> None:
+    """Refuse a damaged database file (SQLite's ``quick_check``) before the server uses it."""
+    problems = [r[0] for r in db.execute("PRAGMA quick_check(3)").fetchall()]
+    if problems != ["ok"]:
+        raise sqlite3.DatabaseError(f"the file is damaged: {'; '.join(problems)[:200]}")
+
+
 class SQLiteStore:
     """:class:`TableStore` in one SQLite file (WAL); ``":memory:"`` keeps nothing."""
 
@@ -128,6 +143,8 @@ class SQLiteStore:
             if self.durable:
                 self._db.execute("PRAGMA journal_mode=WAL")
                 self._db.execute("PRAGMA synchronous=FULL")
+            if self.durable:
+                _check_integrity(self._db, self.path)
             self._db.executescript(SCHEMA)
             # reads (on the server's event loop) have their own connection and lock: in WAL
             # mode they never wait for a write being committed in the writer thread
@@ -138,7 +155,9 @@ class SQLiteStore:
                 )
                 self._read_lock = threading.Lock()
         except sqlite3.Error as exc:
-            raise OSError(f"--db {self.path}: cannot open the table store: {exc}") from None
+            raise OSError(
+                f"--db {self.path}: cannot open the table store ({exc}); {MEND}"
+            ) from None
 
     def _write(self, sql: str, *rows: tuple[Any, ...]) -> None:
         with self._lock:

@@ -76,6 +76,12 @@ class Limits:
     spectators_per_table: int = 32  # open spectator sockets of one table
     sockets_per_seat: int = 4  # open sockets of one seat link (a person's pages)
     sockets_per_address: int = 64  # open WebSockets of one client address
+    spectators_per_address: int = 4  # open spectator sockets of one table from one address
+    max_sockets: int = 512  # open WebSockets of the server
+    connections_per_address: int = 32  # open HTTP connections of one client address
+    max_connections: int = 256  # open HTTP connections of the server
+    header_seconds: float = 10.0  # a request's head must arrive within this (else: closed)
+    body_seconds: float = 60.0  # a request's body must arrive within this (else: 408)
     max_body_bytes: int = 2 * 1024 * 1024  # request bodies (replay files are the largest)
     max_json_bytes: int = 16 * 1024  # JSON bodies of the API besides replay files
 
@@ -177,7 +183,9 @@ class Table:
         #: The replay frames of the last finished match, keyed by it (built on first request).
         self.frames: tuple[Any, Any] = (None, None)
         self._changed: asyncio.Event | None = None
-        self._listeners: dict[asyncio.Event, str | None] = {}  # event: seat link or None
+        #: Each open socket's event: its seat link (None: a spectator) and client address.
+        self._listeners: dict[asyncio.Event, tuple[str | None, str]] = {}
+        self.evicted: set[asyncio.Event] = set()  # sockets told to close (a newer one came)
         self._runner: asyncio.Task | None = None
         self._deal(row, with_agents)
         for seat, action in moves:
@@ -543,18 +551,33 @@ class Table:
 
     # ------------------------------------------------------------------ listeners
 
-    def listen(self, key: str | None = None) -> asyncio.Event:
-        """An event set at every change, for a socket of seat link ``key`` (None: a spectator)."""
+    def listen(self, key: str | None = None, address: str = "") -> asyncio.Event:
+        """An event set at every change, for a socket of seat link ``key`` (None: a spectator)
+        from client ``address``."""
         event = asyncio.Event()
-        self._listeners[event] = key
+        self._listeners[event] = (key, address)
         return event
 
     def unlisten(self, event: asyncio.Event) -> None:
         self._listeners.pop(event, None)
+        self.evicted.discard(event)
 
-    def connections(self, key: str | None = None) -> int:
-        """Open sockets of seat link ``key`` (None: of spectators)."""
-        return sum(1 for k in self._listeners.values() if k == key)
+    def connections(self, key: str | None = None, address: str | None = None) -> int:
+        """Open sockets of seat link ``key`` (None: of spectators), of ``address`` if given."""
+        return sum(
+            1
+            for event, (k, a) in self._listeners.items()
+            if k == key and address in (None, a) and event not in self.evicted
+        )
+
+    def evict_oldest(self, key: str) -> None:
+        """Tell the oldest open socket of seat link ``key`` to close: a newer page of the same
+        person takes its place (the person's latest page always gets the updates)."""
+        for event, (k, _) in self._listeners.items():
+            if k == key and event not in self.evicted:
+                self.evicted.add(event)
+                event.set()
+                return
 
     def notify(self) -> None:
         self.version += 1
@@ -870,7 +893,12 @@ class TableManager:
         count = 0
         for row in self.store.live():
             try:
-                table = self._table(row, self.store.moves(row.id, row.match))
+                moves = self.store.moves(row.id, row.match)
+            except Exception:  # a read failed: the table stays live for a later look-up
+                logger.exception("table %s: its moves could not be read", row.id)
+                continue
+            try:
+                table = self._table(row, moves)
             except Exception as exc:  # e.g. its agent left the menu: the table cannot go on
                 logger.warning("table %s cannot be restored: %s", row.id, exc)
                 row.status, row.ended = EXPIRED, time.time()
