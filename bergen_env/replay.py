@@ -339,7 +339,9 @@ def _check_hand_end(state: BergenState, result: Any, h: int, where: str) -> None
         if ended or state.terminal:
             raise ReplayError(f"{where}: recorded as unfinished, but the engine ended it")
         return
-    reason = result.get("reason") if isinstance(result, dict) else None
+    if not isinstance(result, dict):
+        raise ReplayError(f"{where}: a hand's result must be an object or null, got {result!r}")
+    reason = result.get("reason")
     if reason == "target":
         if ended or not state.terminal:
             raise ReplayError(f"{where}: recorded as cut short by the target, the engine differs")

@@ -128,7 +128,8 @@ def _check_integrity(db: sqlite3.Connection, path: str) -> None:
     """Refuse a damaged database file (SQLite's ``quick_check``) before the server uses it."""
     problems = [r[0] for r in db.execute("PRAGMA quick_check(3)").fetchall()]
     if problems != ["ok"]:
-        raise sqlite3.DatabaseError(f"the file is damaged: {'; '.join(problems)[:200]}")
+        first = " ".join(" ".join(problems).split())[:160]
+        raise sqlite3.DatabaseError(f"the file is damaged: {first}")
 
 
 class SQLiteStore:
