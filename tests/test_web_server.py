@@ -103,6 +103,19 @@ def test_connections_are_bounded_per_address() -> None:
             s.close()
 
 
+def test_a_full_server_closes_its_longest_idle_connection_for_a_new_one() -> None:
+    """Silent connections filling the server's bound cannot keep a newcomer out."""
+    limits = Limits(max_connections=3, header_seconds=30.0)
+    with running_server(TableManager(limits=limits)) as base:
+        held = [connect(base) for _ in range(3)]
+        time.sleep(0.2)
+        assert get(base, "/api/meta") == 200
+        assert closed_within(held[0], 2)
+        assert not closed_within(held[1], 0.5) and not closed_within(held[2], 0.5)
+        for s in held:
+            s.close()
+
+
 def manager_rules():
     from bergen_env.rules import Rules
 

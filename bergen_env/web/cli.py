@@ -96,6 +96,18 @@ def parser() -> argparse.ArgumentParser:
         help="open WebSockets of one client address (pages and spectators)",
     )
     p.add_argument(
+        "--connections-per-address",
+        type=int,
+        default=Limits.connections_per_address,
+        help="open HTTP connections of one client address (more are closed at once)",
+    )
+    p.add_argument(
+        "--max-connections",
+        type=int,
+        default=Limits.max_connections,
+        help="open HTTP connections of the server (keep it under `ulimit -n`)",
+    )
+    p.add_argument(
         "--idle-minutes",
         type=float,
         default=Limits.idle_seconds / 60,
@@ -137,11 +149,14 @@ def main(argv: Sequence[str] | None = None) -> None:
         args.tables_per_address,
         args.creations_per_minute,
         args.sockets_per_address,
+        args.connections_per_address,
+        args.max_connections,
     )
     if args.pace < 0 or min(positive) <= 0 or args.idle_minutes <= 0 or args.replay_days <= 0:
         p.error(
             "--pace must be >= 0; --max-tables, --tables-per-address, --creations-per-minute, "
-            "--sockets-per-address, --idle-minutes and --replay-days > 0"
+            "--sockets-per-address, --connections-per-address, --max-connections, "
+            "--idle-minutes and --replay-days > 0"
         )
     if args.workers < 0:
         p.error("--workers must be >= 0 (0: one per core)")
@@ -164,6 +179,8 @@ def main(argv: Sequence[str] | None = None) -> None:
         tables_per_address=args.tables_per_address,
         creations_per_minute=args.creations_per_minute,
         sockets_per_address=args.sockets_per_address,
+        connections_per_address=args.connections_per_address,
+        max_connections=args.max_connections,
         idle_seconds=args.idle_minutes * 60,
         replay_days=args.replay_days,
     )

@@ -8,7 +8,9 @@ for ever. :class:`GuardedH11Protocol` adds what is missing: the head of every re
 arrive within :attr:`Limits.header_seconds` of the connection (or of the previous answer),
 and one client address (:func:`~bergen_env.web.tables.quota_key`) may hold at most
 :attr:`Limits.connections_per_address` open HTTP connections, the server
-:attr:`Limits.max_connections`; a connection over a bound is closed at once. A WebSocket leaves
+:attr:`Limits.max_connections`; a connection over the address's bound is closed at once, and
+one over the server's takes the place of the connection idle longest (a silent crowd cannot
+keep a newcomer out). A WebSocket leaves
 these counts when it is upgraded (the sockets have their own bounds, in
 :mod:`~bergen_env.web.sockets`). A request's body has its own deadline
 (:attr:`Limits.body_seconds`, in :class:`~bergen_env.web.guard.Guard`).
@@ -35,26 +37,44 @@ WS_MAX_BYTES = 4096
 
 
 class ConnectionGate:
-    """Open HTTP connections by client address, within a bound per address and in all."""
+    """Open HTTP connections by client address, within a bound per address and in all.
+
+    When the server is full, a new connection takes the place of the one that has waited
+    longest for a request's head (a connection answering a request is never closed)."""
 
     def __init__(self, per_address: int, total: int, proxies: Sequence[str] = ()) -> None:
         self.per_address = per_address
         self.total = total
         self.proxies = frozenset(proxies)  # trusted reverse proxies: bounded in all only
         self.open: Counter[str] = Counter()
-        self.count = 0
+        #: Every counted connection, the one idle longest first.
+        self.counted: dict[GuardedH11Protocol, str] = {}
 
-    def admit(self, address: str) -> bool:
-        """Count one more connection of ``address``, or False (nothing counted) over a bound."""
-        mine = 0 if address in self.proxies else self.open[address]
-        if mine >= self.per_address or self.count >= self.total:
+    def admit(self, protocol: GuardedH11Protocol, address: str) -> bool:
+        """Count ``protocol``'s connection from ``address``, or False (nothing counted) over the
+        address's bound, or over the server's with no idle connection to close instead."""
+        if address not in self.proxies and self.open[address] >= self.per_address:
             return False
+        if len(self.counted) >= self.total:
+            oldest = next((p for p in self.counted if p.idle), None)
+            if oldest is None:
+                return False
+            oldest.transport.close()
+            self.release(oldest)
         self.open[address] += 1
-        self.count += 1
+        self.counted[protocol] = address
         return True
 
-    def release(self, address: str) -> None:
-        self.count -= 1
+    def waiting(self, protocol: GuardedH11Protocol) -> None:
+        """``protocol`` starts waiting for a request's head: it is the latest to."""
+        address = self.counted.pop(protocol, None)
+        if address is not None:
+            self.counted[protocol] = address
+
+    def release(self, protocol: GuardedH11Protocol) -> None:
+        address = self.counted.pop(protocol, None)
+        if address is None:
+            return
         self.open[address] -= 1
         if self.open[address] <= 0:
             del self.open[address]
@@ -67,27 +87,30 @@ class GuardedH11Protocol(H11Protocol):
         super().__init__(*args, **kw)
         self._gate = gate
         self._header_seconds = header_seconds
-        self._address: str | None = None  # set while this connection is counted
         self._deadline: asyncio.TimerHandle | None = None
+
+    @property
+    def idle(self) -> bool:
+        """No request is being answered (one may be arriving)."""
+        return self.cycle is None or self.cycle.response_complete
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         super().connection_made(transport)
         address = quota_key(self.client[0]) if self.client else "unknown"
-        if not self._gate.admit(address):
+        if not self._gate.admit(self, address):
             transport.abort()
             return
-        self._address = address
         self._await_head()
 
     def _await_head(self) -> None:
         """Close the connection unless a request's head has arrived within the deadline."""
         self._stop_waiting()
+        self._gate.waiting(self)
         self._deadline = self.loop.call_later(self._header_seconds, self._head_late)
 
     def _head_late(self) -> None:
         self._deadline = None
-        idle = self.cycle is None or self.cycle.response_complete
-        if idle and not self.transport.is_closing():
+        if self.idle and not self.transport.is_closing():
             self.transport.close()
 
     def _stop_waiting(self) -> None:
@@ -97,13 +120,11 @@ class GuardedH11Protocol(H11Protocol):
 
     def _release(self) -> None:
         self._stop_waiting()
-        if self._address is not None:
-            self._gate.release(self._address)
-            self._address = None
+        self._gate.release(self)
 
     def on_response_complete(self) -> None:
         super().on_response_complete()
-        if not self.transport.is_closing() and self._address is not None:
+        if not self.transport.is_closing() and self in self._gate.counted:
             self._await_head()
 
     def handle_websocket_upgrade(self, event: Any) -> None:
