@@ -499,6 +499,27 @@ def test_spectators_cannot_crowd_out_the_seats() -> None:
             ws.__exit__(None, None, None)
 
 
+def test_one_address_cannot_hold_every_spectator_socket() -> None:
+    limits = Limits(spectators_per_table=32, spectators_per_address=2)
+    client, manager = client_for(limits=limits)
+    stranger = other_client(manager, "198.51.100.7")
+    with client, stranger:
+        watch = f"/ws{new_table(client).json()['watch']}"
+        held = [client.websocket_connect(watch) for _ in range(2)]
+        for ws in held:
+            ws.__enter__()
+            assert ws.receive_json()["type"] == "state"
+        with client.websocket_connect(watch) as ws:
+            assert ws.receive_json()["code"] == "too_many_sockets"
+            with pytest.raises(WebSocketDisconnect) as closed:
+                ws.receive_json()
+            assert closed.value.code == 4429
+        with stranger.websocket_connect(watch) as ws:  # another address still watches
+            assert ws.receive_json()["type"] == "state"
+        for ws in held:
+            ws.__exit__(None, None, None)
+
+
 def test_no_seed_at_a_table_of_people() -> None:
     """Whoever chose the seed would know the other people's hands and the boneyard."""
     client, manager = client_for()

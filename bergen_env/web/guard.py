@@ -2,9 +2,9 @@
 
 :class:`Guard` is ASGI middleware: it adds the security headers to every answer, refuses
 state-changing requests that are not same-origin JSON, bounds request bodies (in bytes and in
-the time they take to arrive) and refuses
-WebSockets opened from another site. :func:`read_json` parses a body with limits on its depth,
-size and number lengths (a bad body is a 400, never a 500)."""
+the time they take to arrive) and refuses WebSockets opened from another site.
+:func:`read_json` parses a body with limits on its depth, size and number lengths (a bad body
+is a 400, never a 500)."""
 
 from __future__ import annotations
 

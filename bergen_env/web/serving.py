@@ -10,9 +10,8 @@ and one client address (:func:`~bergen_env.web.tables.quota_key`) may hold at mo
 :attr:`Limits.connections_per_address` open HTTP connections, the server
 :attr:`Limits.max_connections`; a connection over the address's bound is closed at once, and
 one over the server's takes the place of the connection idle longest (a silent crowd cannot
-keep a newcomer out). A WebSocket leaves
-these counts when it is upgraded (the sockets have their own bounds, in
-:mod:`~bergen_env.web.sockets`). A request's body has its own deadline
+keep a newcomer out). A WebSocket leaves these counts when it is upgraded (the sockets have
+their own bounds, in :mod:`~bergen_env.web.sockets`). A request's body has its own deadline
 (:attr:`Limits.body_seconds`, in :class:`~bergen_env.web.guard.Guard`).
 """
 

@@ -7,8 +7,8 @@ match is kept as its ``bergen-replay/1`` record for :attr:`Limits.replay_days` d
 
 :class:`SQLiteStore` uses the standard library's ``sqlite3`` in WAL mode; every write is
 committed before it returns, so a move is on disk before the player is told it was accepted;
-a damaged file is refused when it is opened (SQLite's ``quick_check``);
-the server waits for writes in one writer thread, and reads use a second connection.
+a damaged file is refused when it is opened (SQLite's ``quick_check``); the server waits for
+writes in one writer thread, and reads use a second connection.
 Another database replaces it by implementing :class:`TableStore`.
 """
 
@@ -124,7 +124,7 @@ MEND = (
 )
 
 
-def _check_integrity(db: sqlite3.Connection, path: str) -> None:
+def _check_integrity(db: sqlite3.Connection) -> None:
     """Refuse a damaged database file (SQLite's ``quick_check``) before the server uses it."""
     problems = [r[0] for r in db.execute("PRAGMA quick_check(3)").fetchall()]
     if problems != ["ok"]:
@@ -142,10 +142,9 @@ class SQLiteStore:
         try:
             self._db = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None)
             if self.durable:
+                _check_integrity(self._db)
                 self._db.execute("PRAGMA journal_mode=WAL")
                 self._db.execute("PRAGMA synchronous=FULL")
-            if self.durable:
-                _check_integrity(self._db, self.path)
             self._db.executescript(SCHEMA)
             # reads (on the server's event loop) have their own connection and lock: in WAL
             # mode they never wait for a write being committed in the writer thread
