@@ -80,6 +80,19 @@ def test_silent_and_slow_connections_are_closed() -> None:
             s.close()
 
 
+def test_a_request_head_is_bounded_in_size() -> None:
+    with running_server(TableManager(limits=Limits(header_seconds=30.0))) as base:
+        s = connect(base)
+        with s:
+            s.sendall(b"GET /api/meta HTTP/1.1\r\nHost: x\r\n")
+            for _ in range(40):  # 40 KiB of headers, sent at once
+                s.sendall(b"X-Big: " + b"a" * 1000 + b"\r\n")
+            s.settimeout(10)
+            assert s.recv(64).startswith(b"HTTP/1.1 400")
+            assert closed_within(s, 5)
+        assert get(base, "/api/meta") == 200
+
+
 def test_connections_are_bounded_per_address() -> None:
     """Over the bound, a new connection of the address is closed at once; WebSockets leave the
     count when they are upgraded; a freed slot serves again."""
