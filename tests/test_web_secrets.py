@@ -7,6 +7,7 @@ rematch gives them."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import Iterator
 from typing import Any
@@ -24,7 +25,7 @@ from bergen_env.engine import BergenState  # noqa: E402
 from bergen_env.rules import Rules  # noqa: E402
 from bergen_env.web import Limits, TableManager  # noqa: E402
 from bergen_env.web.app import create_app  # noqa: E402
-from bergen_env.web.tables import SEED_BITS, owner_token  # noqa: E402
+from bergen_env.web.tables import SEED_BITS, Table, owner_token  # noqa: E402
 
 
 def client_for() -> tuple[TestClient, TableManager]:
@@ -140,3 +141,28 @@ def test_the_share_box_stays_with_its_creator_across_rematches(seats: list[str])
         assert owner_token(table.row) == creator
         assert "share" in client.get(f"/api/s/{creator}").json()
         assert "share" not in client.get(f"/api/s/{friends[0]}").json()
+
+
+def test_a_row_stored_before_fresh_seeds_deals_its_match_as_it_did() -> None:
+    """A live table stored by an older server (one seed for the table, no owner) is restored
+    with the same deal, its creator found from the rotation."""
+    client, manager = client_for()
+    with client:
+        links = client.post("/api/tables", json={"seats": ["person", "person"]}).json()
+        table = manager.tables[links["table"]]
+        creator = links["seats"][0]["link"][3:]
+        row = dataclasses.replace(
+            table.row,
+            match=1,
+            kinds=table.row.kinds[::-1],
+            tokens=table.row.tokens[::-1],
+            seed=12345,
+            fresh_seeds=False,
+            owner=None,
+        )
+        old = Table(
+            row, {}, store=manager.store, limits=manager.limits, pace=0, clock=manager.clock
+        )
+        expected = first_hands(old.rules, 12345, (0, 1))
+        dealt = [sorted(h) for h in old.recorder.current_hand["deal"]["hands"]]
+        assert dealt == expected and old.seats[old.host].token == creator
