@@ -10,25 +10,46 @@ latency of a person's move as the client sees it (POST to answer, which includes
 process's own delays) and the server's share of it (its ``Server-Timing`` header).
 
     python -m benchmarks.web_load --tables 50 --seed 0
+
+``--uploaders K`` adds K clients, each from its own loopback address (127.0.2.k), that upload
+a replay file of one match of ``--upload-events`` events to ``/api/replay`` over and over while
+the tables play, as fast as the server's rate limit lets them (after a 429 they wait its
+``Retry-After``); before the tables start, one upload's wall time, the server's CPU time for it
+(its process and worker processes) and the answer's size are measured.
+
+``--slow N`` measures connections instead of moves: N connections that send nothing and N that
+send a header line every 2 s, each from its own loopback address (127.0.1.x), plus 100 silent
+connections from one address; it reports how many the server still holds after 1 s and after
+``--hold`` seconds, and whether ``GET /api/meta`` is answered meanwhile. ``--nofile K`` starts
+the server with at most K open files (``ulimit -n``).
+
+    python -m benchmarks.web_load --tables 10 --uploaders 3 --upload-events 35000
+    python -m benchmarks.web_load --slow 50 --hold 150 --nofile 80
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
+import dataclasses
 import json
 import os
+import resource
 import socket
 import subprocess
 import sys
 import tempfile
 import time
+from collections import Counter
 
 import httpx2
 import numpy as np
 import websockets
 
-from bergen_env.replay import resimulate
+from bergen_env.engine import BergenState
+from bergen_env.replay import MatchRecorder, resimulate
+from bergen_env.rules import Rules
 
 
 def free_port() -> int:
@@ -46,6 +67,7 @@ async def person(
     server_ms: list[float],
     timeout: float,
     replies: list[float],
+    errors: list[float],
 ) -> dict:
     """Play one seat to the match end; returns the last view. ``replies``: in a 2-player
     table, the seconds from a move's answer to the seat's next turn (the agent's reply)."""
@@ -69,7 +91,13 @@ async def person(
                 legal = last["legal"]
                 action = legal[int(rng.integers(len(legal)))]["action"]
                 start = time.perf_counter()
-                r = await http.post(f"/api/s/{token}/move", json={"action": action})
+                move = {"action": action, "version": last["version"]}
+                try:
+                    r = await http.post(f"/api/s/{token}/move", json=move)
+                except httpx2.TransportError:  # the connection failed: count it, look again
+                    errors.append(time.perf_counter() - start)
+                    last = (await http.get(f"/api/s/{token}")).json()
+                    continue
                 latencies.append(time.perf_counter() - start)
                 if r.status_code == 200:
                     server_ms.append(float(r.headers["server-timing"].split("dur=")[1]))
@@ -82,11 +110,88 @@ async def person(
                 return last
 
 
-async def run(args: argparse.Namespace, base: str) -> dict:
+def replay_text(events: int, seed: int) -> str:
+    """One match of random legal moves (target out of reach) cut after ``events`` events,
+    without the optional move texts."""
+    rules = dataclasses.replace(Rules.preset("standard"), target=10**6)
+    state = BergenState(rules, seed=seed)
+    recorder = MatchRecorder(state, ["random", "random"], seed=seed)
+    rng = np.random.default_rng(seed)
+    for _ in range(events):
+        seat, legal = state.current_player, state.legal_actions()
+        action = int(legal[int(rng.integers(len(legal)))])
+        state.apply_action(action)
+        recorder.record(seat, action)
+    record = recorder.finish()
+    for hand in record["hands"]:  # the move texts are optional: the most events a body holds
+        for event in hand["events"]:
+            del event["move"]
+    return json.dumps(record, separators=(",", ":")) + "\n"
+
+
+def tree_cpu(pid: int) -> float:
+    """CPU seconds (user and system) of process ``pid`` and the processes below it."""
+    ticks = os.sysconf("SC_CLK_TCK")
+    stats = {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/stat") as f:
+                    stats[int(entry)] = f.read().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+    tree, frontier = {pid}, {pid}
+    while frontier:
+        frontier = {p for p, st in stats.items() if int(st[1]) in frontier} - tree
+        tree |= frontier
+    return sum(int(stats[p][11]) + int(stats[p][12]) for p in tree if p in stats) / ticks
+
+
+async def one_upload(base: str, text: str, server_pid: int | None) -> dict:
+    """One upload's wall time, the server's CPU time for it and the answer's size (the
+    second of two: the first starts whatever the server starts at its first upload)."""
+    transport = httpx2.AsyncHTTPTransport(local_address="127.0.2.250")
+    async with httpx2.AsyncClient(base_url=base, transport=transport, timeout=120) as http:
+        await http.post("/api/replay", json={"text": text})  # any worker process starts
+        await asyncio.sleep(1.0)  # the server settles
+        cpu = tree_cpu(server_pid) if server_pid else 0.0
+        start = time.perf_counter()
+        r = await http.post("/api/replay", json={"text": text})
+        wall = time.perf_counter() - start
+        cpu = tree_cpu(server_pid) - cpu if server_pid else float("nan")
+    return {
+        "upload_bytes": len(text.encode()),
+        "upload_status": r.status_code,
+        "upload_answer_bytes": len(r.content),
+        "upload_wall_s": round(wall, 3),
+        "upload_server_cpu_s": round(cpu, 2),
+    }
+
+
+async def uploader(base: str, k: int, text: str, stop: asyncio.Event, counts: Counter) -> None:
+    """Upload ``text`` over and over from address 127.0.2.k until ``stop`` is set, waiting
+    as long as a refusal's ``Retry-After`` says."""
+    transport = httpx2.AsyncHTTPTransport(local_address=f"127.0.2.{k + 1}")
+    async with httpx2.AsyncClient(base_url=base, transport=transport, timeout=120) as http:
+        while not stop.is_set():
+            try:
+                r = await http.post("/api/replay", json={"text": text})
+                counts[r.status_code] += 1
+                if r.status_code == 429:
+                    wait = float(r.headers.get("retry-after", 1))
+                    with contextlib.suppress(TimeoutError):
+                        await asyncio.wait_for(stop.wait(), wait)
+            except httpx2.HTTPError:
+                counts["error"] += 1
+                await asyncio.sleep(0.1)
+
+
+async def run(args: argparse.Namespace, base: str, server_pid: int | None = None) -> dict:
     ws_url = base.replace("http", "ws", 1)
     latencies: list[float] = []
     server_ms: list[float] = []
     replies: list[float] = []
+    errors: list[float] = []
     limits = httpx2.Limits(max_connections=400, max_keepalive_connections=400)
     async with httpx2.AsyncClient(base_url=base, limits=limits, timeout=args.timeout) as http:
         for i in range(args.search_tables):  # agents-only tables that keep the agents busy
@@ -127,11 +232,24 @@ async def run(args: argparse.Namespace, base: str) -> dict:
                             server_ms,
                             args.timeout,
                             replies,
+                            errors,
                         )
                     )
+        upload: dict = {}
+        stop, counts = asyncio.Event(), Counter()
+        uploads = []
+        if args.uploaders:
+            text = replay_text(args.upload_events, args.seed)
+            upload = await one_upload(base, text, server_pid)
+            uploads = [
+                asyncio.ensure_future(uploader(base, k, text, stop, counts))
+                for k in range(args.uploaders)
+            ]
         start = time.perf_counter()
         finals = await asyncio.gather(*jobs)
         elapsed = time.perf_counter() - start
+        stop.set()
+        await asyncio.gather(*uploads)
         moves = 0
         lost = 0
         for t in tables:
@@ -154,6 +272,7 @@ async def run(args: argparse.Namespace, base: str) -> dict:
         "mismatched": lost,
         "moves": moves,
         "person_moves": len(latencies),
+        "move_connection_errors": len(errors),
         "seconds": round(elapsed, 2),
         "moves_per_s": round(moves / elapsed, 1),
         "person_move_ms_p50": round(float(np.percentile(lat, 50)), 2),
@@ -164,6 +283,76 @@ async def run(args: argparse.Namespace, base: str) -> dict:
         "greedy_reply_ms_p50": round(float(np.percentile(reply, 50)), 2),
         "greedy_reply_ms_p99": round(float(np.percentile(reply, 99)), 2),
         "greedy_reply_ms_max": round(float(reply.max()), 2),
+        "uploaders": args.uploaders,
+        **upload,
+        "uploads_by_status": {str(k): v for k, v in sorted(counts.items(), key=str)},
+    }
+
+
+def slow_clients(args: argparse.Namespace, base: str) -> dict:
+    """How many silent and dripping connections the server holds, and whether it answers."""
+    port = int(base.rsplit(":", 1)[1])
+
+    def open_from(address: str) -> socket.socket | None:
+        s = socket.socket()
+        try:
+            s.bind((address, 0))
+            s.connect(("127.0.0.1", port))
+        except OSError:
+            s.close()
+            return None
+        s.setblocking(False)
+        return s
+
+    def still_open(s: socket.socket) -> bool:
+        try:
+            return s.recv(1) != b""
+        except BlockingIOError:
+            return True
+        except OSError:
+            return False
+
+    def meta() -> str:
+        try:
+            return str(httpx2.get(f"{base}/api/meta", timeout=5).status_code)
+        except httpx2.HTTPError as exc:
+            return type(exc).__name__
+
+    silent = [open_from(f"127.0.1.{i % 250 + 1}") for i in range(args.slow)]
+    dripping = [open_from(f"127.0.1.{(args.slow + i) % 250 + 1}") for i in range(args.slow)]
+    for s in dripping:
+        if s is not None:
+            s.send(b"GET /api/meta HTTP/1.1\r\nHost: x\r\n")
+    crowd = [open_from("127.0.3.1") for _ in range(100)]
+    time.sleep(1.0)
+    groups = {"silent": silent, "dripping": dripping, "one_address": crowd}
+
+    def held() -> dict[str, int]:
+        return {k: sum(1 for s in v if s is not None and still_open(s)) for k, v in groups.items()}
+
+    after_1s = held()
+    meta_1s = meta()
+    start = time.monotonic()
+    while time.monotonic() - start < args.hold:
+        for s in dripping:
+            if s is not None and still_open(s):
+                with contextlib.suppress(OSError):
+                    s.send(b"X-Slow: 1\r\n")
+        time.sleep(2.0)
+    after_hold = held()
+    meta_hold = meta()
+    for v in groups.values():
+        for s in v:
+            if s is not None:
+                s.close()
+    return {
+        "slow": args.slow,
+        "hold_s": args.hold,
+        "nofile": args.nofile,
+        "open_after_1s": after_1s,
+        "meta_after_1s": meta_1s,
+        f"open_after_{args.hold:g}s": after_hold,
+        f"meta_after_{args.hold:g}s": meta_hold,
     }
 
 
@@ -193,6 +382,17 @@ def main(argv: list[str] | None = None) -> dict:
         help="the server's table store, an SQLite file (default: a new file in a temporary "
         "directory, as a server keeps its tables; :memory: keeps nothing)",
     )
+    parser.add_argument(
+        "--uploaders", type=int, default=0, help="clients uploading a replay while tables play"
+    )
+    parser.add_argument(
+        "--upload-events", type=int, default=35000, help="events of the uploaded match"
+    )
+    parser.add_argument(
+        "--slow", type=int, default=0, help="measure N silent and N dripping connections"
+    )
+    parser.add_argument("--hold", type=float, default=150.0, help="seconds --slow waits")
+    parser.add_argument("--nofile", type=int, help="the server's limit of open files")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--timeout", type=float, default=600.0, help="seconds per match at most")
     parser.add_argument(
@@ -204,7 +404,10 @@ def main(argv: list[str] | None = None) -> dict:
     if args.url:
         if not args.url.startswith(("http://127.", "http://localhost")):
             parser.error("--url must be a server on this machine (http://127.0.0.1:PORT)")
-        result = asyncio.run(run(args, args.url.rstrip("/")))
+        if args.slow:
+            result = slow_clients(args, args.url.rstrip("/"))
+        else:
+            result = asyncio.run(run(args, args.url.rstrip("/")))
         print(json.dumps(result, indent=1))
         return result
     with tempfile.TemporaryDirectory() as folder:
@@ -216,6 +419,19 @@ def serve_and_run(args: argparse.Namespace) -> dict:
     """Start a server on this machine, run the load against it, stop it."""
     port = free_port()
     env = dict(os.environ, PYTHONPATH=os.getcwd())
+    many = str(2 * args.tables + 64)
+    cli = [sys.executable, "-m", "bergen_env.web.cli"]
+    helps = subprocess.run([*cli, "--help"], env=env, capture_output=True, text=True).stdout
+    extra = []
+    if "--connections-per-address" in helps:  # a server that bounds HTTP connections
+        extra = ["--connections-per-address", many] if not args.slow else []
+        if args.nofile:  # the server's connections stay well under its open files
+            extra += ["--max-connections", str(args.nofile // 2)]
+
+    def nofile() -> None:
+        if args.nofile:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (args.nofile, args.nofile))
+
     server = subprocess.Popen(
         [
             sys.executable,
@@ -235,12 +451,14 @@ def serve_and_run(args: argparse.Namespace) -> dict:
             "--creations-per-minute",
             str(max(60, 2 * (args.tables + args.search_tables))),
             "--sockets-per-address",
-            str(2 * args.tables + 64),
+            many,
             "--db",
             args.db,
+            *extra,
         ],
         env=env,
         stdout=subprocess.DEVNULL,
+        preexec_fn=nofile,
     )
     base = f"http://127.0.0.1:{port}"
     try:
@@ -252,12 +470,13 @@ def serve_and_run(args: argparse.Namespace) -> dict:
                 time.sleep(0.1)
         else:
             raise SystemExit("the server did not start")
-        result = asyncio.run(run(args, base))
+        run_it = slow_clients if args.slow else lambda a, b: asyncio.run(run(a, b, server.pid))
+        result = run_it(args, base)
     finally:
         server.terminate()
         server.wait(timeout=30)
     print(json.dumps(result, indent=1))
-    if result["unfinished"] or result["mismatched"]:
+    if not args.slow and (result["unfinished"] or result["mismatched"]):
         raise SystemExit("FAILED: unfinished or mismatched matches")
     return result
 

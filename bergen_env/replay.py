@@ -215,10 +215,10 @@ def _parse_lines(
         try:
             record = json.loads(text)
             check_record(record, where)
-        except json.JSONDecodeError as exc:
-            yield number, None, f"{where}: not valid JSON ({exc})"
         except ReplayError as exc:
             yield number, None, str(exc)
+        except (ValueError, RecursionError) as exc:  # bad JSON, too deep, a too long number
+            yield number, None, f"{where}: not valid JSON ({str(exc)[:200]})"
         else:
             yield number, record, None
 
@@ -251,14 +251,21 @@ def check_record(record: Any, where: str = "record") -> None:
         raise ReplayError(f"{where}: missing key(s) {missing}")
     if not isinstance(record["hands"], list):
         raise ReplayError(f"{where}: 'hands' must be a list")
+    for key in ("final_scores", "agents"):
+        if not isinstance(record[key], list):
+            raise ReplayError(f"{where}: {key!r} must be a list")
     for h, hand in enumerate(record["hands"]):
         if not isinstance(hand, dict) or {"deal", "events", "result"} - set(hand):
             raise ReplayError(f"{where}: hand {h} needs the keys 'deal', 'events' and 'result'")
+        if not isinstance(hand["events"], list):
+            raise ReplayError(f"{where}: hand {h}: 'events' must be a list")
         for i, event in enumerate(hand["events"]):
             if not isinstance(event, dict) or {"seat", "action", "scores"} - set(event):
                 raise ReplayError(
                     f"{where}: hand {h} event {i} needs the keys 'seat', 'action' and 'scores'"
                 )
+            if not isinstance(event["scores"], list):
+                raise ReplayError(f"{where}: hand {h} event {i}: 'scores' must be a list")
 
 
 def record_rules(record: dict[str, Any]) -> Rules:
@@ -332,7 +339,9 @@ def _check_hand_end(state: BergenState, result: Any, h: int, where: str) -> None
         if ended or state.terminal:
             raise ReplayError(f"{where}: recorded as unfinished, but the engine ended it")
         return
-    reason = result.get("reason") if isinstance(result, dict) else None
+    if not isinstance(result, dict):
+        raise ReplayError(f"{where}: a hand's result must be an object or null, got {result!r}")
+    reason = result.get("reason")
     if reason == "target":
         if ended or not state.terminal:
             raise ReplayError(f"{where}: recorded as cut short by the target, the engine differs")

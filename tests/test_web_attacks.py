@@ -459,8 +459,14 @@ def test_a_refused_rematch_changes_nothing() -> None:
 
 
 def test_spectators_cannot_crowd_out_the_seats() -> None:
-    """Spectator sockets and each seat link's sockets have their own bounds (4429 over one)."""
-    limits = Limits(spectators_per_table=3, sockets_per_seat=2, sockets_per_address=100)
+    """Spectator sockets have their own bound (4429 over it); a seat link over its bound closes
+    its oldest socket instead (4409), so its owner's newest page always gets the updates."""
+    limits = Limits(
+        spectators_per_table=3,
+        spectators_per_address=3,
+        sockets_per_seat=2,
+        sockets_per_address=100,
+    )
     client, manager = client_for(limits=limits)
     with client:
         links = new_table(client, seats=["person", "person"]).json()
@@ -475,13 +481,41 @@ def test_spectators_cannot_crowd_out_the_seats() -> None:
                 ws.receive_json()
             assert closed.value.code == 4429
         for link in seats:  # every seat still connects, up to its own bound
+            mine = []
             for _ in range(2):
                 ws = client.websocket_connect(f"/ws{link}")
                 ws.__enter__()
                 assert ws.receive_json()["type"] == "state"
-                held.append(ws)
-            with client.websocket_connect(f"/ws{link}") as ws:
-                assert ws.receive_json()["code"] == "too_many_sockets"
+                mine.append(ws)
+            with client.websocket_connect(f"/ws{link}") as ws:  # the newest page wins
+                assert ws.receive_json()["type"] == "state"
+                assert mine[0].receive_json()["code"] == "opened_elsewhere"
+                with pytest.raises(WebSocketDisconnect) as closed:
+                    mine[0].receive_json()
+                assert closed.value.code == 4409
+            mine[0].__exit__(None, None, None)
+            held += mine[1:]
+        for ws in held:
+            ws.__exit__(None, None, None)
+
+
+def test_one_address_cannot_hold_every_spectator_socket() -> None:
+    limits = Limits(spectators_per_table=32, spectators_per_address=2)
+    client, manager = client_for(limits=limits)
+    stranger = other_client(manager, "198.51.100.7")
+    with client, stranger:
+        watch = f"/ws{new_table(client).json()['watch']}"
+        held = [client.websocket_connect(watch) for _ in range(2)]
+        for ws in held:
+            ws.__enter__()
+            assert ws.receive_json()["type"] == "state"
+        with client.websocket_connect(watch) as ws:
+            assert ws.receive_json()["code"] == "too_many_sockets"
+            with pytest.raises(WebSocketDisconnect) as closed:
+                ws.receive_json()
+            assert closed.value.code == 4429
+        with stranger.websocket_connect(watch) as ws:  # another address still watches
+            assert ws.receive_json()["type"] == "state"
         for ws in held:
             ws.__exit__(None, None, None)
 

@@ -394,9 +394,10 @@ def test_attacks_in_a_real_browser(browser):
         page.close()
 
 
-def test_a_seat_page_refused_for_too_many_sockets_tries_again(browser):
-    """Over a seat link's socket bound the page is told so and reconnects later; spectators
-    have their own bound and cannot crowd out the seats."""
+def test_a_seat_page_opened_again_takes_the_updates(browser):
+    """Over a seat link's socket bound the newest page wins: the oldest is told the seat was
+    opened elsewhere and stops; spectators have their own bound and cannot crowd out the
+    seats."""
     from bergen_env.web import Limits
 
     manager = TableManager(pace=0.01, limits=Limits(sockets_per_seat=1, spectators_per_table=1))
@@ -410,12 +411,15 @@ def test_a_seat_page_refused_for_too_many_sockets_tries_again(browser):
         wait_until(first, "document.body.dataset.version !== undefined")
         page = browser.new_page(viewport=PHONE)
         page.goto(f"{base}/s/{token}")
-        page.wait_for_selector("#notice:not([hidden])")
-        assert page.locator("#notice").inner_text() == "Too many pages have this table open."
-        first.close()  # a socket is free: the page connects again by itself
-        wait_until(page, "document.getElementById('notice').hidden", timeout=20_000)
+        wait_until(page, "document.body.dataset.version !== undefined")
+        first.wait_for_selector("#notice:not([hidden])")
+        assert (
+            first.locator("#notice").inner_text().startswith("This seat was opened in another page")
+        )
+        assert page.locator("#notice").is_hidden()
         assert table.connections(token) == 1
         page.close()
+        first.close()
         watcher.close()
 
 

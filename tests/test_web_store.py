@@ -441,3 +441,72 @@ def test_a_replay_asked_for_as_the_match_ends_waits_for_its_record(tmp_path) -> 
         assert last[-1] == 200 and answers[0].status_code == 200, answers[0].text
         record = json.loads(answers[0].text)
         assert sum(len(h["events"]) for h in record["hands"]) == table.moves_made
+
+
+def damaged_store(tmp_path: Path, fill: bytes | None) -> tuple[Path, int]:
+    """A store file of 12 live tables with some moves each, 8 KiB overwritten in its middle
+    (``fill`` repeated, or random bytes); its path and size."""
+    db = tmp_path / "damaged.sqlite3"
+    limits = Limits(creations_per_minute=100, tables_per_address=100)
+    client, manager = server(db, limits=limits)
+    with client:
+        for _ in range(12):
+            links = client.post("/api/tables", json={"seats": ["person", "person"]}).json()
+            play_some(client, [s["link"][3:] for s in links["seats"]], 20)
+    manager.store.close()
+    with sqlite3.connect(db) as con:  # the whole store in the file itself
+        con.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    size = db.stat().st_size
+    assert size > 32 * 1024
+    with open(db, "r+b") as f:
+        f.seek(size // 2 // 4096 * 4096)
+        f.write(os.urandom(8192) if fill is None else fill * (8192 // len(fill)))
+    return db, size
+
+
+@pytest.mark.parametrize("fill", [None, b"\0", b"garbage!"])
+def test_a_damaged_store_is_refused_at_start_up(tmp_path, fill: bytes | None) -> None:
+    """The server does not start on a file damaged in its middle: a one-line error names --db
+    and what to do, and the file is not written to (no table marked expired)."""
+    db, size = damaged_store(tmp_path, fill)
+    before = db.read_bytes()
+    with pytest.raises(OSError) as refused:
+        SQLiteStore(str(db))
+    message = str(refused.value)
+    assert message.startswith(f"--db {db}:") and "\n" not in message
+    assert "damaged" in message and "move the file aside" in message
+    run = subprocess.run(
+        [sys.executable, "-m", "bergen_env.web.cli", "--db", str(db), "--port", str(free_port())],
+        env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert run.returncode == 1 and run.stderr.strip() == message, run.stderr[-2000:]
+    assert db.read_bytes() == before
+
+
+def test_a_failed_read_never_expires_a_table(tmp_path) -> None:
+    """A table whose moves cannot be read at a restart stays live in the store (and is
+    restored once the read works), instead of being told it expired."""
+    db = tmp_path / "tables.sqlite3"
+    client, manager = server(db)
+    with client:
+        links = client.post("/api/tables", json={"seats": ["person", "person"]}).json()
+        tokens = [s["link"][3:] for s in links["seats"]]
+        play_some(client, tokens, 5)
+    manager.store.close()
+
+    class Flaky(SQLiteStore):
+        def moves(self, table: str, match: int) -> list[tuple[int, int]]:
+            raise sqlite3.DatabaseError("database disk image is malformed")
+
+    flaky = Flaky(str(db))
+    manager = TableManager(agents=dict(AGENTS), store=flaky, pace=0)
+    assert manager.restore() == 0
+    assert flaky.load(links["table"]).status == "live"
+    flaky.close()
+    client, manager = server(db)
+    with client:
+        view = client.get(f"/api/s/{tokens[0]}").json()
+        assert not view["over"] and sum(len(e) for e in [view["events"]]) == 5

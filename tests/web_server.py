@@ -1,4 +1,5 @@
-"""A real server on a free localhost port in a background thread, for browser and load tests."""
+"""A real server on a free localhost port in a background thread, for browser and load tests
+(uvicorn with the settings of ``bergen-web``)."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ import uvicorn
 
 from bergen_env.web import TableManager
 from bergen_env.web.app import create_app
+from bergen_env.web.serving import server_config
 
 
 def free_port() -> int:
@@ -24,8 +26,9 @@ def free_port() -> int:
 def running_server(manager: TableManager) -> Iterator[str]:
     """Serve ``manager``'s app on 127.0.0.1; yields the base URL; stops it at the end."""
     port = free_port()
-    config = uvicorn.Config(
+    config = server_config(
         create_app(manager),
+        manager.limits,
         host="127.0.0.1",
         port=port,
         log_level="warning",

@@ -9,6 +9,11 @@ waiting at a time (its agents' loop awaits it) and waiting decisions are served 
 first served: a table with slow agents takes one worker's turn at a time, however many
 decisions it would like to make. An agent that cannot be sent to a process (it does not
 pickle) thinks in a thread instead.
+
+Requests that take much CPU (building the frames of an uploaded replay) go to one more worker
+process of their own (:meth:`AgentPool.run`), one at a time, so that they neither hold the
+server's GIL nor delay the agents. :meth:`AgentPool.close` ends every worker; the app calls it
+when it shuts down, on SIGTERM and SIGINT too.
 """
 
 from __future__ import annotations
@@ -18,8 +23,11 @@ import contextlib
 import multiprocessing
 import os
 import pickle
+from collections.abc import Callable
 from concurrent.futures import Executor, ProcessPoolExecutor, ThreadPoolExecutor
-from typing import Any
+from typing import Any, TypeVar
+
+T = TypeVar("T")
 
 
 def default_workers() -> int:
@@ -57,13 +65,14 @@ class AgentPool:
         self.processes = processes
         self._threads = ThreadPoolExecutor(self.workers, thread_name_prefix="bergen-agent")
         self._processes: Executor | None = None
+        self._requests: Executor | None = None  # started at the first heavy request
         self._picklable: dict[type, bool] = {}
+        self._context = multiprocessing.get_context(
+            "forkserver" if "forkserver" in multiprocessing.get_all_start_methods() else "spawn"
+        )
         if processes:
-            context = multiprocessing.get_context(
-                "forkserver" if "forkserver" in multiprocessing.get_all_start_methods() else "spawn"
-            )
             self._processes = ProcessPoolExecutor(
-                self.workers, mp_context=context, initializer=_lower_priority
+                self.workers, mp_context=self._context, initializer=_lower_priority
             )
 
     async def act(self, agent: Any, obs: Any, mask: Any, view: Any) -> tuple[int, Any]:
@@ -72,6 +81,17 @@ class AgentPool:
         if self._processes is not None and self._can_send(agent):
             return await loop.run_in_executor(self._processes, _decide, agent, obs, mask, view)
         return await loop.run_in_executor(self._threads, _decide, agent, obs, mask, view)
+
+    async def run(self, fn: Callable[..., T], *args: Any) -> T:
+        """``fn(*args)`` in the worker process for heavy requests (in a thread with
+        ``processes=False``); ``fn`` and its arguments and result must pickle."""
+        if not self.processes:
+            return await asyncio.to_thread(fn, *args)
+        if self._requests is None:
+            self._requests = ProcessPoolExecutor(
+                1, mp_context=self._context, initializer=_lower_priority
+            )
+        return await asyncio.get_running_loop().run_in_executor(self._requests, fn, *args)
 
     def _can_send(self, agent: Any) -> bool:
         kind = type(agent)
@@ -84,6 +104,8 @@ class AgentPool:
         return self._picklable[kind]
 
     def close(self) -> None:
+        """End the workers (a decision or request under way is finished first)."""
         self._threads.shutdown(wait=False, cancel_futures=True)
-        if self._processes is not None:
-            self._processes.shutdown(wait=True, cancel_futures=True)
+        for executor in (self._processes, self._requests):
+            if executor is not None:
+                executor.shutdown(wait=True, cancel_futures=True)

@@ -17,13 +17,13 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from bergen_env import rules as rules_module
-from bergen_env.errors import BergenError, InvalidOptionError
+from bergen_env.errors import InvalidOptionError
 from bergen_env.rules import PRESETS, RULE_OPTIONS, Rules
+from bergen_env.web import replay_frames
 from bergen_env.web.errors import TableError, excerpt
 from bergen_env.web.guard import read_json
 from bergen_env.web.i18n import LANGUAGES
 from bergen_env.web.options import CREATE_KEYS, OPTION_LIMITS, from_body, from_query
-from bergen_env.web.replay_frames import parse_replay_text, replay_frames
 from bergen_env.web.tables import Table, TableManager, presets_only
 
 
@@ -157,40 +157,27 @@ async def table_frames(request: Request) -> Response:
     record = await table.finished_record()
     key = (table.id, record["seed"], len(record["hands"]), table.row.match)
     if table.frames[0] != key:  # re-simulated once per finished match, not per request
-        table.frames = (key, await asyncio.to_thread(replay_frames, record))
+        table.frames = (key, await asyncio.to_thread(replay_frames.replay_frames, record))
     return JSONResponse(table.frames[1])
-
-
-def _upload_frames(text: str, match: int) -> bytes:
-    """The frames of match ``match`` of a replay file, as JSON bytes (runs in a thread)."""
-    try:
-        records = parse_replay_text(text)
-        if not 0 <= match < len(records):
-            raise TableError(
-                400,
-                "bad_replay",
-                f"'match' {match} is out of range: the file holds {len(records)} match(es)",
-            )
-        out = replay_frames(records[match], match)
-    except BergenError as exc:
-        raise TableError(
-            400, "bad_replay", f"not a usable bergen-replay/1 file: {str(exc)[:300]}"
-        ) from None
-    out["matches"] = len(records)
-    return json.dumps(out, separators=(",", ":")).encode()
 
 
 async def upload_frames(request: Request) -> Response:
     """Frames of an uploaded replay file: ``{"text": the file's text, "match": i}``."""
-    manager(request).charge_replay(address(request))
-    body = await read_json(request, ("text", "match"), manager(request).limits.max_body_bytes)
+    tables = manager(request)
+    tables.charge_replay(address(request))
+    body = await read_json(request, ("text", "match"), tables.limits.max_body_bytes)
     text, match = body.get("text"), body.get("match", 0)
     if not isinstance(text, str):
         raise TableError(400, "bad_replay", "'text' must be the replay file's text")
     if isinstance(match, bool) or not isinstance(match, int):
         raise TableError(400, "bad_replay", f"'match' must be an integer, got {excerpt(match)}")
-    # parsing, re-simulating and serialising a file is the heaviest request: off the event loop
-    out = await asyncio.to_thread(_upload_frames, text, match)
+    # the heaviest request: in a worker process (the GIL and the event loop stay free)
+    if tables.pool is not None:
+        out, problem = await tables.pool.run(replay_frames.upload_frames, text, match)
+    else:
+        out, problem = await asyncio.to_thread(replay_frames.upload_frames, text, match)
+    if problem is not None:
+        raise TableError(400, "bad_replay", problem)
     return Response(out, media_type="application/json")
 
 

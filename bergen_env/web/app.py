@@ -57,6 +57,8 @@ def create_app(manager: TableManager | None = None, *, sweep_seconds: float = 30
         finally:
             task.cancel()
             tables.close_all()
+            if tables.pool is not None:  # before the server's process ends (on a signal too)
+                tables.pool.close()
 
     routes = [
         *pages.ROUTES,
@@ -66,5 +68,8 @@ def create_app(manager: TableManager | None = None, *, sweep_seconds: float = 30
     ]
     app = Starlette(routes=routes, exception_handlers={TableError: _table_error}, lifespan=lifespan)
     app.state.tables = tables
-    app.add_middleware(Guard, max_body_bytes=tables.limits.max_body_bytes)
+    limits = tables.limits
+    app.add_middleware(
+        Guard, max_body_bytes=limits.max_body_bytes, body_seconds=limits.body_seconds
+    )
     return app

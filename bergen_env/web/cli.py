@@ -19,9 +19,6 @@ from bergen_env.web.options import PERSON
 from bergen_env.web.store import SQLiteStore
 from bergen_env.web.tables import DEFAULT_AGENTS, Limits, TableManager
 
-#: The largest WebSocket message a client may send (larger: the socket is closed, 1009).
-WS_MAX_BYTES = 4096
-
 #: The table store's file when ``--db`` is not given (in the working directory).
 DEFAULT_DB = "bergen-web.sqlite3"
 
@@ -99,6 +96,18 @@ def parser() -> argparse.ArgumentParser:
         help="open WebSockets of one client address (pages and spectators)",
     )
     p.add_argument(
+        "--connections-per-address",
+        type=int,
+        default=Limits.connections_per_address,
+        help="open HTTP connections of one client address (more are closed at once)",
+    )
+    p.add_argument(
+        "--max-connections",
+        type=int,
+        default=Limits.max_connections,
+        help="open HTTP connections of the server (keep it under `ulimit -n`)",
+    )
+    p.add_argument(
         "--idle-minutes",
         type=float,
         default=Limits.idle_seconds / 60,
@@ -140,11 +149,14 @@ def main(argv: Sequence[str] | None = None) -> None:
         args.tables_per_address,
         args.creations_per_minute,
         args.sockets_per_address,
+        args.connections_per_address,
+        args.max_connections,
     )
     if args.pace < 0 or min(positive) <= 0 or args.idle_minutes <= 0 or args.replay_days <= 0:
         p.error(
             "--pace must be >= 0; --max-tables, --tables-per-address, --creations-per-minute, "
-            "--sockets-per-address, --idle-minutes and --replay-days > 0"
+            "--sockets-per-address, --connections-per-address, --max-connections, "
+            "--idle-minutes and --replay-days > 0"
         )
     if args.workers < 0:
         p.error("--workers must be >= 0 (0: one per core)")
@@ -167,6 +179,8 @@ def main(argv: Sequence[str] | None = None) -> None:
         tables_per_address=args.tables_per_address,
         creations_per_minute=args.creations_per_minute,
         sockets_per_address=args.sockets_per_address,
+        connections_per_address=args.connections_per_address,
+        max_connections=args.max_connections,
         idle_seconds=args.idle_minutes * 60,
         replay_days=args.replay_days,
     )
@@ -174,16 +188,17 @@ def main(argv: Sequence[str] | None = None) -> None:
     manager = TableManager(agents=agents, limits=limits, pace=args.pace, store=store, pool=pool)
     proxies = [a.strip() for a in args.forwarded_allow.split(",") if a.strip()]
     print(f"Bergen in the browser: http://{args.host}:{args.port}/  (Ctrl+C stops)", flush=True)
-    uvicorn.run(
+    from bergen_env.web.serving import server_config
+
+    config = server_config(
         create_app(manager),
+        limits,
+        proxies,
         host=args.host,
         port=args.port,
         log_level="warning",
-        ws_max_size=WS_MAX_BYTES,  # the sockets only listen: a client has nothing big to send
-        proxy_headers=bool(proxies),
-        forwarded_allow_ips=proxies or None,
     )
-    pool.close()
+    uvicorn.Server(config).run()  # the app's shutdown ends the agent pool's processes
     store.close()
 
 

@@ -1,12 +1,14 @@
 """What every request passes before the app sees it: headers, origins, body limits, JSON.
 
 :class:`Guard` is ASGI middleware: it adds the security headers to every answer, refuses
-state-changing requests that are not same-origin JSON, bounds request bodies and refuses
-WebSockets opened from another site. :func:`read_json` parses a body with limits on its depth,
-size and number lengths (a bad body is a 400, never a 500)."""
+state-changing requests that are not same-origin JSON, bounds request bodies (in bytes and in
+the time they take to arrive) and refuses WebSockets opened from another site.
+:func:`read_json` parses a body with limits on its depth, size and number lengths (a bad body
+is a 400, never a 500)."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 from typing import Any
 
@@ -69,9 +71,10 @@ def cross_site(scope: Scope) -> bool:
 class Guard:
     """ASGI middleware: security headers, same-origin JSON for state changes, body limits."""
 
-    def __init__(self, app: ASGIApp, max_body_bytes: int) -> None:
+    def __init__(self, app: ASGIApp, max_body_bytes: int, body_seconds: float = 60.0) -> None:
         self.app = app
         self.max_body_bytes = max_body_bytes
+        self.body_seconds = body_seconds
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "websocket":
@@ -98,10 +101,24 @@ class Guard:
             return
         seen = 0
         limit = self.max_body_bytes
+        deadline = asyncio.get_running_loop().time() + self.body_seconds
+        arrived = False
 
         async def limited() -> Message:
-            nonlocal seen
-            msg = await receive()
+            nonlocal seen, arrived
+            if arrived:  # the body is in: what follows is the client leaving, whenever
+                return await receive()
+            left = deadline - asyncio.get_running_loop().time()
+            try:
+                msg = await asyncio.wait_for(receive(), max(left, 0.001))
+            except TimeoutError:
+                raise TableError(
+                    408,
+                    "body_too_slow",
+                    f"the request body did not arrive within {self.body_seconds:g} s",
+                    seconds=self.body_seconds,
+                ) from None
+            arrived = msg["type"] != "http.request" or not msg.get("more_body", False)
             if msg["type"] == "http.request":
                 seen += len(msg.get("body", b""))
                 if seen > limit:

@@ -7,10 +7,12 @@ the event and, after a hand's last event, how the hand ended. The record is re-s
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from typing import Any
 
 from bergen_env.actions import DOUBLE_PLAY, DRAW, NUM_PLAY_ACTIONS, PASS
+from bergen_env.errors import BergenError
 from bergen_env.replay import (
     ReplayError,
     hands_at_end,
@@ -22,6 +24,17 @@ from bergen_env.tiles import DOUBLE_ID, OTHER_HALF, TILES
 
 #: Frames of more matches than this are not built from one upload.
 MAX_MATCHES = 200
+
+#: The most hands, and events in all, of an uploaded match whose frames are built (a web
+#: match ends at 100 hands; a hand rarely takes more than 50 events).
+MAX_HANDS = 100
+MAX_EVENTS = 6000
+
+#: The largest answer of frames of an uploaded match, in bytes of JSON.
+MAX_FRAMES_BYTES = 4 * 1024 * 1024
+
+#: What malformed input may raise deep in the engine or the frames (besides ReplayError).
+_MALFORMED = (BergenError, ValueError, TypeError, KeyError, IndexError, AttributeError)
 
 
 def place(line: list[tuple[int, int]], action: int) -> None:
@@ -53,6 +66,30 @@ def parse_replay_text(text: str) -> list[dict[str, Any]]:
     if not records:
         raise ReplayError("the file holds no match record")
     return records
+
+
+def upload_frames(text: str, match: int) -> tuple[bytes | None, str | None]:
+    """The frames of match ``match`` of a replay file's text as JSON bytes, or None and what
+    is wrong with the file. Plain values in and out: it runs in a worker process."""
+    try:
+        records = parse_replay_text(text)
+        if not 0 <= match < len(records):
+            return None, f"'match' {match} is out of range: the file holds {len(records)} match(es)"
+        hands = records[match]["hands"]
+        events = sum(len(hand["events"]) for hand in hands)
+        if len(hands) > MAX_HANDS or events > MAX_EVENTS:
+            return None, (
+                f"match {match} has {len(hands)} hands and {events} events; the page shows "
+                f"matches of at most {MAX_HANDS} hands and {MAX_EVENTS} events"
+            )
+        out = replay_frames(records[match], match)
+        out["matches"] = len(records)
+        data = json.dumps(out, separators=(",", ":")).encode()
+    except (*_MALFORMED, RecursionError, OverflowError) as exc:
+        return None, f"not a usable bergen-replay/1 file: {str(exc)[:300]}"
+    if len(data) > MAX_FRAMES_BYTES:
+        return None, f"the frames of match {match} exceed {MAX_FRAMES_BYTES} bytes"
+    return data, None
 
 
 def replay_frames(record: dict[str, Any], match: int | None = None) -> dict[str, Any]:

@@ -1,10 +1,13 @@
 """Live updates: a seat's or a spectator's view over a WebSocket, sent again after every change.
 
-A socket only listens: moves go to the API. Spectators' sockets and each seat link's sockets
-are bounded separately (a spectator link cannot crowd out the players); a socket over a bound
-closes with ``4429`` and the page tries again later. A socket of a table that expires gets the
-reason and is closed with ``4410``; an unknown link closes with ``4404`` (the page stops
-reconnecting on those).
+A socket only listens: moves go to the API. Spectators' sockets are bounded per table and per
+table and address (a spectator link cannot crowd out the players, nor one address the other
+spectators), the server's sockets in all and per address; a socket over a bound closes with
+``4429`` and the page tries again later. A seat link's sockets are bounded too, but there the
+newest page wins: the oldest socket is told ``opened_elsewhere`` and closed with ``4409`` (the
+page stops reconnecting), so whoever holds a copy of a link cannot starve its owner's page. A
+socket of a table that expires gets the reason and is closed with ``4410``; an unknown link
+closes with ``4404`` (the page stops reconnecting on those).
 """
 
 from __future__ import annotations
@@ -64,13 +67,21 @@ async def serve(
     (``token``: the seat link of the socket; None: a spectator)."""
     address = quota_key(ws.client.host if ws.client else "unknown")
     limits = tables.limits
-    bound = limits.spectators_per_table if token is None else limits.sockets_per_seat
-    if table.connections(token) >= bound or tables.sockets[address] >= limits.sockets_per_address:
+    full = (
+        tables.sockets[address] >= limits.sockets_per_address
+        or tables.sockets.total() >= limits.max_sockets
+    )
+    if token is None:
+        full = full or table.connections(None) >= limits.spectators_per_table
+        full = full or table.connections(None, address) >= limits.spectators_per_address
+    if full:
         await refuse(ws, TableError(429, "too_many_sockets", "too many open connections"))
         return
+    if token is not None and table.connections(token) >= limits.sockets_per_seat:
+        table.evict_oldest(token)
     await ws.accept()
     tables.sockets[address] += 1
-    changed = table.listen(token)
+    changed = table.listen(token, address)
     receiving = asyncio.ensure_future(ws.receive())
     sent = -1
     try:
@@ -81,6 +92,13 @@ async def serve(
                 await ws.send_json(snapshot())
             if table.closed:
                 await close_closed(ws, tables, table)
+                return
+            if changed in table.evicted:
+                exc = TableError(
+                    409, "opened_elsewhere", "this seat was opened in a newer page; it gets updates"
+                )
+                await ws.send_json(_error(exc))
+                await ws.close(4409)
                 return
             waiting = asyncio.ensure_future(changed.wait())
             done, _ = await asyncio.wait({receiving, waiting}, return_when=asyncio.FIRST_COMPLETED)

@@ -7,7 +7,8 @@ match is kept as its ``bergen-replay/1`` record for :attr:`Limits.replay_days` d
 
 :class:`SQLiteStore` uses the standard library's ``sqlite3`` in WAL mode; every write is
 committed before it returns, so a move is on disk before the player is told it was accepted;
-the server waits for writes in one writer thread, and reads use a second connection.
+a damaged file is refused when it is opened (SQLite's ``quick_check``); the server waits for
+writes in one writer thread, and reads use a second connection.
 Another database replaces it by implementing :class:`TableStore`.
 """
 
@@ -32,7 +33,7 @@ class TableRow:
     rules: dict[str, Any]
     kinds: list[str]
     tokens: list[str | None]
-    seed: int
+    seed: int  # the seed of match ``match`` only (see ``fresh_seeds``)
     lang: str
     address: str
     created: float
@@ -40,6 +41,12 @@ class TableRow:
     status: str = LIVE
     ended: float | None = None
     error: str | None = None
+    #: The seat token of the person who created the table (None: no person sits); the share
+    #: box with every link goes to them whatever seat a rematch gives them.
+    owner: str | None = None
+    #: True: every match has its own secret seed, drawn at its start (``seed``). False: a row
+    #: stored before that, whose match ``match`` is dealt from the table's one seed.
+    fresh_seeds: bool = False
 
 
 class TableStore(Protocol):
@@ -110,6 +117,21 @@ CREATE TABLE IF NOT EXISTS replays (
 """
 
 
+#: What to do about a table store that cannot be used.
+MEND = (
+    "move the file aside (with its -wal and -shm files) to start with an empty store, "
+    "or restore a backup; `sqlite3 FILE .recover` may save its tables"
+)
+
+
+def _check_integrity(db: sqlite3.Connection) -> None:
+    """Refuse a damaged database file (SQLite's ``quick_check``) before the server uses it."""
+    problems = [r[0] for r in db.execute("PRAGMA quick_check(3)").fetchall()]
+    if problems != ["ok"]:
+        first = " ".join(" ".join(problems).split())[:160]
+        raise sqlite3.DatabaseError(f"the file is damaged: {first}")
+
+
 class SQLiteStore:
     """:class:`TableStore` in one SQLite file (WAL); ``":memory:"`` keeps nothing."""
 
@@ -120,6 +142,7 @@ class SQLiteStore:
         try:
             self._db = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None)
             if self.durable:
+                _check_integrity(self._db)
                 self._db.execute("PRAGMA journal_mode=WAL")
                 self._db.execute("PRAGMA synchronous=FULL")
             self._db.executescript(SCHEMA)
@@ -132,7 +155,9 @@ class SQLiteStore:
                 )
                 self._read_lock = threading.Lock()
         except sqlite3.Error as exc:
-            raise OSError(f"--db {self.path}: cannot open the table store: {exc}") from None
+            raise OSError(
+                f"--db {self.path}: cannot open the table store ({exc}); {MEND}"
+            ) from None
 
     def _write(self, sql: str, *rows: tuple[Any, ...]) -> None:
         with self._lock:

@@ -76,6 +76,12 @@ class Limits:
     spectators_per_table: int = 32  # open spectator sockets of one table
     sockets_per_seat: int = 4  # open sockets of one seat link (a person's pages)
     sockets_per_address: int = 64  # open WebSockets of one client address
+    spectators_per_address: int = 4  # open spectator sockets of one table from one address
+    max_sockets: int = 512  # open WebSockets of the server
+    connections_per_address: int = 32  # open HTTP connections of one client address
+    max_connections: int = 256  # open HTTP connections of the server
+    header_seconds: float = 10.0  # a request's head must arrive within this (else: closed)
+    body_seconds: float = 60.0  # a request's body must arrive within this (else: 408)
     max_body_bytes: int = 2 * 1024 * 1024  # request bodies (replay files are the largest)
     max_json_bytes: int = 16 * 1024  # JSON bodies of the API besides replay files
 
@@ -105,6 +111,23 @@ class Seat:
 
 def new_token(nbytes: int = 18) -> str:
     return secrets.token_urlsafe(nbytes)
+
+
+#: Bits of a match's deal seed: too many to tabulate deals or to narrow down from one's hand.
+SEED_BITS = 128
+
+
+def match_seed() -> int:
+    """A fresh secret seed for one match, from the operating system's randomness."""
+    return secrets.randbits(SEED_BITS)
+
+
+def owner_token(row: TableRow) -> str | None:
+    """The creator's seat token: the first person of the seating before any rematch rotated
+    it (``row.owner`` when stored; this derives it for rows stored without)."""
+    n, m = len(row.kinds), row.match
+    first = [(row.kinds[(j + m) % n], row.tokens[(j + m) % n]) for j in range(n)]
+    return next((token for kind, token in first if kind == PERSON), None)
 
 
 #: An agent whose decisions all took less than this (CPU seconds) acts in the event loop.
@@ -160,7 +183,9 @@ class Table:
         #: The replay frames of the last finished match, keyed by it (built on first request).
         self.frames: tuple[Any, Any] = (None, None)
         self._changed: asyncio.Event | None = None
-        self._listeners: dict[asyncio.Event, str | None] = {}  # event: seat link or None
+        #: Each open socket's event: its seat link (None: a spectator) and client address.
+        self._listeners: dict[asyncio.Event, tuple[str | None, str]] = {}
+        self.evicted: set[asyncio.Event] = set()  # sockets told to close (a newer one came)
         self._runner: asyncio.Task | None = None
         self._deal(row, with_agents)
         for seat, action in moves:
@@ -177,7 +202,7 @@ class Table:
                 continue
             agent = self._make_agent(row, index, kind) if with_agents else None
             seats.append(Seat(index, kind, agent=agent))
-        key = (0,) if match == 0 else (0, match)
+        key = (0,) if match == 0 or row.fresh_seeds else (0, match)
         rng = np.random.default_rng(np.random.SeedSequence(row.seed, spawn_key=key))
         state = BergenState(rules, seed=rng)
         recorder = MatchRecorder(state, [s.kind for s in seats], seed=row.seed)
@@ -201,7 +226,7 @@ class Table:
                 f"of {sorted(specs)}",
                 seat=index,
             )
-        key = (1, index) if row.match == 0 else (1, index, row.match)
+        key = (1, index) if row.match == 0 or row.fresh_seeds else (1, index, row.match)
         rng = np.random.default_rng(np.random.SeedSequence(row.seed, spawn_key=key))
         try:
             agent = make_agent(specs[kind])
@@ -236,8 +261,10 @@ class Table:
 
     @property
     def host(self) -> int | None:
-        """The first person's seat: the one who shares the table's links."""
-        return next((s.index for s in self.seats if s.kind == PERSON), None)
+        """The seat of the person who created the table (the one who shares its links) in the
+        current match; None when no person sits."""
+        owner = self.row.owner or owner_token(self.row)
+        return None if owner is None else self.row.tokens.index(owner)
 
     @property
     def has_agents(self) -> bool:
@@ -418,6 +445,9 @@ class Table:
         row = dataclasses.replace(
             self.row,
             match=self.row.match + 1,
+            seed=match_seed(),  # drawn now: nothing published before deals this match
+            fresh_seeds=True,
+            owner=self.row.owner or owner_token(self.row),
             kinds=self.row.kinds[-1:] + self.row.kinds[:-1],
             tokens=self.row.tokens[-1:] + self.row.tokens[:-1],
             status=LIVE,
@@ -521,18 +551,33 @@ class Table:
 
     # ------------------------------------------------------------------ listeners
 
-    def listen(self, key: str | None = None) -> asyncio.Event:
-        """An event set at every change, for a socket of seat link ``key`` (None: a spectator)."""
+    def listen(self, key: str | None = None, address: str = "") -> asyncio.Event:
+        """An event set at every change, for a socket of seat link ``key`` (None: a spectator)
+        from client ``address``."""
         event = asyncio.Event()
-        self._listeners[event] = key
+        self._listeners[event] = (key, address)
         return event
 
     def unlisten(self, event: asyncio.Event) -> None:
         self._listeners.pop(event, None)
+        self.evicted.discard(event)
 
-    def connections(self, key: str | None = None) -> int:
-        """Open sockets of seat link ``key`` (None: of spectators)."""
-        return sum(1 for k in self._listeners.values() if k == key)
+    def connections(self, key: str | None = None, address: str | None = None) -> int:
+        """Open sockets of seat link ``key`` (None: of spectators), of ``address`` if given."""
+        return sum(
+            1
+            for event, (k, a) in self._listeners.items()
+            if k == key and address in (None, a) and event not in self.evicted
+        )
+
+    def evict_oldest(self, key: str) -> None:
+        """Tell the oldest open socket of seat link ``key`` to close: a newer page of the same
+        person takes its place (the person's latest page always gets the updates)."""
+        for event, (k, _) in self._listeners.items():
+            if k == key and event not in self.evicted:
+                self.evicted.add(event)
+                event.set()
+                return
 
     def notify(self) -> None:
         self.version += 1
@@ -644,11 +689,13 @@ class TableManager:
             rules=rules.to_dict(),
             kinds=list(kinds),
             tokens=[new_token() if k == PERSON else None for k in kinds],
-            seed=secrets.randbits(32) if seed is None else seed,
+            seed=match_seed() if seed is None else seed,
             lang=lang,
             address=address,
             created=now,
+            fresh_seeds=True,
         )
+        row.owner = owner_token(row)
         table = self._table(row)
         self._spend(address)
         self.store.save(row)
@@ -846,7 +893,12 @@ class TableManager:
         count = 0
         for row in self.store.live():
             try:
-                table = self._table(row, self.store.moves(row.id, row.match))
+                moves = self.store.moves(row.id, row.match)
+            except Exception:  # a read failed: the table stays live for a later look-up
+                logger.exception("table %s: its moves could not be read", row.id)
+                continue
+            try:
+                table = self._table(row, moves)
             except Exception as exc:  # e.g. its agent left the menu: the table cannot go on
                 logger.warning("table %s cannot be restored: %s", row.id, exc)
                 row.status, row.ended = EXPIRED, time.time()
