@@ -74,6 +74,7 @@ from bergen_env.rules import Rules, build_rules
 from bergen_env.single_agent import BergenSingleAgentEnv
 
 from .cli import ArgumentParser, Terminated, UsageError
+from .config_ranges import MAX_PROCESSES
 from .config import (
     ConfigError,
     TrainConfig,
@@ -106,6 +107,7 @@ from .run_folder import (
     start_worker,
     zip_problem,
 )
+from .league import FrozenPolicy
 from .selfplay import SNAPSHOT_RE, build_opponents, snapshot_path
 
 PROG = "bergen-train"
@@ -161,6 +163,17 @@ def make_env(cfg: TrainConfig, rank: int, snapshot_dir: Path | None) -> Callable
 
 
 def make_vec_env(cfg: TrainConfig, snapshot_dir: Path | None) -> VecEnv:
+    """The training envs: the batch of :mod:`training.batched_env` (``vec_env: batched``) or
+    one single-agent env per ``n_envs`` (``subproc``: in worker processes)."""
+    if cfg.vec_env == "batched":
+        from .batched_env import BatchedVecEnv
+
+        env = BatchedVecEnv(cfg)
+        if snapshot_dir is not None:  # a resumed run's snapshots, oldest first
+            kept = numbered(snapshot_dir, SNAPSHOT_RE)[: cfg.pool_size]
+            for taken, path in reversed(kept):
+                env.add_snapshot(taken, FrozenPolicy.from_file(path))
+        return env
     thunks = [make_env(cfg, rank, snapshot_dir) for rank in range(cfg.n_envs)]
     if cfg.vec_env == "subproc" and cfg.n_envs > 1:
         return SubprocVecEnv(thunks, start_method="fork")
@@ -303,7 +316,15 @@ class SnapshotCallback(BaseCallback):
             self.snapshot_dir.mkdir(exist_ok=True)
             path = snapshot_path(self.snapshot_dir, self.num_timesteps)  # whole for the pools
             save_policy_atomic(self.model, path, self.rules, timesteps=self.num_timesteps)
+            env = self.model.get_env()
+            if hasattr(env, "add_snapshot"):  # the batched env's league
+                env.add_snapshot(self.num_timesteps, FrozenPolicy(self.model.policy))
         return True
+
+    def _on_rollout_start(self) -> None:
+        env = self.model.get_env()
+        if hasattr(env, "draw_league"):  # each rollout plays newly drawn league snapshots
+            env.draw_league()
 
 
 class ProgressCallback(BaseCallback):
@@ -421,7 +442,8 @@ def load_checkpoint(
         state = read_state(path)
     except UnsafePickleError as exc:
         return exc
-    return MaskablePPO.load(path, device="cpu", custom_objects=objects), state
+    model = MaskablePPO.load(path, device=resolve_device(cfg.device), custom_objects=objects)
+    return model, state
 
 
 def resume_checkpoint(
@@ -525,6 +547,13 @@ class StopOnSignal(BaseCallback):
             signal.signal(sig, old)
 
 
+def resolve_device(device: str) -> str:
+    """``auto``: ``cuda`` when torch sees a GPU, else ``cpu``; other names as given."""
+    if device == "auto":
+        return "cuda" if torch.cuda.is_available() else "cpu"
+    return device
+
+
 def build_model(cfg: TrainConfig, env: VecEnv, run_dir: Path) -> MaskablePPO:
     activation = {"relu": torch.nn.ReLU, "tanh": torch.nn.Tanh}[cfg.activation]
     return MaskablePPO(
@@ -546,7 +575,7 @@ def build_model(cfg: TrainConfig, env: VecEnv, run_dir: Path) -> MaskablePPO:
         ),
         tensorboard_log=None,
         seed=cfg.seed,
-        device="cpu",
+        device=resolve_device(cfg.device),
         verbose=0,
     )
 
@@ -591,6 +620,17 @@ def check_config(cfg: TrainConfig, source: str) -> None:
         BergenSingleAgentEnv(opponents=["random"], **cfg.env_kwargs())
     except ValueError as exc:  # InvalidOptionError included
         raise ConfigError(f"{source}: {exc}") from None
+    if cfg.vec_env == "batched":
+        from .batched_env import check_batched
+
+        check_batched(cfg, source)
+    elif cfg.n_envs > MAX_PROCESSES and cfg.vec_env == "subproc":
+        raise ConfigError(
+            f"{source}: key 'n_envs': vec_env: subproc runs one process per env, at most "
+            f"{MAX_PROCESSES}; got {cfg.n_envs} (vec_env: batched takes more)"
+        )
+    if cfg.device == "cuda" and not torch.cuda.is_available():
+        raise ConfigError(f"{source}: key 'device': 'cuda' but torch sees no GPU (use auto)")
     named = [("opponents", x) for x in cfg.opponents]
     named += [("eval_opponents", x) for x in cfg.eval_opponents]
     if cfg.imitation_teacher is not None:
