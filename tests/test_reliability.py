@@ -599,13 +599,29 @@ def csv_rows(path: Path) -> list[dict[str, str]]:
     ]
 
 
+#: The batched env (4 rows: random, greedy and one of league snapshots from step 128 on).
+EXACT_BATCHED = [
+    *EXACT,
+    "vec_env=batched",
+    "n_envs=4",
+    "n_steps=32",
+    "selfplay_start=0",
+    "snapshot_every=128",
+    "selfplay_prob=0.25",
+    "reward=win",
+]
+
+
+@pytest.mark.parametrize("settings", [EXACT, EXACT_BATCHED], ids=["subproc", "batched"])
 @pytest.mark.slow
-def test_a_resumed_run_equals_the_undisturbed_run_bit_for_bit(sb3: None, tmp_path: Path) -> None:
+def test_a_resumed_run_equals_the_undisturbed_run_bit_for_bit(
+    sb3: None, tmp_path: Path, settings: list[str]
+) -> None:
 
     import torch
 
     whole, resumed = tmp_path / "whole", tmp_path / "resumed"
-    sets = [x for s in EXACT for x in ("--set", s)]
+    sets = [x for s in settings for x in ("--set", s)]
     code, _, err = Command(
         ["-m", "training.train", "--config", "configs/quick.yaml", *sets, "--run-dir", str(whole)]
     ).finish(timeout=300)

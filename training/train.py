@@ -695,6 +695,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         check_config(cfg, str(run_dir / "config.yaml"))
         ckpt, loaded, state = resume_checkpoint(run_dir, cfg)
         remove_temp_files(run_dir)
+        forget_after(run_dir, loaded.num_timesteps)  # (before the envs load the snapshots)
     else:
         cfg = load_config(args.config, overrides)
         check_config(cfg, str(args.config))
@@ -725,7 +726,6 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         model = loaded
         model.set_env(env)
         steps = model.num_timesteps
-        forget_after(run_dir, steps)
         logs = [
             ContinuedCSV(str(run_dir / "progress.csv"), steps),
             ContinuedTensorBoard(str(run_dir / "tb"), steps),
