@@ -7,7 +7,8 @@
 One learner seat (drawn each match) plays whole matches against the config's opponents (scripted
 agents, plus frozen snapshots of itself with self-play on; see ``training.selfplay``). With
 ``imitation_teacher`` set, a new run first fits the network to that agent's decisions
-(``training.imitation``) and evaluates it (the metrics row at timestep 0). The run
+(``training.imitation``); a new run's network is evaluated before PPO starts (the metrics
+row at timestep 0, with ``eval_every`` > 0). The run
 folder ``runs/<config>__<seed>__<time>/`` holds:
 
 ============================  ===========================================================
@@ -751,6 +752,9 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     # --- imitation warm start (new runs only; a resumed run's checkpoint already holds it)
     if ckpt is None and cfg.imitation_teacher is not None:
         warm_start(model, cfg, evaluator, run_dir)
+    elif ckpt is None and cfg.eval_every > 0:  # the curve starts at the untrained network
+        evaluator.init_callback(model)
+        evaluator.run_eval(cfg.eval_matches)
 
     # --- train
     done_before = model.num_timesteps
