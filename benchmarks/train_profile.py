@@ -113,7 +113,9 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     for cfg in sides.values():  # warm-up: numba's cached kernels, torch's first calls
         rollout = cfg.n_envs * cfg.n_steps
         train_side(cfg, rollout, split=False)
-    results = {name: train_side(cfg, args.steps, split=name == "batched") for name, cfg in sides.items()}
+    results = {
+        name: train_side(cfg, args.steps, split=name == "batched") for name, cfg in sides.items()
+    }
     ratio = results["batched"]["steps_per_cpu_s"] / results["subproc"]["steps_per_cpu_s"]
     report = {"config": str(args.config), "sides": results, "ratio": round(ratio, 2)}
     for name, r in results.items():

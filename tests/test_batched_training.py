@@ -131,6 +131,16 @@ def test_check_batched_names_what_it_cannot_play() -> None:
     check_batched(config(), "c.yaml")
 
 
+def test_a_config_the_batched_env_cannot_run_fails_before_the_run_folder(tmp_path) -> None:
+    from training.train import main
+
+    run = tmp_path / "run"
+    with pytest.raises(ConfigError, match=r"quick.yaml: key 'opponents': 'heuristic' has no batch"):
+        main(["--config", "configs/quick.yaml", "--set", "opponents=[heuristic]", "--run-dir",
+              str(run)])  # fmt: skip
+    assert not run.exists()
+
+
 # ---------------------------------------------------------------------- the league
 
 

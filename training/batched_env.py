@@ -293,4 +293,3 @@ class BatchedVecEnv(VecEnv):
                 seat.rng.bit_generator.state = rng
                 seat.play(taken, self.league.policy_at(taken))
         return True
-

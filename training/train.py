@@ -75,7 +75,6 @@ from bergen_env.rules import Rules, build_rules
 from bergen_env.single_agent import BergenSingleAgentEnv
 
 from .cli import ArgumentParser, Terminated, UsageError
-from .config_ranges import MAX_PROCESSES
 from .config import (
     ConfigError,
     TrainConfig,
@@ -84,7 +83,9 @@ from .config import (
     save_config,
     schedule,
 )
+from .config_ranges import MAX_PROCESSES
 from .export_policy import export_model
+from .league import FrozenPolicy
 from .ppo_policies import PPOAgent, save_policy
 from .resume_state import (
     ContinuedCSV,
@@ -108,7 +109,6 @@ from .run_folder import (
     start_worker,
     zip_problem,
 )
-from .league import FrozenPolicy
 from .selfplay import SNAPSHOT_RE, build_opponents, snapshot_path
 
 PROG = "bergen-train"
@@ -621,13 +621,9 @@ def check_config(cfg: TrainConfig, source: str) -> None:
         BergenSingleAgentEnv(opponents=["random"], **cfg.env_kwargs())
     except ValueError as exc:  # InvalidOptionError included
         raise ConfigError(f"{source}: {exc}") from None
-    if cfg.vec_env == "batched":
-        from .batched_env import check_batched
-
-        check_batched(cfg, source)
-    elif cfg.n_envs > MAX_PROCESSES and cfg.vec_env == "subproc":
+    if cfg.vec_env != "batched" and cfg.n_envs > MAX_PROCESSES:
         raise ConfigError(
-            f"{source}: key 'n_envs': vec_env: subproc runs one process per env, at most "
+            f"{source}: key 'n_envs': vec_env: {cfg.vec_env} runs one env object per env, at most "
             f"{MAX_PROCESSES}; got {cfg.n_envs} (vec_env: batched takes more)"
         )
     if cfg.device == "cuda" and not torch.cuda.is_available():
@@ -641,6 +637,10 @@ def check_config(cfg: TrainConfig, source: str) -> None:
             make_agent(spec)
         except ValueError as exc:
             raise ConfigError(f"{source}: key {key!r}: {exc}") from None
+    if cfg.vec_env == "batched":
+        from .batched_env import check_batched
+
+        check_batched(cfg, source)
 
 
 def forget_after(run_dir: Path, steps: int) -> None:
