@@ -202,3 +202,36 @@ def test_a_league_seat_plays_random_legal_moves_before_the_first_snapshot() -> N
     picks = seat(np.zeros((500, OBS_SIZE), np.float32), masks)
     assert set(picks.tolist()) == {2, 5, 7}
     assert np.bincount(picks, minlength=10)[[2, 5, 7]].min() > 120
+
+
+def test_device_auto_is_cuda_only_where_torch_sees_a_gpu(monkeypatch, tmp_path) -> None:
+    from training.train import check_config, resolve_device
+
+    assert resolve_device("cpu") == "cpu"
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    assert resolve_device("auto") == "cpu"
+    with pytest.raises(ConfigError, match=r"key 'device': 'cuda' but torch sees no GPU"):
+        check_config(config(device="cuda"), "c.yaml")
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    assert resolve_device("auto") == "cuda"
+
+
+@pytest.mark.parametrize(
+    "players", [dict(num_players=3), dict(num_players=4, partnerships=True, partner="learner")]
+)
+def test_the_league_plays_snapshots_with_3_and_4_players(players: dict) -> None:
+    cfg = config(n_envs=8, selfplay_start=0, selfplay_prob=0.5, reward="match", **players)
+    env = BatchedVecEnv(cfg)
+    model = MaskablePPO("MlpPolicy", env, n_steps=8, batch_size=8, seed=0, device="cpu")
+    env.reset()
+    env.add_snapshot(100, FrozenPolicy(model.policy))
+    env.add_snapshot(200, FrozenPolicy(model.policy))
+    env.draw_league()
+    seats = [s for s in env.league_seats if s is not None]
+    assert len(seats) == 2 and all(s.taken in (100, 200) for s in seats)
+    if cfg.partner == "learner":  # every block's partner seat plays the newest snapshot
+        assert all(b.opponents[1] is env.newest for b in env.blocks)
+        assert env.newest.taken == 200
+    run(env, 300)
+    assert sum(env.league.games) > 0  # the league's matches are booked to their snapshots
+    assert 0 <= sum(env.league.wins) <= sum(env.league.games)
