@@ -45,7 +45,7 @@ import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
 
-from bergen_env.agents.match_value import win_table
+from bergen_env.agents.match_value import reward_table
 from bergen_env.env_options import DEFAULT_MAX_HANDS, check_env_keywords
 from bergen_env.errors import IllegalActionError, InvalidOptionError
 from bergen_env.observation import OBS_SIZE, obs_bounds
@@ -160,12 +160,7 @@ class BergenLearnerVectorEnv(gym.vector.VectorEnv):
         self._rounds: list[tuple[np.ndarray, np.ndarray]] = []
         self._win_table = None
         if self.reward_mode == "win":
-            try:
-                self._win_table = win_table(self.rules)
-            except ValueError as exc:
-                raise InvalidOptionError(
-                    f"option reward='win' needs a match-win table: {exc}"
-                ) from None
+            self._win_table = reward_table(self.rules)
             #: per row, the learner's side's chance to win after its last step
             self._chance = np.zeros(size, dtype=np.float64)
             sides = self.rules.num_sides
