@@ -33,14 +33,13 @@ import numpy as np
 from stable_baselines3.common.vec_env import VecEnv
 
 from bergen_env.vector import BergenLearnerVectorEnv
-from bergen_env.vector.learner import BUILTIN_OPPONENTS
 
 from .config import TrainConfig
 from .config_checks import ConfigError
 from .league import FrozenPolicy, League, LeagueSeat
 
 #: The opponents the batched env plays (others need ``vec_env: subproc``).
-BATCHED_OPPONENTS = BUILTIN_OPPONENTS
+BATCHED_OPPONENTS = ("random", "greedy")
 #: Rewards of the batched env.
 BATCHED_REWARDS = ("match", "points", "win")
 
