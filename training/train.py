@@ -5,7 +5,9 @@
     bergen-train --resume runs/quick__0__20260101-120000 [--set total_timesteps=N]
 
 One learner seat (drawn each match) plays whole matches against the config's opponents (scripted
-agents, plus frozen snapshots of itself with self-play on; see ``training.selfplay``). With
+agents, plus frozen snapshots of itself with self-play on). The envs are the batched env in this
+process (``vec_env: batched``, ``training.batched_env``; self-play is ``training.league``) or
+single-agent envs in worker processes (``subproc``; self-play is ``training.selfplay``). With
 ``imitation_teacher`` set, a new run first fits the network to that agent's decisions
 (``training.imitation``); a new run's network is evaluated before PPO starts (the metrics
 row at timestep 0, with ``eval_every`` > 0). The run
