@@ -3,7 +3,8 @@
 A checkpoint made at a rollout boundary (``ckpt_<steps>_steps.zip``) carries one more zip member,
 :data:`STATE_MEMBER`: the random streams of the learner process (torch, numpy, python), every
 env worker's env as it stands (the match in progress, its random generator, the opponents and
-theirs), the learner's last observations, the episode statistics and the run's elapsed time and
+theirs; with ``vec_env: batched`` the batch's arrays and the league's results), the learner's
+last observations, the episode statistics and the run's elapsed time and
 best evaluation. Restored, training continues step for step as the undisturbed run did.
 
 The member is a pickle, but it is never unpickled freely: :func:`safe_loads` rebuilds only the
