@@ -226,9 +226,8 @@ class BatchedVecEnv(VecEnv):
     def env_method(
         self, method_name: str, *method_args: Any, indices: Any = None, **method_kwargs: Any
     ) -> Any:
-        if method_name == "action_masks":  # sb3-contrib stacks this: one (n_envs, A) array
-            rows = list(self._get_indices(indices))
-            return self._masks[rows]
+        if method_name == "action_masks":  # sb3-contrib stacks this (a copy): one (n, A) array
+            return self._masks if indices is None else self._masks[list(self._get_indices(indices))]
         raise AttributeError(f"BatchedVecEnv has no per-env method {method_name!r}")
 
     def has_attr(self, attr_name: str) -> bool:
