@@ -147,7 +147,7 @@ def plot_learning_curves(metrics: Sequence[Path], out: Path, title: str) -> None
             ax.fill_between(x, lo, hi, color=colour, alpha=0.12)
     ax.axhline(0.5, color="grey", lw=0.8, ls="--")
     ax.set(
-        xlabel="training steps (learner decisions; 0 = after the imitation warm start)",
+        xlabel="training steps (learner decisions; 0 = before the first PPO update)",
         ylabel="match-win rate (duplicate, 95% CI)",
         ylim=(0, 1),
         title=title,

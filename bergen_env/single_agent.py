@@ -90,7 +90,7 @@ from gymnasium import spaces
 
 from bergen_env.actions import action_str, check_action_id
 from bergen_env.agents.base import Agent, make_agent
-from bergen_env.agents.match_value import WinTable, win_table
+from bergen_env.agents.match_value import WinTable, reward_table
 from bergen_env.engine import BergenState
 from bergen_env.env_options import DEFAULT_MAX_HANDS, EnvOptions, reset_deals
 from bergen_env.env_options import REWARD_MODES as AEC_REWARD_MODES
@@ -148,12 +148,7 @@ class BergenSingleAgentEnv(gym.Env):
             raise invalid("learner_seat", f"'random' or a seat in 0..{n - 1}", learner_seat)
         self._win_table: WinTable | None = None
         if reward == "win":
-            try:
-                self._win_table = win_table(self.rules)
-            except ValueError as exc:
-                raise InvalidOptionError(
-                    f"option reward='win' needs a match-win table: {exc}"
-                ) from None
+            self._win_table = reward_table(self.rules)
         if isinstance(opponents, (str, Agent)) or callable(opponents):
             raise InvalidOptionError(
                 f"option 'opponents' must be a list (one entry per other seat), got {opponents!r}"

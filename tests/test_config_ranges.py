@@ -47,9 +47,9 @@ def test_every_default_is_allowed() -> None:
         ("gamma", "high", "a number in [0, 1]"),
         ("gae_lambda", "7", "a number in [0, 1]"),
         ("net_arch", "256", "a non-empty list of ints in [1, 65536]"),
-        ("n_envs", "true", "an int in [1, 256]"),
+        ("n_envs", "true", "an int in [1, 65536]"),
         ("max_grad_norm", ".nan", "a number > 0"),
-        ("vec_env", "forked", "one of 'subproc', 'dummy'"),
+        ("vec_env", "forked", "one of 'batched', 'subproc', 'dummy'"),
         ("imitation_teacher", "7", "an agent string or null"),
     ],
 )

@@ -280,15 +280,18 @@ def sb3() -> None:
     pytest.importorskip("sb3_contrib")
 
 
+@pytest.mark.parametrize("vec_env", ["subproc", "batched"])
 @pytest.mark.parametrize("sig", [signal.SIGKILL, signal.SIGTERM])
 @pytest.mark.slow
 def test_train_stopped_by_a_signal_leaves_no_process_and_resumes(
-    sb3: None, tmp_path: Path, sig: int
+    sb3: None, tmp_path: Path, sig: int, vec_env: str
 ) -> None:
     run = tmp_path / "run"
-    cmd = Command(train_args("--config", "configs/quick.yaml", "--run-dir", str(run)))
+    chosen = ("--set", f"vec_env={vec_env}")
+    cmd = Command(train_args("--config", "configs/quick.yaml", *chosen, "--run-dir", str(run)))
     cmd.wait_for(lambda: len(checkpoints(run)) >= 2)
-    assert len(cmd.children()) >= 2  # the env workers
+    if vec_env == "subproc":
+        assert len(cmd.children()) >= 2  # the env workers
     cmd.signal(sig)
     code, _, err = cmd.finish()
     assert cmd.survivors() == []
@@ -599,13 +602,29 @@ def csv_rows(path: Path) -> list[dict[str, str]]:
     ]
 
 
+#: The batched env (4 rows: random, greedy and one of league snapshots from step 128 on).
+EXACT_BATCHED = [
+    *EXACT,
+    "vec_env=batched",
+    "n_envs=4",
+    "n_steps=32",
+    "selfplay_start=0",
+    "snapshot_every=128",
+    "selfplay_prob=0.25",
+    "reward=win",
+]
+
+
+@pytest.mark.parametrize("settings", [EXACT, EXACT_BATCHED], ids=["subproc", "batched"])
 @pytest.mark.slow
-def test_a_resumed_run_equals_the_undisturbed_run_bit_for_bit(sb3: None, tmp_path: Path) -> None:
+def test_a_resumed_run_equals_the_undisturbed_run_bit_for_bit(
+    sb3: None, tmp_path: Path, settings: list[str]
+) -> None:
 
     import torch
 
     whole, resumed = tmp_path / "whole", tmp_path / "resumed"
-    sets = [x for s in EXACT for x in ("--set", s)]
+    sets = [x for s in settings for x in ("--set", s)]
     code, _, err = Command(
         ["-m", "training.train", "--config", "configs/quick.yaml", *sets, "--run-dir", str(whole)]
     ).finish(timeout=300)

@@ -35,6 +35,7 @@ TINY = [
     "final_eval_matches=4",
     "eval_workers=1",
     "checkpoint_every=256",
+    "imitation_teacher=heuristic",
     "imitation_decisions=300",
     "imitation_epochs=2",
     "imitation_workers=1",

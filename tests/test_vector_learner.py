@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import gymnasium as gym
@@ -175,3 +176,42 @@ def test_final_obs_and_info_as_sync_vector_env_in_same_step_mode(
     env.close()
     with pytest.raises(RuntimeError, match="closed"):
         env.step(actions)
+
+
+def test_win_reward_is_the_change_of_the_match_win_chance() -> None:
+    from bergen_env.agents.match_value import win_table
+
+    table = win_table(Rules.preset("standard"))
+    env = BergenLearnerVectorEnv(8, opponents="greedy", seed=2, reward="win")
+    _, infos = env.reset()
+    rng = np.random.default_rng(0)
+    chance = np.full(8, table(0, 0))
+    total, ended = np.zeros(8), 0
+    for _ in range(150):
+        acts = np.array([rng.choice(np.flatnonzero(m)) for m in infos["action_mask"]])
+        _, rewards, term, trunc, infos = env.step(acts)
+        scores = env.batch.scores
+        for i in range(8):
+            side = int(env.seats[i])
+            if term[i]:  # won: chance 1, lost: 0
+                now = float(infos["final_info"]["winner"][i] == infos["final_info"]["seat"][i])
+            else:
+                now = table(int(scores[i, side]), int(scores[i, 1 - side]))
+            assert rewards[i] == pytest.approx(2 * (now - chance[i]), abs=1e-6)
+            chance[i] = table(0, 0) if term[i] else now
+        total += rewards
+        ended += int(term.sum())
+        assert not trunc.any()
+    assert ended > 20
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        (dict(rules="draw", reward="win"), "option reward='win' needs a match-win table"),
+        (dict(reward="shaped"), "option 'reward' must be one of ('match', 'points', 'win')"),
+    ],
+)
+def test_rewards_without_a_batched_version_are_refused(kwargs: dict, message: str) -> None:
+    with pytest.raises(InvalidOptionError, match=re.escape(message)):
+        BergenLearnerVectorEnv(2, **kwargs)

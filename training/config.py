@@ -95,11 +95,15 @@ class TrainConfig(EnvBlock):
     total_timesteps: int = 200_000
     """Learner decisions to train for (summed over all envs)."""
     n_envs: int = 2
-    """Parallel envs (one process each with ``vec_env: subproc``)."""
-    vec_env: str = "subproc"
-    """``subproc`` (SubprocVecEnv, uses every core) or ``dummy`` (one process)."""
+    """Parallel envs: rows of the batch with ``vec_env: batched``, processes with ``subproc``."""
+    vec_env: str = "batched"
+    """``batched`` (the compiled batched env in the learner's process, :mod:`training.batched_env`;
+    opponents random and greedy, self-play snapshots), ``subproc`` (SubprocVecEnv, one process
+    per env, every agent) or ``dummy`` (the ``subproc`` envs in one process)."""
     torch_threads: int = 1
     """Torch threads of the learner process."""
+    device: str = "cpu"
+    """Where the network trains: ``cpu``, ``cuda`` or ``auto`` (CUDA when present, else CPU)."""
 
     # --- env (and the keys of EnvBlock)
     auto_forced: bool = True
@@ -116,6 +120,9 @@ class TrainConfig(EnvBlock):
     """Most recent snapshots kept in the pool."""
     selfplay_prob: float = 0.5
     """Probability that an opponent seat plays a snapshot (once the pool is not empty)."""
+    pfsp_exponent: float = 2.0
+    """``vec_env: batched``: a snapshot is drawn with weight ``(1 - p) ** pfsp_exponent``, ``p``
+    the learner's win rate against it (prioritized fictitious self-play; 0: uniform)."""
     partner: str = "pool"
     """Partnerships: ``pool`` (the partner is drawn like an opponent) or ``learner`` (the most
     recent snapshot of the learner, a scripted opponent until the first snapshot exists)."""

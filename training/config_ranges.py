@@ -27,6 +27,8 @@ from .config_checks import key_error
 MAX_PROCESSES = 256
 #: The widest hidden layer a config may ask for.
 MAX_WIDTH = 65536
+#: Most rows of a batched env (``n_envs`` with ``vec_env: batched``).
+MAX_ROWS = 65536
 
 
 @dataclass(frozen=True)
@@ -146,9 +148,10 @@ TRAIN: dict[str, Allowed] = {
     "name": NAME,
     "seed": SEED,
     "total_timesteps": POSITIVE,
-    "n_envs": PROCESSES,
-    "vec_env": choice("subproc", "dummy"),
+    "n_envs": integer(1, MAX_ROWS),
+    "vec_env": choice("batched", "subproc", "dummy"),
     "torch_threads": PROCESSES,
+    "device": choice("cpu", "cuda", "auto"),
     **env_block(SINGLE_AGENT_REWARD_MODES),
     "auto_forced": BOOL,
     "opponents": SOME_AGENTS,
@@ -156,6 +159,7 @@ TRAIN: dict[str, Allowed] = {
     "snapshot_every": POSITIVE,
     "pool_size": POSITIVE,
     "selfplay_prob": UNIT,
+    "pfsp_exponent": number(0),
     "partner": choice("pool", "learner"),
     "imitation_teacher": AGENT | NULL,
     "imitation_decisions": POSITIVE,

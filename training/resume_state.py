@@ -3,7 +3,8 @@
 A checkpoint made at a rollout boundary (``ckpt_<steps>_steps.zip``) carries one more zip member,
 :data:`STATE_MEMBER`: the random streams of the learner process (torch, numpy, python), every
 env worker's env as it stands (the match in progress, its random generator, the opponents and
-theirs), the learner's last observations, the episode statistics and the run's elapsed time and
+theirs; with ``vec_env: batched`` the batch's arrays and the league's results), the learner's
+last observations, the episode statistics and the run's elapsed time and
 best evaluation. Restored, training continues step for step as the undisturbed run did.
 
 The member is a pickle, but it is never unpickled freely: :func:`safe_loads` rebuilds only the
@@ -257,9 +258,12 @@ class ResumableEnv(gym.Wrapper):
 
 def capture(model: Any, env: VecEnv, elapsed_s: float, best: float) -> bytes | None:
     """The resume state at a rollout boundary (``None`` if an env cannot be saved)."""
-    envs = env.env_method("get_state")
-    if any(s is None for s in envs):
-        return None
+    if hasattr(env, "state_dict"):  # the batched env (training.batched_env): one state
+        envs: Any = env.state_dict()
+    else:
+        envs = env.env_method("get_state")
+        if any(s is None for s in envs):
+            return None
     state = {
         "version": STATE_VERSION,
         "rng": {
@@ -300,18 +304,23 @@ def read_state(path: Path) -> dict[str, Any] | None:
         state = safe_loads(archive.read(STATE_MEMBER), source)
     if not isinstance(state, dict) or state.get("version") != STATE_VERSION:
         return None
-    for i, env in enumerate(state["envs"]):
-        safe_loads(env, f"{source}, env {i}")
+    if isinstance(state["envs"], list):  # process envs: each env pickled on its own
+        for i, env in enumerate(state["envs"]):
+            safe_loads(env, f"{source}, env {i}")
     return state
 
 
 def restore(model: Any, env: VecEnv, state: dict[str, Any]) -> bool:
     """Put the envs and the learner's rollout position back; ``False`` (nothing changed) if
-    the state does not fit ``env`` (another ``n_envs``)."""
-    if len(state["envs"]) != env.num_envs:
+    the state does not fit ``env`` (another ``n_envs`` or kind of env)."""
+    if isinstance(state["envs"], dict):  # a batched env's state
+        if not hasattr(env, "load_state_dict") or not env.load_state_dict(state["envs"]):
+            return False
+    elif hasattr(env, "load_state_dict") or len(state["envs"]) != env.num_envs:
         return False
-    for i, blob in enumerate(state["envs"]):
-        env.env_method("set_state", blob, indices=[i])
+    else:
+        for i, blob in enumerate(state["envs"]):
+            env.env_method("set_state", blob, indices=[i])
     model._last_obs = state["last_obs"]
     model._last_episode_starts = state["last_episode_starts"]
     model.ep_info_buffer = deque(state["ep_info_buffer"], maxlen=model._stats_window_size)

@@ -5,9 +5,12 @@
     bergen-train --resume runs/quick__0__20260101-120000 [--set total_timesteps=N]
 
 One learner seat (drawn each match) plays whole matches against the config's opponents (scripted
-agents, plus frozen snapshots of itself with self-play on; see ``training.selfplay``). With
+agents, plus frozen snapshots of itself with self-play on). The envs are the batched env in this
+process (``vec_env: batched``, ``training.batched_env``; self-play is ``training.league``) or
+single-agent envs in worker processes (``subproc``; self-play is ``training.selfplay``). With
 ``imitation_teacher`` set, a new run first fits the network to that agent's decisions
-(``training.imitation``) and evaluates it (the metrics row at timestep 0). The run
+(``training.imitation``); a new run's network is evaluated before PPO starts (the metrics
+row at timestep 0, with ``eval_every`` > 0). The run
 folder ``runs/<config>__<seed>__<time>/`` holds:
 
 ============================  ===========================================================
@@ -82,7 +85,9 @@ from .config import (
     save_config,
     schedule,
 )
+from .config_ranges import MAX_PROCESSES
 from .export_policy import export_model
+from .league import FrozenPolicy
 from .ppo_policies import PPOAgent, save_policy
 from .resume_state import (
     ContinuedCSV,
@@ -161,6 +166,17 @@ def make_env(cfg: TrainConfig, rank: int, snapshot_dir: Path | None) -> Callable
 
 
 def make_vec_env(cfg: TrainConfig, snapshot_dir: Path | None) -> VecEnv:
+    """The training envs: the batch of :mod:`training.batched_env` (``vec_env: batched``) or
+    one single-agent env per ``n_envs`` (``subproc``: in worker processes)."""
+    if cfg.vec_env == "batched":
+        from .batched_env import BatchedVecEnv
+
+        env = BatchedVecEnv(cfg)
+        if snapshot_dir is not None:  # a resumed run's snapshots, oldest first
+            kept = numbered(snapshot_dir, SNAPSHOT_RE)[: cfg.pool_size]
+            for taken, path in reversed(kept):
+                env.add_snapshot(taken, FrozenPolicy.from_file(path))
+        return env
     thunks = [make_env(cfg, rank, snapshot_dir) for rank in range(cfg.n_envs)]
     if cfg.vec_env == "subproc" and cfg.n_envs > 1:
         return SubprocVecEnv(thunks, start_method="fork")
@@ -303,7 +319,15 @@ class SnapshotCallback(BaseCallback):
             self.snapshot_dir.mkdir(exist_ok=True)
             path = snapshot_path(self.snapshot_dir, self.num_timesteps)  # whole for the pools
             save_policy_atomic(self.model, path, self.rules, timesteps=self.num_timesteps)
+            env = self.model.get_env()
+            if hasattr(env, "add_snapshot"):  # the batched env's league
+                env.add_snapshot(self.num_timesteps, FrozenPolicy(self.model.policy))
         return True
+
+    def _on_rollout_start(self) -> None:
+        env = self.model.get_env()
+        if hasattr(env, "draw_league"):  # each rollout plays newly drawn league snapshots
+            env.draw_league()
 
 
 class ProgressCallback(BaseCallback):
@@ -421,7 +445,8 @@ def load_checkpoint(
         state = read_state(path)
     except UnsafePickleError as exc:
         return exc
-    return MaskablePPO.load(path, device="cpu", custom_objects=objects), state
+    model = MaskablePPO.load(path, device=resolve_device(cfg.device), custom_objects=objects)
+    return model, state
 
 
 def resume_checkpoint(
@@ -525,6 +550,13 @@ class StopOnSignal(BaseCallback):
             signal.signal(sig, old)
 
 
+def resolve_device(device: str) -> str:
+    """``auto``: ``cuda`` when torch sees a GPU, else ``cpu``; other names as given."""
+    if device == "auto":
+        return "cuda" if torch.cuda.is_available() else "cpu"
+    return device
+
+
 def build_model(cfg: TrainConfig, env: VecEnv, run_dir: Path) -> MaskablePPO:
     activation = {"relu": torch.nn.ReLU, "tanh": torch.nn.Tanh}[cfg.activation]
     return MaskablePPO(
@@ -546,7 +578,7 @@ def build_model(cfg: TrainConfig, env: VecEnv, run_dir: Path) -> MaskablePPO:
         ),
         tensorboard_log=None,
         seed=cfg.seed,
-        device="cpu",
+        device=resolve_device(cfg.device),
         verbose=0,
     )
 
@@ -591,6 +623,13 @@ def check_config(cfg: TrainConfig, source: str) -> None:
         BergenSingleAgentEnv(opponents=["random"], **cfg.env_kwargs())
     except ValueError as exc:  # InvalidOptionError included
         raise ConfigError(f"{source}: {exc}") from None
+    if cfg.vec_env != "batched" and cfg.n_envs > MAX_PROCESSES:
+        raise ConfigError(
+            f"{source}: key 'n_envs': vec_env: {cfg.vec_env} runs one env object per env, at most "
+            f"{MAX_PROCESSES}; got {cfg.n_envs} (vec_env: batched takes more)"
+        )
+    if cfg.device == "cuda" and not torch.cuda.is_available():
+        raise ConfigError(f"{source}: key 'device': 'cuda' but torch sees no GPU (use auto)")
     named = [("opponents", x) for x in cfg.opponents]
     named += [("eval_opponents", x) for x in cfg.eval_opponents]
     if cfg.imitation_teacher is not None:
@@ -600,6 +639,10 @@ def check_config(cfg: TrainConfig, source: str) -> None:
             make_agent(spec)
         except ValueError as exc:
             raise ConfigError(f"{source}: key {key!r}: {exc}") from None
+    if cfg.vec_env == "batched":
+        from .batched_env import check_batched
+
+        check_batched(cfg, source)
 
 
 def forget_after(run_dir: Path, steps: int) -> None:
@@ -655,6 +698,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         check_config(cfg, str(run_dir / "config.yaml"))
         ckpt, loaded, state = resume_checkpoint(run_dir, cfg)
         remove_temp_files(run_dir)
+        forget_after(run_dir, loaded.num_timesteps)  # (before the envs load the snapshots)
     else:
         cfg = load_config(args.config, overrides)
         check_config(cfg, str(args.config))
@@ -685,7 +729,6 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         model = loaded
         model.set_env(env)
         steps = model.num_timesteps
-        forget_after(run_dir, steps)
         logs = [
             ContinuedCSV(str(run_dir / "progress.csv"), steps),
             ContinuedTensorBoard(str(run_dir / "tb"), steps),
@@ -711,6 +754,9 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     # --- imitation warm start (new runs only; a resumed run's checkpoint already holds it)
     if ckpt is None and cfg.imitation_teacher is not None:
         warm_start(model, cfg, evaluator, run_dir)
+    elif ckpt is None and cfg.eval_every > 0:  # the curve starts at the untrained network
+        evaluator.init_callback(model)
+        evaluator.run_eval(cfg.eval_matches)
 
     # --- train
     done_before = model.num_timesteps

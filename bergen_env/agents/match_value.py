@@ -31,6 +31,7 @@ import numpy as np
 
 from bergen_env.agents.heuristic import HeuristicAgent
 from bergen_env.engine import BergenState
+from bergen_env.errors import InvalidOptionError
 from bergen_env.rules import Rules
 from bergen_env.scoring import cap_header
 
@@ -127,6 +128,15 @@ def win_table(rules: Rules) -> WinTable:
     rng = np.random.default_rng(SEED)
     hands = [hand_events(BergenState(free, seed=rng)) for _ in range(HANDS)]
     return table_from_events(rules, every_rotation(hands, rules.num_sides))
+
+
+def reward_table(rules: Rules) -> WinTable:
+    """:func:`win_table` for an env's ``reward="win"``: rules without a table are an
+    :class:`~bergen_env.errors.InvalidOptionError` naming the option."""
+    try:
+        return win_table(rules)
+    except ValueError as exc:
+        raise InvalidOptionError(f"option reward='win' needs a match-win table: {exc}") from None
 
 
 def every_rotation(hands: Sequence[Sequence[Event]], sides: int) -> list[list[Event]]:

@@ -23,8 +23,11 @@ for each match (uniformly; :meth:`~BergenLearnerVectorEnv.set_opponents` sets ot
 ``learner_seat``: ``"random"`` (drawn for every
 match from the row's stream) or a seat number; ``auto_forced`` (default True): the learner's
 forced moves (exactly one legal action) are played for it; ``reward``: ``"match"`` (+1 /
--1/(sides-1) for the learner's side when the match ends) or ``"points"`` (the learner's side's
-score change minus the mean change of the other sides, summed over its move and the replies);
+-1/(sides-1) for the learner's side when the match ends), ``"points"`` (the learner's side's
+score change minus the mean change of the other sides, summed over its move and the replies) or
+``"win"`` (the change of the learner's side's chance to win the match, from the match-win table,
+scaled by ``sides / (sides - 1)``: the single-agent env's ``"win"`` reward, whose sum is the
+``"match"`` reward);
 ``max_hands``, ``seed`` and every rules argument as in :class:`BergenVectorEnv`.
 
 ``infos``: ``"action_mask"`` ``(N, A)`` int8, the learner's legal actions; ``"seat"`` ``(N,)``,
@@ -56,6 +59,7 @@ from bergen_env.agents.batch_opponents import (
     batch_opponent,
 )
 from bergen_env.agents.compiled.opponent_moves import opponent_move
+from bergen_env.agents.match_value import reward_table
 from bergen_env.env_options import DEFAULT_MAX_HANDS, check_env_keywords
 from bergen_env.errors import IllegalActionError, InvalidOptionError
 from bergen_env.observation import OBS_SIZE, obs_bounds
@@ -69,6 +73,7 @@ from bergen_env.vector.env import BergenVectorEnv
 Opponent = str | Agent | BatchPolicy | BatchOpponent
 #: A seat's opponent, or a list of them of which each match draws one.
 OpponentSpec = Opponent | Sequence[Opponent]
+REWARD_MODES = ("match", "points", "win")
 
 
 class BergenLearnerVectorEnv(gym.vector.VectorEnv):
@@ -96,6 +101,13 @@ class BergenLearnerVectorEnv(gym.vector.VectorEnv):
         **overrides: Any,
     ) -> None:
         check_env_keywords(overrides, keyword_names(type(self).__init__))
+        if reward not in REWARD_MODES:
+            raise InvalidOptionError(
+                f"option 'reward' must be one of {REWARD_MODES}, got {reward!r}"
+            )
+        self.reward_mode = reward
+        if reward == "win":
+            reward = "match"  # the batch's reward: the match's end maps to a chance of 1 or 0
         self.batch = BergenVectorEnv(
             num_envs,
             rules=rules,
@@ -155,6 +167,13 @@ class BergenLearnerVectorEnv(gym.vector.VectorEnv):
         #: actions of each round of batch functions
         self._before: list[np.ndarray] = []
         self._rounds: list[tuple[np.ndarray, np.ndarray]] = []
+        self._win_table = None
+        if self.reward_mode == "win":
+            self._win_table = reward_table(self.rules)
+            #: per row, the learner's side's chance to win after its last step
+            self._chance = np.zeros(size, dtype=np.float64)
+            sides = self.rules.num_sides
+            self._start_chance = self._chances(np.zeros((1, sides), np.int64), np.zeros(1))[0]
 
     # ------------------------------------------------------------------ API
 
@@ -225,6 +244,8 @@ class BergenLearnerVectorEnv(gym.vector.VectorEnv):
         self._reward[:] = 0.0
         self._term[:] = False
         self._trunc[:] = False
+        if self._win_table is not None:
+            self._chance[:] = self._start_chance
         self._rounds.clear()
         self._actions[:] = -1
         self._play(self._actions, self.batch.all_rows)
@@ -255,6 +276,8 @@ class BergenLearnerVectorEnv(gym.vector.VectorEnv):
         ended = self._term | self._trunc
         if ended.any():
             self._add_final(infos, np.flatnonzero(ended), acts)
+        if self._win_table is not None:
+            self._win_rewards(infos, ended)
         return (
             self._learner_obs(),
             self._reward.copy(),
@@ -268,6 +291,47 @@ class BergenLearnerVectorEnv(gym.vector.VectorEnv):
         if hasattr(self, "batch"):  # (also called by __del__ after a failed __init__)
             self.batch.close()
         super().close(**kwargs)
+
+    def state_dict(self) -> dict[str, np.ndarray]:
+        """Every array the batch's future depends on (the matches, their streams, the learner's
+        seats and pending rewards), copied: :meth:`load_state_dict` of an env built with the
+        same arguments continues step for step as this one (the opponents are the caller's)."""
+        b = self.batch
+        if not b.has_reset:
+            raise RuntimeError("call reset() before state_dict()")
+        arrays = dict(zip(_BATCH_STATE, b.state_arrays()))
+        for name in _BATCH_BUFFERS:
+            arrays[name] = getattr(b, name)
+        for name in self._own_state():
+            arrays[name] = getattr(self, name)
+        return {name: np.array(a, copy=True) for name, a in arrays.items()}
+
+    def load_state_dict(self, state: dict[str, np.ndarray]) -> None:
+        """Put back what :meth:`state_dict` returned (shapes and dtypes checked)."""
+        b = self.batch
+        b.check_open()
+        names = (*_BATCH_STATE, *_BATCH_BUFFERS, *self._own_state())
+        missing = sorted(set(names) - set(state))
+        if missing:
+            raise ValueError(f"state_dict: missing arrays {missing}")
+        for name in names:
+            owner = b if name in _BATCH_STATE or name in _BATCH_BUFFERS else self
+            mine, given = getattr(owner, name), np.asarray(state[name])
+            if name == "deals":  # its length is the longest list of given deals
+                setattr(b, name, np.array(given, dtype=mine.dtype, copy=True))
+                continue
+            if given.shape != mine.shape or given.dtype != mine.dtype:
+                raise ValueError(
+                    f"state_dict: array {name!r} is {given.dtype} {given.shape}, this env's "
+                    f"{mine.dtype} {mine.shape} (another num_envs, rule set or reward?)"
+                )
+            np.copyto(mine, given)
+        b.has_reset = True
+        b.masks_current = True
+
+    def _own_state(self) -> tuple[str, ...]:
+        names = ("seats", "seat_opponents", "_seat_rng", "_acted", "_carry")
+        return (*names, "_chance") if self._win_table is not None else names
 
     # ------------------------------------------------------------------ internals
 
@@ -333,6 +397,33 @@ class BergenLearnerVectorEnv(gym.vector.VectorEnv):
             "seat": self.seats.copy(),
             "_seat": every.copy(),
         }
+
+    # ------------------------------------------------------------------ the "win" reward
+
+    def _chances(self, scores: np.ndarray, seats: np.ndarray) -> np.ndarray:
+        """Per row, the chance of seat ``seats[i]``'s side to win from the sides' ``scores``
+        (rows of a running match: every score below the target)."""
+        table, sides = self._win_table, self.rules.num_sides
+        side = seats.astype(np.int64) % sides
+        rows = np.arange(len(side))[:, None]
+        turn = (side[:, None] + np.arange(sides)) % sides  # own side first, then turn order
+        index = np.clip(scores[rows, turn], table.low, table.target - 1) - table.low
+        return table.table[tuple(index.T)]
+
+    def _win_rewards(self, infos: dict[str, Any], ended: np.ndarray) -> None:
+        """Replace the step's ``match`` rewards by the change of the win chance."""
+        sides = self.rules.num_sides
+        now = self._chances(self.batch.scores[:, :sides], self.seats)
+        if ended.any():
+            final = infos["final_info"]
+            at_end = np.where(
+                self._term,
+                (self._reward * (sides - 1) + 1.0) / sides,  # won 1, lost 0, no winner 1/sides
+                self._chances(final["scores"], final["seat"]),  # (truncated: below the target)
+            )
+            now = np.where(ended, at_end, now)
+        self._reward[:] = (now - self._chance) * (sides / (sides - 1))
+        self._chance[:] = np.where(ended, self._start_chance, now)
 
     # ------------------------------------------------------------------ final observations
     # A finished match restarts inside the compiled step, so its last position is replayed
@@ -543,6 +634,12 @@ def advance_rows(
                 break
             a = opponent_move(r, i, codes[o], weights[o], m, scores, hands, bits, hlen, voids,
                               line, masks, agent_rng)  # fmt: skip
+
+
+#: The batch's state arrays (``BergenVectorEnv.state_arrays``, in order) and the buffers a
+#: step's result is read from.
+_BATCH_STATE = ("m", "scores", "hands", "bits", "hlen", "voids", "line", "bone", "rng", "deals")
+_BATCH_BUFFERS = ("agent_rng", "masks", "obs_buffer", "current_player")
 
 
 @njit_borrowed
