@@ -45,6 +45,7 @@ from typing import Any
 
 import numpy as np
 
+from benchmarks.rating_table_ray import play_pairs
 from bergen_env.agents import make_agent, parse_agent_spec
 from bergen_env.arena import RATING_PRIOR, placed_ahead, run_tournament, seat_lineups
 from bergen_env.atomic_files import OutputError, check_writable, write_text
@@ -420,9 +421,7 @@ def round_robin(
     todo = [w for w in wanted if w[3] not in by_key]
     check_setup(specs, rules, playing=[s for s in specs if any(s in w[:2] for w in todo)])
     if backend == "ray":
-        from benchmarks.rating_table_ray import play_pairs
-
-        new = play_pairs(todo, rules, seed, commit)
+        new = play_pairs(play_pair, todo, rules, seed, commit)
     else:
         new = (
             ((a, b, n, key), play_pair(a, b, rules, n, seed, workers, commit))

@@ -11,27 +11,36 @@ stored (a task whose worker died is run again by Ray first).
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any, TypeVar
 
 from bergen_env.ray_tasks import task_results
 from bergen_env.rules import Rules
 
-from .rating_table import PairResult, play_pair
-
 #: A pair to play: its two agent strings (sorted), its match count and its stored key.
 Wanted = tuple[str, str, int, str]
+#: What one pair's play returns (the rating table's ``PairResult``).
+Result = TypeVar("Result")
+#: ``play_pair(a, b, rules, matches, seed, workers, commit, backend=...)`` of the rating table:
+#: passed in, so this module imports nothing of it (the rating table imports this one).
+PlayPair = Callable[..., Any]
 
 
-def _play_task(shared: tuple[Rules, int, str | None], pair: tuple[str, str, int]) -> PairResult:
-    rules, seed, commit = shared
+def _play_task(shared: tuple[PlayPair, Rules, int, str | None], pair: tuple[str, str, int]) -> Any:
+    play_pair, rules, seed, commit = shared
     a, b, matches = pair
     return play_pair(a, b, rules, matches, seed, 1, commit, backend="ray")
 
 
 def play_pairs(
-    todo: Sequence[Wanted], rules: Rules, seed: int, commit: str | None
-) -> Iterator[tuple[Wanted, PairResult]]:
-    """Each pair of ``todo`` with its result, as its Ray task finishes."""
+    play_pair: Callable[..., Result],
+    todo: Sequence[Wanted],
+    rules: Rules,
+    seed: int,
+    commit: str | None,
+) -> Iterator[tuple[Wanted, Result]]:
+    """Each pair of ``todo`` with ``play_pair``'s result for it, as its Ray task finishes
+    (``play_pair`` a module-level function, so a task names it rather than copies it)."""
     tasks = [(a, b, n) for a, b, n, _ in todo]
-    for k, pair in task_results(_play_task, (rules, seed, commit), tasks):
+    for k, pair in task_results(_play_task, (play_pair, rules, seed, commit), tasks):
         yield todo[k], pair

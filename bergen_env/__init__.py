@@ -62,15 +62,15 @@ __all__ = [
 ]
 
 
-_LAZY = {"env": "bergen_env.aec_env", "raw_env": "bergen_env.aec_env"}
+#: Names loaded from the AEC env module (and PettingZoo) on first use.
+_LAZY = ("env", "raw_env")
 
 
 def __getattr__(name: str) -> Any:
     """``env`` and ``raw_env`` load the AEC env (and PettingZoo) on first use."""
-    module = _LAZY.get(name)
-    if module is None:
+    if name not in _LAZY:
         raise AttributeError(f"module 'bergen_env' has no attribute {name!r}")
-    value = getattr(import_module(module), name)
+    value = getattr(import_module("bergen_env.aec_env"), name)
     globals()[name] = value
     return value
 

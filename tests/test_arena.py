@@ -381,3 +381,16 @@ def test_play_match_directly() -> None:
     a = play_match(rules, agents, 3, [0, 1], keep_deals=True)
     b = play_match(rules, agents, 3, [0, 1], keep_deals=True)
     assert a == b and a.winner in (0, 1) and len(a.deals) == a.hands
+
+
+def test_t_interval_quantiles_and_clipping() -> None:
+    from bergen_env.stats import Z95, t95, t_interval
+
+    assert t95(1) == pytest.approx(12.7062047)
+    assert t95(60) == pytest.approx(2.0002978, abs=1e-6)  # beyond the table: the series
+    assert t95(10_000) == pytest.approx(Z95, abs=3e-4)
+    mean, lo, hi = t_interval([0.0, 1.0, 1.0, 1.0])
+    half = t95(3) * standard_error([0.0, 1.0, 1.0, 1.0])
+    assert (lo, hi) == pytest.approx((mean - half, mean + half))
+    assert t_interval([0.0, 1.0, 1.0, 1.0], bounds=(-1.0, 1.0))[2] == 1.0  # clipped
+    assert t_interval([0.5], bounds=(-1.0, 1.0)) == (0.5, -1.0, 1.0)

@@ -12,6 +12,7 @@ import pytest
 from tests.layers import (
     PAGE,
     Layer,
+    computed_import_problems,
     cycles,
     diagram,
     import_graph,
@@ -32,6 +33,10 @@ def test_no_import_cycle(graph) -> None:
 
 def test_every_import_points_down_the_layers(graph) -> None:
     assert layer_problems(graph) == []
+
+
+def test_no_import_by_a_computed_name_but_the_declared_ones(graph) -> None:
+    assert computed_import_problems(graph) == []
 
 
 def test_the_library_imports_neither_training_nor_frameworks_below_the_envs(graph) -> None:
@@ -77,6 +82,20 @@ def test_checker_finds_a_cycle_hidden_inside_a_function(tmp_path: Path) -> None:
     # import; the package __init__ importing its own module is not a cycle
     assert cycles(graph) == [["fake.a", "fake.b"], ["fake.c", "fake.d"]]
     assert graph.edges["fake.e"] == {"fake.a"}
+
+
+def test_checker_refuses_a_computed_module_name(tmp_path: Path) -> None:
+    root = _package(
+        tmp_path,
+        {
+            "fake/__init__.py": "",
+            "fake/a.py": "import importlib\nN = 'b'\nM = importlib.import_module(f'fake.{N}')\n",
+            "fake/b.py": "M = __import__('fake.a')\n",
+        },
+    )
+    problems = computed_import_problems(import_graph(root, ("fake",)))
+    assert problems[0].startswith("fake.a, line 3: an import with a computed module name")
+    assert not any(p.startswith("fake.b") for p in problems)  # a literal name is drawn
 
 
 def test_checker_finds_layer_crossings_and_forbidden_libraries(tmp_path: Path) -> None:

@@ -652,3 +652,35 @@ def test_a_resumed_run_equals_the_undisturbed_run_bit_for_bit(
     elapsed = [float(r["elapsed_s"]) for r in csv.DictReader((resumed / "metrics.csv").open())]
     assert elapsed == sorted(elapsed)
     assert len(list((resumed / "tb").iterdir())) == 2  # one run folder, one event file per process
+
+
+#: Writes that may bypass bergen_env.atomic_files: logs written line by line (a cut one loses
+#: at most its last line) and the developer's regeneration of a docs page.
+DIRECT_WRITES = {
+    ("bergen_env/replay.py", 'open(path, "a" if append else "w"'),  # a replay log, appended
+    ("bergen_env/arena.py", 'Path(replays).write_text(""'),  # that log, emptied
+    ("training/tune_heuristic.py", 'open(run_dir / "metrics.csv", "w"'),  # a log, per line
+    ("training/train_rllib.py", 'open(run_dir / "metrics.csv", "w"'),  # a log, per line
+    ("training/config_ranges.py", "DOC.write_text("),  # regenerates docs/configs.md
+    ("training/resume_state.py", 'open(filename, "r+" if header else "w+")'),  # SB3's monitor
+    ("training/train.py", 'self.metrics.open("a"'),  # the training log, appended per line
+}
+
+
+def test_every_file_is_written_through_the_atomic_helper() -> None:
+    """No writer of the package or its programs writes a file in place (``write_text``,
+    ``write_bytes``, ``open(..., "w")``) but the logs of :data:`DIRECT_WRITES`."""
+    import re
+
+    root = Path(__file__).resolve().parents[1]
+    pattern = re.compile(r"\.write_text\(|\.write_bytes\(|\bopen\([^)\n]*[\"'][wax]\+?[\"']")
+    found = set()
+    for path in sorted([*root.glob("bergen_env/**/*.py"), *root.glob("training/**/*.py")]):
+        name = path.relative_to(root).as_posix()
+        if name == "bergen_env/atomic_files.py":
+            continue
+        for line in path.read_text().splitlines():
+            if pattern.search(line) and "atomic_path(" not in line:
+                match = [d for f, d in DIRECT_WRITES if f == name and d in line]
+                found.add((name, match[0] if match else line.strip()))
+    assert found == DIRECT_WRITES

@@ -199,3 +199,39 @@ def test_a_state_written_under_the_former_module_name_loads(tmp_path: Path) -> N
     assert isinstance(back, OpponentPool) and back().name == "random"
     with pytest.raises(UnsafePickleError, match="global training.train.main"):
         safe_loads(b"cbergen_env.training.train\nmain\n.", "f.pkl")  # renamed, still checked
+
+
+@pytest.mark.parametrize("cut", [1, 3, STATE_MEMBER])
+def test_a_checkpoint_cut_mid_write_leaves_the_old_one(
+    made: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, cut: int | str
+) -> None:
+    """The disk fills during the ``cut``-th member the writer puts in the zip (SB3's data, its
+    parameters) or during the resume state's: the checkpoint it was replacing (the same steps,
+    the same path) is intact, byte for byte, and no temporary file is left. The fault is
+    injected in the zip writes themselves, so a writer that wrote in place (not through
+    ``atomic_path``) fails here."""
+    run_dir = tmp_path / "run"
+    shutil.copytree(made, run_dir)
+    old = the_checkpoint(run_dir)
+    before = old.read_bytes()
+    cfg = load_config(run_dir / "config.yaml", [])
+    model, state = load_checkpoint(old, cfg)
+    writes = 0
+    real_open = zipfile.ZipFile.open
+
+    def failing_open(self, name, mode="r", *args, **kwargs):  # noqa: ANN001, ANN002, ANN003
+        nonlocal writes
+        if mode == "w":
+            writes += 1
+            member = name if isinstance(name, str) else name.filename
+            if cut in (writes, member):
+                raise OSError(28, "No space left on device")
+        return real_open(self, name, mode, *args, **kwargs)
+
+    monkeypatch.setattr(zipfile.ZipFile, "open", failing_open)
+    with pytest.raises(OSError, match="No space left"):
+        save_checkpoint(model, run_dir, b"resume state")
+    monkeypatch.undo()
+    assert writes == cut or writes > 3  # the cut came inside the writer
+    assert old.read_bytes() == before
+    assert sorted(p.name for p in old.parent.iterdir()) == [old.name]

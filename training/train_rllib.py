@@ -44,6 +44,7 @@ from typing import Any
 
 import yaml
 
+from bergen_env.atomic_files import write_text
 from bergen_env.rules import Rules
 from bergen_env.validation import is_int
 
@@ -261,11 +262,13 @@ def main(argv: list[str] | None = None) -> Path:
         or Path("runs") / "rllib" / f"{cfg.name}__{cfg.seed}__{time.strftime('%Y%m%d-%H%M%S')}"
     ).resolve()
     run_dir.mkdir(parents=True, exist_ok=True)
-    (run_dir / "config.yaml").write_text(
-        yaml.safe_dump({"default": dataclasses.asdict(cfg)}, sort_keys=False)
+    write_text(
+        run_dir / "config.yaml",
+        yaml.safe_dump({"default": dataclasses.asdict(cfg)}, sort_keys=False),
     )
-    (run_dir / "command.txt").write_text(
-        shlex.join([sys.executable, "-m", __spec__.name, *sys.argv[1:]]) + "\n"
+    write_text(
+        run_dir / "command.txt",
+        shlex.join([sys.executable, "-m", __spec__.name, *sys.argv[1:]]) + "\n",
     )
     algo_config = build_algo_config(cfg, args.config)
     pids = policy_ids(cfg)

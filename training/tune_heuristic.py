@@ -48,6 +48,7 @@ import numpy as np
 import yaml
 
 from bergen_env.agents.heuristic import WEIGHT_NAMES, default_weights, used_weights
+from bergen_env.atomic_files import write_text
 from bergen_env.rules import Rules, build_rules
 from bergen_env.stats import Z95, standard_error
 from bergen_env.validation import is_bool, is_int, is_number
@@ -195,8 +196,9 @@ def tune(cfg: TuneConfig, run_dir: Path, log: bool = True) -> dict[str, Any]:
 
     rules = cfg.make_rules()
     run_dir.mkdir(parents=True, exist_ok=True)
-    (run_dir / "config.yaml").write_text(
-        yaml.safe_dump({"default": dataclasses.asdict(cfg)}, sort_keys=False)
+    write_text(
+        run_dir / "config.yaml",
+        yaml.safe_dump({"default": dataclasses.asdict(cfg)}, sort_keys=False),
     )
     names = cfg.tuned_names()
     idx = [WEIGHT_NAMES.index(n) for n in names]
@@ -248,7 +250,7 @@ def tune(cfg: TuneConfig, run_dir: Path, log: bool = True) -> dict[str, Any]:
         "holdout": {"matches": cfg.holdout_matches, **win_rate(held)},
         "time_s": round(time.perf_counter() - start, 1),
     }
-    (run_dir / "weights.json").write_text(json.dumps(result, indent=2) + "\n")
+    write_text(run_dir / "weights.json", json.dumps(result, indent=2) + "\n")
     return result
 
 
@@ -277,9 +279,10 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         / f"{cfg.name}__{cfg.seed}__{time.strftime('%Y%m%d-%H%M%S')}"
     )
     run_dir.mkdir(parents=True, exist_ok=True)
-    (run_dir / "command.txt").write_text(
+    write_text(
+        run_dir / "command.txt",
         shlex.join([sys.executable, "-m", "training.tune_heuristic", *(argv or sys.argv[1:])])
-        + "\n"
+        + "\n",
     )
     result = tune(cfg, run_dir)
     h = result["holdout"]
