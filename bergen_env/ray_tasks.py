@@ -20,6 +20,8 @@ import socket
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
+from bergen_env.stop import POLL_S, check_stop
+
 #: Times Ray runs a task again after its worker process or node died (not after an exception).
 MAX_RETRIES = 5
 #: Fewest matches in one tournament task: below this, Ray's per-task cost shows
@@ -110,7 +112,8 @@ def task_results(
     pending = list(refs)
     try:
         while pending:
-            done, pending = ray.wait(pending, num_returns=1)
+            done, pending = ray.wait(pending, num_returns=1, timeout=POLL_S)
+            check_stop()
             for ref in done:
                 yield index[ref], ray.get(ref)
     finally:

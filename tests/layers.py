@@ -72,6 +72,7 @@ LAYERS: tuple[Layer, ...] = (
             "bergen_env.stats",
             "bergen_env.ratings",
             "bergen_env.parent_watch",
+            "bergen_env.stop",
             "bergen_env.registration",
             "bergen_env.vector",
             "bergen_env.vector._numba",

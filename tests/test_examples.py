@@ -94,7 +94,7 @@ def test_selfplay_aec() -> None:
 
 
 def test_tianshou_multiagent_dqn() -> None:
-    pytest.importorskip("tianshou")
+    pytest.importorskip("tianshou", reason="needs the [tianshou] extra")
     out = run_example(
         "tianshou_multiagent_dqn.py", "--epochs", "1", "--epoch-steps", "64",
         "--test-episodes", "2",

@@ -133,9 +133,9 @@ def test_console_script_runs_anywhere(script: str, tmp_path: Path, pythonpath: s
     if not path.exists():
         pytest.skip(f"{script} is not installed beside {sys.executable} (pip install -e .)")
     if script == "bergen-train-rllib":
-        pytest.importorskip("ray")
+        pytest.importorskip("ray", reason="needs the [rllib] extra")
     if script == "bergen-web":
-        pytest.importorskip("starlette")
+        pytest.importorskip("starlette", reason="needs the [web] extra")
     proc = run([str(path), "--help"], tmp_path, pythonpath)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.startswith(f"usage: {script}"), proc.stdout[:200]

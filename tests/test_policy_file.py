@@ -304,7 +304,7 @@ def test_crafted_rllib_checkpoint_runs_no_code_without_the_trust_flag(tmp_path: 
     with pytest.raises(ValueError, match="'trust_pickle' must be true or false"):
         make_agent(f"rllib:path={evil},trust_pickle=1")
     assert not marker.exists()
-    pytest.importorskip("ray.rllib")
+    pytest.importorskip("ray.rllib", reason="needs the [rllib] extra")
     with pytest.raises(Exception):  # noqa: B017 (whatever Ray makes of the payload afterwards)
         make_agent(f"rllib:path={evil},trust_pickle=true")
     assert marker.read_text() == "code ran while loading"

@@ -31,7 +31,7 @@ ROOT = Path(__file__).resolve().parents[1]
 @pytest.fixture(scope="module")
 def ray_instance():
     """One local Ray instance of 2 CPUs for the whole module."""
-    ray = pytest.importorskip("ray")
+    ray = pytest.importorskip("ray", reason="needs the [ray] extra")
     ray_tasks.connect(num_cpus=2, include_dashboard=False, log_to_driver=False)
     yield ray
     ray.shutdown()
@@ -394,6 +394,7 @@ def test_expert_iteration_ray_flag_runs_and_records_the_key(ray_instance, tmp_pa
 
 
 def test_evaluate_ray_address_where_nothing_answers_is_a_one_line_error() -> None:
+    pytest.importorskip("ray", reason="needs the [ray] extra")
     out = subprocess.run(
         [sys.executable, "-m", "training.evaluate", "--agents", "greedy", "random"]
         + ["--matches", "2", "--ray", "127.0.0.1:1"],

@@ -244,6 +244,60 @@ def test_workers_die_with_a_killed_parent(method: str) -> None:
     assert cmd.survivors() == []
 
 
+# ---------------------------------------------------------------------- stop signals
+
+
+STOP_IN_A_FINALIZER = """
+import io, os, signal, sys, zipfile
+from bergen_env.arena import run_tournament
+from bergen_env.rules import Rules
+from training.cli import run
+
+class SignalledWhileClosing(zipfile.ZipFile):
+    def close(self):  # ZipFile.__del__ calls it
+        os.kill(os.getpid(), signal.{sig})
+        for _ in range(100000):  # the signal's Python handler runs here, inside the finalizer
+            pass
+        super().close()
+
+def main(argv):
+    SignalledWhileClosing(io.BytesIO(), "w")  # dropped at once: its finalizer runs now
+    run_tournament(["greedy", "random"], Rules.preset("standard"), matches=400)
+    print("played every match")
+
+sys.exit(run("prog", main))
+"""
+
+
+@pytest.mark.parametrize(
+    ("sig", "code", "word"), [("SIGTERM", 143, "terminated"), ("SIGINT", 130, "interrupted")]
+)
+def test_a_stop_signal_that_lands_in_a_finalizer_still_stops_the_work(
+    sig: str, code: int, word: str
+) -> None:
+    # the handler only sets a flag: an exception raised in it would land in ZipFile.__del__,
+    # where Python reports it as "Exception ignored" and drops it, and the matches would go on
+    cmd = Command(["-c", STOP_IN_A_FINALIZER.format(sig=sig)])
+    returncode, out, err = cmd.finish(timeout=120)
+    assert (returncode, out, err) == (code, "", f"\nprog: {word}\n")
+
+
+def test_a_second_stop_signal_ends_the_process_at_once() -> None:
+    cmd = Command(
+        [
+            "-c",
+            "import os, signal, time\n"
+            "from training.cli import run\n"
+            "def main(argv):\n"
+            "    os.kill(os.getpid(), signal.SIGTERM)\n"
+            "    os.kill(os.getpid(), signal.SIGTERM)\n"
+            "    time.sleep(60)  # no loop checks the flag here\n"
+            "run('prog', main)\n",
+        ]
+    )
+    assert cmd.finish(timeout=30)[0] == -signal.SIGTERM
+
+
 # ---------------------------------------------------------------------- long commands
 
 

@@ -17,7 +17,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-pytest.importorskip("ray.rllib")
+pytest.importorskip("ray.rllib", reason="needs the [rllib] extra")
 
 from bergen_env import raw_env  # noqa: E402
 from bergen_env.agents import make_agent  # noqa: E402

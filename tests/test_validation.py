@@ -117,6 +117,6 @@ def test_training_configs_check_the_env_block_the_same_way(
     except ImportError:  # the rllib extra is not installed
         return
     assert env_fields <= {f.name for f in dataclasses.fields(RLlibConfig)}
-    pytest.importorskip("ray.rllib")
+    pytest.importorskip("ray.rllib", reason="needs the [rllib] extra")
     with pytest.raises(ConfigError, match=message):
         RLlibConfig(**{key: value}).validate()

@@ -28,11 +28,9 @@ need their extra; scripted agents need nothing beyond the base install.
 from __future__ import annotations
 
 import argparse
-import contextlib
 import errno
 import importlib
 import importlib.util
-import signal
 import sys
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any, NamedTuple, NoReturn
@@ -42,6 +40,7 @@ from bergen_env.arena import recorded_rules
 from bergen_env.atomic_files import OutputError
 from bergen_env.errors import BergenError
 from bergen_env.rules import PRESETS, Rules, build_rules, parse_rule_options
+from bergen_env.stop import Terminated, handle_stop_signals
 
 #: Top-level modules each extra brings (checked without importing them).
 EXTRA_MODULES: dict[str, tuple[str, ...]] = {
@@ -243,25 +242,16 @@ def command_rules(
 DISK_FULL = (errno.ENOSPC, errno.EDQUOT)
 
 
-class Terminated(KeyboardInterrupt):
-    """SIGTERM (``kill PID``, job schedulers), raised in the main thread as Ctrl-C is; a message
-    given to it ends the program's one-line report."""
-
-
-def raise_terminated(signum: int, frame: Any) -> None:
-    """The SIGTERM handler :func:`run` installs."""
-    raise Terminated
-
-
 def run(prog: str, main: Main, argv: Sequence[str] | None = None) -> int:
     """Call ``main(argv)`` as program ``prog``: a :class:`UsageError`, an unwritable output
     (:class:`OutputError`) or a full disk becomes one line on stderr and exit status 2, Ctrl-C
-    exit status 130, SIGTERM exit status 143; otherwise ``main``'s int result (or 0)."""
-    previous = None
-    with contextlib.suppress(ValueError):  # only the main thread sets handlers
-        previous = signal.signal(signal.SIGTERM, raise_terminated)
+    exit status 130, SIGTERM exit status 143; otherwise ``main``'s int result (or 0).
+
+    Ctrl-C and SIGTERM only set a flag (:func:`bergen_env.stop.handle_stop_signals`); the work
+    loops check it and stop between two units of work."""
     try:
-        result = main(argv)
+        with handle_stop_signals():
+            result = main(argv)
     except (UsageError, OutputError) as exc:
         print(f"{prog}: error: {exc}", file=sys.stderr)
         return 2
@@ -275,9 +265,6 @@ def run(prog: str, main: Main, argv: Sequence[str] | None = None) -> int:
         stopped = "terminated" if isinstance(exc, Terminated) else "interrupted"
         print(f"\n{prog}: {stopped}" + (f": {exc}" if str(exc) else ""), file=sys.stderr)
         return 143 if isinstance(exc, Terminated) else 130
-    finally:
-        if previous is not None:
-            signal.signal(signal.SIGTERM, previous)
     return result if isinstance(result, int) else 0
 
 

@@ -51,7 +51,6 @@ import json
 import os
 import re
 import shlex
-import signal
 import sys
 import time
 from collections.abc import Callable
@@ -72,8 +71,9 @@ from bergen_env.agents.base import make_agent
 from bergen_env.atomic_files import append_line, atomic_path, write_text
 from bergen_env.rules import Rules, build_rules
 from bergen_env.single_agent import BergenSingleAgentEnv
+from bergen_env.stop import check_stop
 
-from .cli import ArgumentParser, Terminated, UsageError
+from .cli import ArgumentParser, UsageError
 from .config import (
     ConfigError,
     TrainConfig,
@@ -473,30 +473,20 @@ class Checkpoints(BaseCallback):
 
 
 class StopOnSignal(BaseCallback):
-    """Ctrl-C and SIGTERM while training: raised at once, except during a PPO update (from the
-    end of a rollout to the start of the next), which finishes first, so the network is never
-    half updated; the caller then checkpoints the network of the last update, made at step
-    :attr:`updated_at`. Used as a context manager around ``learn`` (it sets the handlers)."""
+    """Ctrl-C and SIGTERM while training (the flag of :mod:`bergen_env.stop`): checked at every
+    step of a rollout and once a PPO update (from the end of a rollout to the start of the
+    next) has finished, so the network is never half updated; the caller then checkpoints the
+    network of the last update, made at step :attr:`updated_at`."""
 
     def __init__(self, model: MaskablePPO) -> None:
         super().__init__()
         self.updated_at = model.num_timesteps
         self.updating = False
-        self.pending: BaseException | None = None
-        self.previous: dict[int, Any] = {}
-
-    def handler(self, signum: int, frame: Any) -> None:
-        exc: BaseException = Terminated() if signum == signal.SIGTERM else KeyboardInterrupt()
-        if self.updating and self.pending is None:
-            self.pending = exc
-            return
-        raise exc
 
     def _updated(self) -> None:
         self.updating = False
         self.updated_at = self.num_timesteps
-        if self.pending is not None:
-            raise self.pending
+        check_stop()
 
     def _on_training_start(self) -> None:
         self.updated_at = self.num_timesteps
@@ -513,16 +503,8 @@ class StopOnSignal(BaseCallback):
             self._updated()
 
     def _on_step(self) -> bool:
+        check_stop()
         return True
-
-    def __enter__(self) -> StopOnSignal:
-        for sig in (signal.SIGINT, signal.SIGTERM):
-            self.previous[sig] = signal.signal(sig, self.handler)
-        return self
-
-    def __exit__(self, *exc: Any) -> None:
-        for sig, old in self.previous.items():
-            signal.signal(sig, old)
 
 
 def build_model(cfg: TrainConfig, env: VecEnv, run_dir: Path) -> MaskablePPO:
@@ -721,13 +703,12 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         if state is not None:
             restore_rng(state)  # last: nothing between here and the first step draws
         try:
-            with stop:
-                model.learn(
-                    total_timesteps=remaining,
-                    callback=CallbackList([stop, *callbacks]),
-                    reset_num_timesteps=ckpt is None,
-                    tb_log_name="tb",
-                )
+            model.learn(
+                total_timesteps=remaining,
+                callback=CallbackList([stop, *callbacks]),
+                reset_num_timesteps=ckpt is None,
+                tb_log_name="tb",
+            )
         except KeyboardInterrupt as exc:  # Ctrl-C or SIGTERM: keep the last update's network
             progress_bar.close()
             report = stopped_checkpoint(model, checkpoints, stop.updated_at, run_dir)

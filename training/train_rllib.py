@@ -45,6 +45,7 @@ from typing import Any
 import yaml
 
 from bergen_env.rules import Rules
+from bergen_env.stop import check_stop
 from bergen_env.validation import is_int
 
 from .cli import ArgumentParser
@@ -285,6 +286,7 @@ def main(argv: list[str] | None = None) -> Path:
             writer = csv.DictWriter(fh, fieldnames=columns)
             writer.writeheader()
             for it in range(1, cfg.stop_iters + 1):
+                check_stop()
                 result = algo.train()
                 row = metrics_row(result, pids, time.perf_counter() - start)
                 writer.writerow(row)

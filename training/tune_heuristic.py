@@ -50,6 +50,7 @@ import yaml
 from bergen_env.agents.heuristic import WEIGHT_NAMES, default_weights, used_weights
 from bergen_env.rules import Rules, build_rules
 from bergen_env.stats import Z95, standard_error
+from bergen_env.stop import check_stop
 from bergen_env.validation import is_bool, is_int, is_number
 
 from .cli import ArgumentParser, require_extra
@@ -220,6 +221,7 @@ def tune(cfg: TuneConfig, run_dir: Path, log: bool = True) -> dict[str, Any]:
             candidates[0] = mu
             rates = np.empty(cfg.population)
             for c, values in enumerate(candidates):
+                check_stop()
                 w = base.copy()
                 w[idx] = values
                 rates[c] = duplicate_wins(rules, w, opponent, cfg.matches, seeds[g + 1]).mean()
