@@ -16,7 +16,6 @@ TORCH_INDEX_URL ?=
 # Tests of other extras skip where they are missing; CI installs those too (.ci/run).
 TEST_EXTRAS := train
 TEST_EXTRAS += dev
-TEST_EXTRAS += render
 TEST_EXTRAS += vector
 TEST_EXTRAS += web
 TEST_EXTRAS += openspiel

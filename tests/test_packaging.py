@@ -158,6 +158,36 @@ def run_in(
     )
 
 
+#: The field's checkers, called as their documentation shows, on what a user constructs.
+CHECKERS = """
+import warnings
+import gymnasium, pettingzoo
+from gymnasium.utils.env_checker import check_env
+from pettingzoo.test import api_test, render_test, seed_test
+import bergen_env
+
+with warnings.catch_warnings(record=True) as seen:
+    warnings.simplefilter("always")
+    check_env(gymnasium.make("bergen_env/Bergen-v0").unwrapped)
+assert not seen, [str(w.message) for w in seen]
+api_test(bergen_env.env(), num_cycles=1000)
+seed_test(bergen_env.env)
+render_test(bergen_env.env)
+print("passed on gymnasium", gymnasium.__version__, "pettingzoo", pettingzoo.__version__)
+"""
+
+
+@pytest.mark.slow
+def test_the_built_wheel_passes_the_checkers_without_extras(
+    fresh_venv: Path, tmp_path: Path
+) -> None:
+    """Gymnasium's ``check_env`` (which renders every mode of ``render_modes``) and PettingZoo's
+    ``api_test``, ``seed_test`` and ``render_test`` pass on the wheel's base install."""
+    proc = run_in(fresh_venv, ["python", "-c", CHECKERS], tmp_path)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert proc.stdout.splitlines()[-1].startswith("passed on gymnasium "), proc.stdout[-500:]
+
+
 @pytest.mark.slow
 def test_checkout_on_pythonpath_shadows_the_install_whole(fresh_venv: Path, tmp_path: Path) -> None:
     """With the repository on ``PYTHONPATH`` both packages come from the checkout, and the
