@@ -26,7 +26,7 @@ from bergen_env.policy_file import (
     read_policy_file,
     save_policy_file,
 )
-from bergen_env.rules import PRESETS, Rules
+from bergen_env.rules import PRESETS, Rules, build_rules
 from bergen_env.single_agent import BergenSingleAgentEnv
 from bergen_env.symmetry import mirror_actions, mirror_observations, mirrorable
 from tests.aec_decisions import aec_decisions
@@ -266,7 +266,7 @@ def test_crafted_zip_runs_no_code_without_the_trust_flag(tmp_path: Path) -> None
 
     marker = tmp_path / "pwned.txt"
     evil = crafted_zip(tmp_path / "evil.zip", marker)
-    with pytest.raises(UntrustedPolicyError, match=r"evil.zip.*unpickles.*export_policy"):
+    with pytest.raises(UntrustedPolicyError, match=r"evil.zip.*unpickles.*bergen-export-policy"):
         load_policy(evil)
     with pytest.raises(ValueError, match="trust_pickle"):
         make_agent(f"ppo:{evil}")
@@ -279,6 +279,50 @@ def test_crafted_zip_runs_no_code_without_the_trust_flag(tmp_path: Path) -> None
     with pytest.raises(Exception):  # noqa: B017 (whatever SB3 makes of the payload afterwards)
         load_policy(evil, trust_pickle=True)
     assert marker.read_text() == "code ran while loading"
+
+
+@pytest.mark.parametrize("algorithm", ["MaskablePPO", "PPO"])
+def test_a_plain_sb3_zip_plays_as_ppo_with_the_trust_flag_or_exported(
+    tmp_path: Path, algorithm: str
+) -> None:
+    """A user's own ``model.save()`` zip (no Bergen metadata) of MaskablePPO or PPO on the
+    registered env: ``ppo:`` with --trust-pickle plays it; without, the error's one-line export
+    command, run as printed, makes a ``policy:`` file of the same actor."""
+    pytest.importorskip("sb3_contrib")
+    import shlex
+
+    import sb3_contrib
+    import stable_baselines3
+
+    from training.evaluate import main as evaluate
+    from training.ppo_policies import UntrustedPolicyError, load_policy
+
+    cls = getattr(sb3_contrib if algorithm == "MaskablePPO" else stable_baselines3, algorithm)
+    model = cls("MlpPolicy", BergenSingleAgentEnv(), n_steps=64, batch_size=64, seed=0)
+    model.save(tmp_path / "model")
+    path = tmp_path / "model.zip"
+    args = ["--agents", f"ppo:{path}", "greedy", "--matches", "4", "--no-progress"]
+    assert evaluate([*args, "--trust-pickle"]) == 0
+    with pytest.raises(UntrustedPolicyError) as refused:
+        load_policy(path)
+    (command,) = [part for part in str(refused.value).split("`")[1::2] if "export" in part]
+    assert command == f"bergen-export-policy {path}"
+    script = Path(sys.executable).parent / "bergen-export-policy"
+    if not script.exists():
+        pytest.skip(f"bergen-export-policy is not installed beside {sys.executable}")
+    proc = subprocess.run([str(script), *shlex.split(command)[1:]], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    portable = make_agent(f"policy:{path.with_suffix('.safetensors')}")
+    trusted = load_policy(path, trust_pickle=True)
+    rules = Rules.preset("standard")
+    assert portable.trained_rules == rules and trusted.trained_rules is None
+    for agent in (portable, trusted):
+        agent.reset(rules, 0, np.random.default_rng(0))
+    for state, seat, obs, mask in aec_decisions(rules, seed=1, agent="random"):
+        view = state.public_view(seat)
+        assert portable.act(obs, mask, view) == trusted.act(obs, mask, view)
+    with pytest.raises(PolicyFileError, match=r"58 actions but the rules to play have 65"):
+        trusted.reset(build_rules("standard", sets=2), 0, np.random.default_rng(0))
 
 
 def crafted_checkpoint(path: Path, marker: Path) -> Path:
