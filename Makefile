@@ -40,7 +40,7 @@ $(STAMP): pyproject.toml Makefile
 setup: $(STAMP)
 
 train: $(STAMP)
-	$(PY) -m training.train --config $(CONFIG)
+	$(PY) -m bergen_env.training.train --config $(CONFIG)
 
 # The browser game on http://127.0.0.1:8000/ (PORT=... to change).
 play: $(STAMP)

@@ -15,8 +15,8 @@ seating, from the round robins stored in ``benchmarks/results/ratings_*.json`` (
 as :mod:`benchmarks.rating_table` prints them: seed 0, 1,000 replicates, ``random`` at 1000).
 
 ``learning-curve``: match-win rate with its 95% Wilson interval against each evaluation opponent
-over training steps, from the ``metrics.csv`` of one or more training runs (``training.train``
-writes one per run folder); one line per run and opponent.
+over training steps, from the ``metrics.csv`` of one or more training runs
+(``bergen_env.training.train`` writes one per run folder); one line per run and opponent.
 """
 
 from __future__ import annotations

@@ -1,7 +1,8 @@
 """One error style for every command line: a user error is one line naming the problem, exit 2.
 
-Each program is run as a subprocess (``python -m training.<name>``, what the console scripts
-``bergen-<name>`` call) so that the whole path to the exit status is covered, tracebacks included.
+Each program is run as a subprocess (``python -m bergen_env.training.<name>``, what the console
+scripts ``bergen-<name>`` call) so that the whole path to the exit status is covered, tracebacks
+included.
 """
 
 from __future__ import annotations
@@ -16,8 +17,8 @@ from pathlib import Path
 import pytest
 import tomllib
 
-from training import cli
-from training.cli import (
+from bergen_env.training import cli
+from bergen_env.training.cli import (
     EXTRA_MODULES,
     PROGRAMS,
     MissingExtraError,
@@ -147,8 +148,8 @@ def test_missing_extra_names_the_feature_and_the_install_command(
 
 
 def run_without(modules: list[str], module: str, *args: str) -> subprocess.CompletedProcess:
-    """``python -m training.<module> ARGS`` with ``modules`` made unimportable (as if their extra
-    were not installed); runpy is what ``python -m`` calls."""
+    """``python -m bergen_env.training.<module> ARGS`` with ``modules`` made unimportable (as if
+    their extra were not installed); runpy is what ``python -m`` calls."""
     code = (
         "import runpy, sys\n"
         f"for name in {modules!r}:\n"
@@ -221,7 +222,7 @@ def test_every_program_module_runs_as_its_console_script() -> None:
     scripts = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["scripts"]
     for script, target in scripts.items():
         module, _, func = target.partition(":")
-        if module != "training.cli":
+        if module != "bergen_env.training.cli":
             continue
         source = inspect.getsource(getattr(cli, func))
         name = next(m for m, p in PROGRAMS.items() if p.prog == script)

@@ -25,11 +25,14 @@ NOT_INSTALLED = ["tests", "benchmarks", "examples", "configs"]
 
 
 def test_packages_are_the_flat_layout() -> None:
-    """``bergen_env`` and ``training`` install under their own names from the repository root:
-    no folder is mapped to another import name (a second name for one file), and the root is
-    said outright, so ``pip install -e .`` is a static .pth line (no import hook)."""
+    """One top-level package, ``bergen_env``, from the repository root: ``training/`` is its
+    subpackage ``bergen_env.training`` through the link ``bergen_env/training`` (no package-dir
+    mapping, which setuptools would install editable with an import hook), and the root is said
+    outright, so ``pip install -e .`` is a static .pth line."""
     assert SETUPTOOLS["package-dir"] == {"": "."}
-    assert SETUPTOOLS["packages"]["find"]["include"] == ["bergen_env*", "training*"]
+    assert SETUPTOOLS["packages"]["find"]["include"] == ["bergen_env*"]
+    link = ROOT / "bergen_env" / "training"
+    assert link.is_symlink() and link.readlink() == Path("..", "training")
 
 
 def test_console_scripts_resolve() -> None:
@@ -116,19 +119,20 @@ def test_wheel_ships_the_web_game_files(wheel: Path) -> None:
 
 
 @pytest.mark.slow
-def test_wheel_holds_the_two_packages_only(wheel: Path) -> None:
-    """``bergen_env/`` and ``training/`` and nothing else top-level (no tests/, benchmarks/, ...);
-    the agent kinds of ``training`` are entry points of the ``bergen_env.agents`` group."""
+def test_wheel_holds_one_top_level_package(wheel: Path) -> None:
+    """``bergen_env/`` and nothing else top-level (no generic ``training``, no tests/,
+    benchmarks/, ...); the agent kinds of ``bergen_env.training`` are entry points of the
+    ``bergen_env.agents`` group."""
     with zipfile.ZipFile(wheel) as archive:
         names = archive.namelist()
         rules = archive.read("bergen_env/RULES.md").decode()
         (entry_points,) = [n for n in names if n.endswith(".dist-info/entry_points.txt")]
         entries = archive.read(entry_points).decode()
     tops = {n.split("/")[0] for n in names if not n.split("/")[0].endswith(".dist-info")}
-    assert tops == {"bergen_env", "training"}
+    assert tops == {"bergen_env"}
     assert "bergen_env/py.typed" in names
-    assert "training/train.py" in names and "training/cli.py" in names
-    assert "[bergen_env.agents]\nppo = training.ppo_policies:make_ppo_agent" in entries
+    assert {"bergen_env/training/train.py", "bergen_env/training/cli.py"} <= set(names)
+    assert "[bergen_env.agents]\nppo = bergen_env.training.ppo_policies:make_ppo_agent" in entries
     assert rules == (ROOT / "docs" / "rules.md").read_text()  # the text, not a link
 
 
@@ -208,12 +212,12 @@ def test_checkout_on_pythonpath_shadows_the_install_whole(fresh_venv: Path, tmp_
     probe = run(
         "python",
         "-c",
-        "import bergen_env, training.cli as c; print(bergen_env.__file__, c.__file__)",
+        "import bergen_env, bergen_env.training.cli as c; print(bergen_env.__file__, c.__file__)",
     )
     assert probe.returncode == 0, probe.stderr
     assert probe.stdout.split() == [
         str(ROOT / "bergen_env" / "__init__.py"),
-        str(ROOT / "training" / "cli.py"),
+        str(ROOT / "bergen_env" / "training" / "cli.py"),
     ]
     for script in ("bergen-evaluate", "bergen-exploit", "bergen-replay"):
         proc = run(script, "--help")
@@ -228,14 +232,15 @@ def test_base_install_runs_the_clis_and_ships_the_rules(fresh_venv: Path, tmp_pa
         [
             "python",
             "-c",
-            "import importlib.util as u, bergen_env, training.cli; "
-            "print(u.find_spec('torch'), bergen_env.__file__, training.__file__)",
+            "import importlib.util as u, bergen_env, bergen_env.training.cli; "
+            "print(u.find_spec('torch'), bergen_env.__file__, bergen_env.training.__file__, "
+            "u.find_spec('training'))",
         ],
         tmp_path,
     )
     assert probe.returncode == 0, probe.stderr
-    no_torch, *locations = probe.stdout.split()
-    assert no_torch == "None"
+    no_torch, *locations, no_training = probe.stdout.split()
+    assert no_torch == "None" and no_training == "None"  # no generic top-level name installed
     assert all("site-packages" in location for location in locations), locations
 
     # a trained-policy kind named in Python: the registry finds it, and names the missing extra

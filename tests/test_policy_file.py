@@ -139,9 +139,10 @@ def test_shipped_expert_policy_says_how_it_was_made(name: str) -> None:
     assert policy.network.layer_sizes == [*hidden, 58]
     assert policy.network.scorer is not None and policy.network.scorer.layer_sizes == [128, 128, 1]
     prov = policy.provenance
-    assert prov["source"] == "training.expert_iteration"
+    assert prov["source"] == "bergen_env.training.expert_iteration"
     assert prov["command"].startswith(
-        f"python -m training.expert_iteration --config configs/expert_iteration_{config_name}.yaml"
+        "python -m bergen_env.training.expert_iteration --config "
+        f"configs/expert_iteration_{config_name}.yaml"
     )
     config = prov["config"]["default"]
     assert config["scorer"] == [128, 128]
@@ -185,7 +186,7 @@ def test_numpy_forward_pass_matches_torch(name: str) -> None:
     pytest.importorskip("sb3_contrib")
     import torch
 
-    from training.ppo_policies import load_model
+    from bergen_env.training.ppo_policies import load_model
 
     rules = trained_rules(name)
     obs, masks = recorded_observations(rules, seed=11)
@@ -209,8 +210,8 @@ def test_exporter_refuses_what_numpy_cannot_express(tmp_path: Path) -> None:
     from sb3_contrib import MaskablePPO
 
     from bergen_env.single_agent import BergenSingleAgentEnv
-    from training.export_policy import main
-    from training.ppo_policies import save_policy
+    from bergen_env.training.export_policy import main
+    from bergen_env.training.ppo_policies import save_policy
 
     env = BergenSingleAgentEnv(opponents=["random"])
     model = MaskablePPO(
@@ -260,9 +261,9 @@ def crafted_zip(path: Path, marker: Path) -> Path:
 
 def test_crafted_zip_runs_no_code_without_the_trust_flag(tmp_path: Path) -> None:
     pytest.importorskip("sb3_contrib")
-    from training.evaluate import main as evaluate
-    from training.export_policy import main as export
-    from training.ppo_policies import UntrustedPolicyError, load_policy
+    from bergen_env.training.evaluate import main as evaluate
+    from bergen_env.training.export_policy import main as export
+    from bergen_env.training.ppo_policies import UntrustedPolicyError, load_policy
 
     marker = tmp_path / "pwned.txt"
     evil = crafted_zip(tmp_path / "evil.zip", marker)
@@ -272,7 +273,7 @@ def test_crafted_zip_runs_no_code_without_the_trust_flag(tmp_path: Path) -> None
         make_agent(f"ppo:{evil}")
     assert evaluate(["--agents", f"ppo:{evil}", "random", "--no-progress"]) == 2
     assert export([str(evil)]) == 2  # the exporter reads tensors only: refuses, runs nothing
-    with pytest.raises(ValueError, match="Stable-Baselines3 zip.*export_policy"):
+    with pytest.raises(ValueError, match="Stable-Baselines3 zip.*bergen-export-policy"):
         make_agent(f"policy:{evil}")
     assert not marker.exists()
     # the file is really dangerous: trusting it runs its code (this is what the flag guards)
@@ -294,8 +295,8 @@ def test_a_plain_sb3_zip_plays_as_ppo_with_the_trust_flag_or_exported(
     import sb3_contrib
     import stable_baselines3
 
-    from training.evaluate import main as evaluate
-    from training.ppo_policies import UntrustedPolicyError, load_policy
+    from bergen_env.training.evaluate import main as evaluate
+    from bergen_env.training.ppo_policies import UntrustedPolicyError, load_policy
 
     cls = getattr(sb3_contrib if algorithm == "MaskablePPO" else stable_baselines3, algorithm)
     model = cls("MlpPolicy", BergenSingleAgentEnv(), n_steps=64, batch_size=64, seed=0)
@@ -334,8 +335,8 @@ def crafted_checkpoint(path: Path, marker: Path) -> Path:
 
 
 def test_crafted_rllib_checkpoint_runs_no_code_without_the_trust_flag(tmp_path: Path) -> None:
-    from training.evaluate import main as evaluate
-    from training.rllib_policies import RLlibAgent, UntrustedCheckpointError
+    from bergen_env.training.evaluate import main as evaluate
+    from bergen_env.training.rllib_policies import RLlibAgent, UntrustedCheckpointError
 
     marker = tmp_path / "pwned.txt"
     evil = crafted_checkpoint(tmp_path / "evil_ckpt", marker)
@@ -367,7 +368,7 @@ def test_crafted_rllib_checkpoint_runs_no_code_without_the_trust_flag(tmp_path: 
     ],
 )
 def test_trust_pickle_flag_rewrites_only_pickle_kinds(spec: str, trusted: str) -> None:
-    from training.cli import trust_pickle
+    from bergen_env.training.cli import trust_pickle
 
     assert trust_pickle([spec, None]) == [trusted, None]
 
@@ -407,7 +408,7 @@ def test_mismatched_action_count_is_refused_even_when_allowed() -> None:
 
 def test_mismatched_ppo_zip_is_refused() -> None:
     pytest.importorskip("sb3_contrib")
-    from training.ppo_policies import load_policy
+    from bergen_env.training.ppo_policies import load_policy
 
     agent = load_policy(shipped("standard_2p", ".zip"), trust_pickle=True)
     with pytest.raises(PolicyFileError, match="standard_2p.zip.*num_players=2 \\(playing 4\\)"):
@@ -415,7 +416,7 @@ def test_mismatched_ppo_zip_is_refused() -> None:
 
 
 def test_evaluate_cli_names_both_rules(capsys: pytest.CaptureFixture) -> None:
-    from training.evaluate import main
+    from bergen_env.training.evaluate import main
 
     spec = f"policy:{shipped('standard_2p')}"
     assert main(["--agents", spec, "heuristic", "random", "--players", "3", "--no-progress"]) == 2
@@ -424,7 +425,7 @@ def test_evaluate_cli_names_both_rules(capsys: pytest.CaptureFixture) -> None:
 
 
 def test_evaluate_cli_plays_the_rules_the_file_records(capsys: pytest.CaptureFixture) -> None:
-    from training.evaluate import main
+    from bergen_env.training.evaluate import main
 
     spec = f"policy:{shipped('fives_2p')}"
     assert main(["--agents", spec, "greedy", "--matches", "2", "--no-progress"]) == 0
@@ -787,7 +788,7 @@ def test_fresh_base_install_evaluates_a_portable_policy(tmp_path: Path) -> None:
     no_torch = subprocess.run([str(py), "-c", "import torch"], capture_output=True, cwd=tmp_path)
     assert no_torch.returncode != 0
     script = venv / "bin" / "bergen-evaluate"  # the console script, where the package has it
-    evaluate = [str(script)] if script.exists() else [str(py), "-m", "training.evaluate"]
+    evaluate = [str(script)] if script.exists() else [str(py), "-m", "bergen_env.training.evaluate"]
     policy = f"policy:{shipped('standard_2p')}"
     out = subprocess.run(
         [*evaluate, "--agents", policy, "heuristic", "--matches", "50", "--no-progress"],

@@ -84,7 +84,7 @@ def test_policy_file_write_on_a_full_disk_keeps_the_old_file(
 
 
 def test_a_full_disk_anywhere_is_one_line(capsys: pytest.CaptureFixture[str]) -> None:
-    from training.cli import run
+    from bergen_env.training.cli import run
 
     def main(argv: object) -> int:
         raise OSError(errno.ENOSPC, "No space left on device", "runs/x/progress.csv")
@@ -108,7 +108,15 @@ def test_unwritable_outputs_are_found_before_the_work(tmp_path: Path) -> None:
 
 def test_evaluate_refuses_an_unwritable_json_before_playing() -> None:
     cmd = Command(
-        ["-m", "training.evaluate", "--agents", "random", "greedy", "--matches", "100000"]
+        [
+            "-m",
+            "bergen_env.training.evaluate",
+            "--agents",
+            "random",
+            "greedy",
+            "--matches",
+            "100000",
+        ]
         + ["--json", "/proc/bergen_out.json", "--no-progress"]
     )
     code, out, err = cmd.finish(timeout=60)
@@ -123,7 +131,7 @@ def test_evaluate_refuses_an_unwritable_json_before_playing() -> None:
 
 
 def _hold_lock(path: str, ready: multiprocessing.synchronize.Event) -> None:
-    from training.run_folder import lock_run_dir
+    from bergen_env.training.run_folder import lock_run_dir
 
     lock_run_dir(Path(path))
     ready.set()
@@ -132,8 +140,8 @@ def _hold_lock(path: str, ready: multiprocessing.synchronize.Event) -> None:
 
 def test_a_locked_run_folder_is_refused_and_freed_by_kill_9(tmp_path: Path) -> None:
     pytest.importorskip("sb3_contrib")
-    from training.cli import UsageError
-    from training.run_folder import lock_run_dir, unlock
+    from bergen_env.training.cli import UsageError
+    from bergen_env.training.run_folder import lock_run_dir, unlock
 
     ctx = multiprocessing.get_context("spawn")
     ready = ctx.Event()
@@ -152,7 +160,7 @@ def test_a_locked_run_folder_is_refused_and_freed_by_kill_9(tmp_path: Path) -> N
 
 def test_default_run_folders_never_collide(tmp_path: Path) -> None:
     pytest.importorskip("sb3_contrib")
-    from training.run_folder import new_run_dir
+    from bergen_env.training.run_folder import new_run_dir
 
     made = [new_run_dir(tmp_path, "quick__0") for _ in range(5)]  # same second
     assert len(set(made)) == 5 and all(p.is_dir() for p in made)
@@ -210,7 +218,7 @@ def _gone(pid: int) -> bool:
 
 @pytest.mark.parametrize("fail", [False, True])
 def test_a_forked_pool_leaves_no_worker_after_its_block(fail: bool) -> None:
-    from training.run_folder import forked_pool
+    from bergen_env.training.run_folder import forked_pool
 
     pids: set[int] = set()
     expected = pytest.raises(RuntimeError) if fail else contextlib.nullcontext()
@@ -251,7 +259,7 @@ STOP_IN_A_FINALIZER = """
 import io, os, signal, sys, zipfile
 from bergen_env.arena import run_tournament
 from bergen_env.rules import Rules
-from training.cli import run
+from bergen_env.training.cli import run
 
 class SignalledWhileClosing(zipfile.ZipFile):
     def close(self):  # ZipFile.__del__ calls it
@@ -287,7 +295,7 @@ def test_a_second_stop_signal_ends_the_process_at_once() -> None:
         [
             "-c",
             "import os, signal, time\n"
-            "from training.cli import run\n"
+            "from bergen_env.training.cli import run\n"
             "def main(argv):\n"
             "    os.kill(os.getpid(), signal.SIGTERM)\n"
             "    os.kill(os.getpid(), signal.SIGTERM)\n"
@@ -321,7 +329,7 @@ TINY_TRAIN = [
 
 def train_args(*extra: str, steps: int = 10**7) -> list[str]:
     sets = [x for s in [*TINY_TRAIN, f"total_timesteps={steps}"] for x in ("--set", s)]
-    return ["-m", "training.train", *sets, *extra]
+    return ["-m", "bergen_env.training.train", *sets, *extra]
 
 
 def checkpoints(run: Path) -> list[Path]:
@@ -432,7 +440,7 @@ def test_resume_skips_a_cut_off_checkpoint_and_a_second_run_is_refused(
 @pytest.mark.parametrize("sig", [signal.SIGKILL, signal.SIGTERM])
 def test_evaluate_stopped_by_a_signal_leaves_no_process(sig: int) -> None:
     cmd = Command(
-        ["-m", "training.evaluate", "--agents", "greedy", "random"]
+        ["-m", "bergen_env.training.evaluate", "--agents", "greedy", "random"]
         + ["--matches", "200000", "--workers", "2", "--no-progress"]
     )
     cmd.wait_for(lambda: len(cmd.children()) >= 2)
@@ -446,7 +454,7 @@ def test_evaluate_stopped_by_a_signal_leaves_no_process(sig: int) -> None:
 
 def test_no_process_of_a_finished_command_is_left() -> None:
     cmd = Command(
-        ["-m", "training.evaluate", "--agents", "greedy", "random"]
+        ["-m", "bergen_env.training.evaluate", "--agents", "greedy", "random"]
         + ["--matches", "8", "--workers", "2", "--no-progress"]
     )
     code, _, err = cmd.finish()
@@ -480,10 +488,10 @@ def test_expert_iteration_resumes_at_the_job_where_it_stopped(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     pytest.importorskip("torch")
-    import training.expert_iteration as ei
-    import training.expert_iteration_collection as collection
-    from training.expert_iteration_run import read_metrics
-    from training.run_folder import unlock
+    import bergen_env.training.expert_iteration as ei
+    import bergen_env.training.expert_iteration_collection as collection
+    from bergen_env.training.expert_iteration_run import read_metrics
+    from bergen_env.training.run_folder import unlock
 
     config = expert_config(tmp_path, iterations=2)
     whole, cut = tmp_path / "whole", tmp_path / "cut"
@@ -533,7 +541,14 @@ def test_expert_iteration_stopped_by_a_signal_leaves_no_process(tmp_path: Path, 
     config = expert_config(tmp_path, decisions=100000, job_decisions=8, workers=2)
     run = tmp_path / "run"
     cmd = Command(
-        ["-m", "training.expert_iteration", "--config", str(config), "--run-dir", str(run)]
+        [
+            "-m",
+            "bergen_env.training.expert_iteration",
+            "--config",
+            str(config),
+            "--run-dir",
+            str(run),
+        ]
         + ["--no-progress"]
     )
     cmd.wait_for(lambda: (run / "jobs_0").is_dir() and len(list((run / "jobs_0").iterdir())) > 1)
@@ -544,7 +559,8 @@ def test_expert_iteration_stopped_by_a_signal_leaves_no_process(tmp_path: Path, 
     if sig == signal.SIGTERM:
         assert code == 143
         assert err.strip().splitlines()[-1] == (
-            f"python -m training.expert_iteration: terminated: continue with --resume {run}"
+            "python -m bergen_env.training.expert_iteration: terminated: continue with --resume "
+            f"{run}"
         )
 
 
@@ -589,7 +605,7 @@ def test_rating_table_errors_are_one_line(tmp_path: Path) -> None:
 def test_replay_reads_the_intact_matches_of_a_damaged_file(tmp_path: Path) -> None:
     from bergen_env.arena import run_tournament
     from bergen_env.rules import Rules
-    from training.replay import main
+    from bergen_env.training.replay import main
 
     path = tmp_path / "matches.jsonl"
     run_tournament(["greedy", "random"], Rules.preset("standard"), matches=4, replays=path)
@@ -661,13 +677,23 @@ def test_a_resumed_run_equals_the_undisturbed_run_bit_for_bit(sb3: None, tmp_pat
     whole, resumed = tmp_path / "whole", tmp_path / "resumed"
     sets = [x for s in EXACT for x in ("--set", s)]
     code, _, err = Command(
-        ["-m", "training.train", "--config", "configs/quick.yaml", *sets, "--run-dir", str(whole)]
+        [
+            "-m",
+            "bergen_env.training.train",
+            "--config",
+            "configs/quick.yaml",
+            *sets,
+            "--run-dir",
+            str(whole),
+        ]
     ).finish(timeout=300)
     assert code == 0, err[-3000:]
     shutil.copytree(whole, resumed)
     for steps in (384, 512):  # as if killed just after the checkpoint at 256
         (resumed / "checkpoints" / f"ckpt_{steps}_steps.zip").unlink()
-    code, out, err = Command(["-m", "training.train", "--resume", str(resumed)]).finish(300)
+    code, out, err = Command(["-m", "bergen_env.training.train", "--resume", str(resumed)]).finish(
+        300
+    )
     assert code == 0, err[-3000:]
     assert "from ckpt_256_steps.zip at 256 steps exactly" in out
     final = "checkpoints/ckpt_512_steps.zip"

@@ -10,8 +10,8 @@ console script          module                    needs
 ``bergen-train-rllib``  :mod:`.train_rllib`       the ``[train,rllib]`` extras
 ======================  ========================  ==============================
 
-``python -m training.<name>`` runs the same program as its console script, from any directory:
-each program module starts with
+``python -m bergen_env.training.<name>`` runs the same program as its console script, from any
+directory: each program module starts with
 ``if __name__ == "__main__": raise SystemExit(program("<name>"))``, before its own imports, so a
 missing extra is reported exactly as the console script reports it (:data:`PROGRAMS` also holds
 the programs without a console script, ``expert_iteration``, and ``tune_heuristic``).
@@ -58,7 +58,7 @@ class Program(NamedTuple):
     needs: tuple[tuple[str, tuple[str, ...] | None], ...] = ()
 
 
-#: Every program of this package by module name (``training.<name>``).
+#: Every program of this package by module name (``bergen_env.training.<name>``).
 PROGRAMS: dict[str, Program] = {
     "train": Program("bergen-train", (("train", None),)),
     "evaluate": Program("bergen-evaluate"),
@@ -67,9 +67,11 @@ PROGRAMS: dict[str, Program] = {
     "train_rllib": Program("bergen-train-rllib", (("train", None), ("rllib", None))),
     "export_policy": Program("bergen-export-policy"),
     "exploit": Program("bergen-exploit"),
-    "expert_iteration": Program("python -m training.expert_iteration", (("train", None),)),
+    "expert_iteration": Program(
+        "python -m bergen_env.training.expert_iteration", (("train", None),)
+    ),
     "tune_heuristic": Program(
-        "python -m training.tune_heuristic", (("train", ("yaml",)), ("vector", None))
+        "python -m bergen_env.training.tune_heuristic", (("train", ("yaml",)), ("vector", None))
     ),
 }
 
@@ -269,8 +271,8 @@ def run(prog: str, main: Main, argv: Sequence[str] | None = None) -> int:
 
 
 def program(module: str, argv: Sequence[str] | None = None) -> int:
-    """Run the program of ``training.<module>`` (:data:`PROGRAMS`): its extras are checked before
-    the module is imported, so a missing one is a one-line error too."""
+    """Run the program of ``bergen_env.training.<module>`` (:data:`PROGRAMS`): its extras are
+    checked before the module is imported, so a missing one is a one-line error too."""
     prog, needs = PROGRAMS[module]
 
     def main(args: Sequence[str] | None) -> Any:

@@ -194,7 +194,7 @@ def collect_parallel(
 ) -> Decisions:
     """:func:`collect_decisions` in jobs of ``job_decisions`` over ``workers`` processes (Ray
     tasks with ``ray``); ``network`` is the learner's network as
-    :func:`~training.expert_iteration_networks.network_arrays` gives it.
+    :func:`~bergen_env.training.expert_iteration_networks.network_arrays` gives it.
 
     Job ``k`` is seeded by ``SeedSequence(seed)``'s ``k``-th state whatever the worker count.
     With ``job_dir``, each finished job is saved there (``job_<k>.npz``) and jobs found there

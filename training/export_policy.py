@@ -1,9 +1,11 @@
 """Convert MaskablePPO (or PPO) policies to the portable format (:mod:`bergen_env.policy_file`).
 
-    python -m training.export_policy policies/standard_2p.zip          # -> standard_2p.safetensors
-    python -m training.export_policy run/final_model.zip --out my.safetensors \\
+    bergen-export-policy policies/standard_2p.zip          # -> policies/standard_2p.safetensors
+    bergen-export-policy run/final_model.zip --out my.safetensors \\
         --config run/config.yaml --evaluation run/final_eval.json
-    python -m training.export_policy model.zip --rules fives --players 4  # a plain model.save()
+    bergen-export-policy model.zip --rules fives --players 4  # a plain model.save() zip
+
+(``python -m bergen_env.training.export_policy`` is the same program.)
 
 Converting a zip does not unpickle it: the weights come from its ``policy.pth`` through
 ``torch.load(weights_only=True)`` (tensors only), the architecture from the JSON text of its
@@ -17,7 +19,7 @@ other than dense) are refused with the reason. Training calls :func:`export_mode
 
 from __future__ import annotations
 
-if __name__ == "__main__":  # run as its console script runs it (training.cli)
+if __name__ == "__main__":  # run as its console script runs it (bergen_env.training.cli)
     from .cli import program
 
     raise SystemExit(program("export_policy"))
@@ -107,7 +109,7 @@ def export_zip(
     provenance: dict[str, Any] | None = None,
     rules: Rules | None = None,
 ) -> Path:
-    """Convert a policy zip (from :func:`training.ppo_policies.save_policy`, or a plain
+    """Convert a policy zip (from :func:`bergen_env.training.ppo_policies.save_policy`, or a plain
     ``model.save()`` trained for ``rules``, default standard for 2 players) without unpickling.
 
     ``out`` defaults to the zip's path with the ``.safetensors`` suffix.

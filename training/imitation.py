@@ -2,8 +2,8 @@
 
 PPO from a random network spends most of a laptop budget rediscovering what a rule player knows
 (play the header tile, do not open a header for the next seat). With ``imitation_teacher`` set,
-``training.train`` first plays ``imitation_decisions`` learner decisions with the teacher in the
-learner's seat (same env, opponents and reward as training), then fits the network to them:
+``bergen_env.training.train`` first plays ``imitation_decisions`` learner decisions with the teacher
+in the learner's seat (same env, opponents and reward as training), then fits the network to them:
 
 - the policy head by cross-entropy with the teacher's action (masked logits, as PPO acts);
 - the value head by regression on the discounted return (``gamma``) that followed each decision,

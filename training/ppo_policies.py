@@ -1,12 +1,12 @@
 """Trained policies as agents: load a MaskablePPO (or PPO) zip and play it in any Bergen env.
 
-It provides the agent kind ``"ppo"`` (:func:`make_ppo_agent`, found by bergen_env's agent
-registry through the ``bergen_env.agents`` entry point in pyproject.toml). An SB3 zip holds
-pickled Python objects, and unpickling a file can run any code in it, so a zip loads only when
-the caller says it trusts the file: ``load_policy(path, trust_pickle=True)``,
+It provides the agent kind ``"ppo"`` (:func:`make_ppo_agent`, found by bergen_env's agent registry
+through the ``bergen_env.agents`` entry point in pyproject.toml). An SB3 zip holds pickled Python
+objects, and unpickling a file can run any code in it, so a zip loads only when the caller says it
+trusts the file: ``load_policy(path, trust_pickle=True)``,
 ``make_agent("ppo:path=PATH,trust_pickle=true")``, or ``--trust-pickle`` on the command lines.
-Without it loading raises :class:`UntrustedPolicyError`. To share or run a policy, convert it to
-the portable format (:mod:`bergen_env.policy_file`; ``python -m training.export_policy ZIP``,
+Without it loading raises :class:`UntrustedPolicyError`. To share or run a policy, convert it to the
+portable format (:mod:`bergen_env.policy_file`; ``python -m bergen_env.training.export_policy ZIP``,
 which reads the zip without unpickling) and play it with ``policy:PATH``, which needs no torch.
 
 A policy file is an sb3-contrib ``MaskablePPO`` zip plus one extra member, ``bergen_policy.json``,
@@ -20,7 +20,7 @@ Acting in the AEC env from user code::
 
     import numpy as np
     import bergen_env
-    from training.ppo_policies import load_policy
+    from bergen_env.training.ppo_policies import load_policy
 
     agent = load_policy("policies/standard_2p.zip", trust_pickle=True)  # a file you made
     env = bergen_env.env(num_players=2)
@@ -53,7 +53,7 @@ try:
     from sb3_contrib import MaskablePPO
     from stable_baselines3 import PPO
 except ImportError:  # e.g. the agent registry loading the "ppo" kind on a base install
-    require_extra("train", "training.ppo_policies", ["torch", "sb3_contrib"])
+    require_extra("train", "bergen_env.training.ppo_policies", ["torch", "sb3_contrib"])
     raise
 
 from bergen_env.agents.base import Agent, checked_legal_actions
@@ -119,7 +119,7 @@ def read_metadata(path: str | Path) -> dict[str, Any]:
     if meta is None:
         raise PolicyFileError(
             f"policy file {str(path)!r} has no {META_NAME} member: not saved by "
-            f"training.ppo_policies.save_policy"
+            f"bergen_env.training.ppo_policies.save_policy"
         )
     return meta
 

@@ -5,10 +5,10 @@
     bergen-train --resume runs/quick__0__20260101-120000 [--set total_timesteps=N]
 
 One learner seat (drawn each match) plays whole matches against the config's opponents (scripted
-agents, plus frozen snapshots of itself with self-play on; see ``training.selfplay``). With
-``imitation_teacher`` set, a new run first fits the network to that agent's decisions
-(``training.imitation``) and evaluates it (the metrics row at timestep 0). The run
-folder ``runs/<config>__<seed>__<time>/`` holds:
+agents, plus frozen snapshots of itself with self-play on; see ``bergen_env.training.selfplay``).
+With ``imitation_teacher`` set, a new run first fits the network to that agent's decisions
+(``bergen_env.training.imitation``) and evaluates it (the metrics row at timestep 0). The run folder
+``runs/<config>__<seed>__<time>/`` holds:
 
 ============================  ===========================================================
 ``config.yaml``               the resolved config (loadable with ``--config``)
@@ -27,9 +27,10 @@ folder ``runs/<config>__<seed>__<time>/`` holds:
 ============================  ===========================================================
 
 Checkpoints are made at rollout boundaries and hold what an exact resume needs
-(``training.resume_state``); ``--resume`` takes the newest intact one. A run locks its folder
-(``training.run_folder``); Ctrl-C and SIGTERM finish the update in progress and checkpoint it.
-Every file is written whole or not at all (``bergen_env.atomic_files``); see docs/reliability.md.
+(``bergen_env.training.resume_state``); ``--resume`` takes the newest intact one. A run locks its
+folder (``bergen_env.training.run_folder``); Ctrl-C and SIGTERM finish the update in progress and
+checkpoint it. Every file is written whole or not at all (``bergen_env.atomic_files``); see
+docs/reliability.md.
 
 Evaluations are duplicate tournaments of the arena (``bergen_env.arena.run_tournament``): the
 policy (a just-saved policy file, ``ppo:PATH``) against each scripted opponent of
@@ -40,7 +41,7 @@ with ``trust_pickle`` (they are unpickled).
 
 from __future__ import annotations
 
-if __name__ == "__main__":  # run as its console script runs it (training.cli)
+if __name__ == "__main__":  # run as its console script runs it (bergen_env.training.cli)
     from .cli import program
 
     raise SystemExit(program("train"))
@@ -380,7 +381,7 @@ CKPT_MEMBERS = ("data", "policy.pth", "policy.optimizer.pth", "pytorch_variables
 
 
 def save_policy_atomic(model: MaskablePPO, path: Path, rules: Rules, **extra: Any) -> Path:
-    """:func:`training.ppo_policies.save_policy`, written whole or not at all."""
+    """:func:`bergen_env.training.ppo_policies.save_policy`, written whole or not at all."""
     with atomic_path(path) as tmp:
         save_policy(model, tmp, rules, **extra)
     return path
@@ -392,7 +393,8 @@ def checkpoint_path(run_dir: Path, steps: int) -> Path:
 
 def save_checkpoint(model: MaskablePPO, run_dir: Path, state: bytes | None = None) -> Path:
     """Write the model (with its optimizer, and the resume ``state`` of
-    :mod:`training.resume_state` if given) as ``checkpoints/ckpt_<steps>_steps.zip``, whole."""
+    :mod:`bergen_env.training.resume_state` if given) as ``checkpoints/ckpt_<steps>_steps.zip``,
+    whole."""
     path = checkpoint_path(run_dir, model.num_timesteps)
     path.parent.mkdir(exist_ok=True)
     with atomic_path(path) as tmp:
@@ -407,7 +409,7 @@ def load_checkpoint(
 ) -> tuple[MaskablePPO, dict[str, Any] | None] | UnsafePickleError:
     """A checkpoint loaded without its envs, and its resume state; a cut-off or damaged file
     raises; one naming what a checkpoint never holds is returned as the refusal, unloaded
-    (nothing of it is unpickled but by :func:`training.resume_state.safe_loads`)."""
+    (nothing of it is unpickled but by :func:`bergen_env.training.resume_state.safe_loads`)."""
     problem = zip_problem(path, CKPT_MEMBERS)
     if problem is not None:
         raise ValueError(problem)
@@ -536,7 +538,8 @@ def build_model(cfg: TrainConfig, env: VecEnv, run_dir: Path) -> MaskablePPO:
 def warm_start(
     model: MaskablePPO, cfg: TrainConfig, evaluator: EvalCallback, run_dir: Path
 ) -> None:
-    """Fit the policy to ``imitation_teacher`` (``training.imitation``), then evaluate it.
+    """Fit the policy to ``imitation_teacher`` (:mod:`bergen_env.training.imitation`), then
+    evaluate it.
 
     The fit's metrics go to the logger under ``imitation/`` and to ``imitation.json``; the
     evaluation is the metrics row at timestep 0.

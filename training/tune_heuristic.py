@@ -1,6 +1,7 @@
 """Tune the ``heuristic`` agent's weights by the cross-entropy method on duplicate matches.
 
-    python -m training.tune_heuristic --config configs/tune_heuristic.yaml [--set key=value]
+    python -m bergen_env.training.tune_heuristic --config configs/tune_heuristic.yaml \\
+        [--set key=value]
 
 The heuristic (:class:`~bergen_env.agents.heuristic.HeuristicAgent`) ranks plays by a weighted
 sum of hand-written terms (``threat``, ``stuck``, ``shed``, ...). This searches those weights
@@ -27,7 +28,7 @@ and the hold-out result). Same seed, same result.
 
 from __future__ import annotations
 
-if __name__ == "__main__":  # run as its console script runs it (training.cli)
+if __name__ == "__main__":  # run as its console script runs it (bergen_env.training.cli)
     from .cli import program
 
     raise SystemExit(program("tune_heuristic"))
@@ -57,7 +58,7 @@ from .cli import ArgumentParser, require_extra
 from .config import add_override_argument, load_dataclass_config
 from .config_checks import ConfigError, key_error
 
-PROG = "python -m training.tune_heuristic"
+PROG = "python -m bergen_env.training.tune_heuristic"
 #: The default heuristic's weights.
 DEFAULT = default_weights()
 
@@ -280,7 +281,9 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     )
     run_dir.mkdir(parents=True, exist_ok=True)
     (run_dir / "command.txt").write_text(
-        shlex.join([sys.executable, "-m", "training.tune_heuristic", *(argv or sys.argv[1:])])
+        shlex.join(
+            [sys.executable, "-m", "bergen_env.training.tune_heuristic", *(argv or sys.argv[1:])]
+        )
         + "\n"
     )
     result = tune(cfg, run_dir)

@@ -40,7 +40,7 @@ def _check_agent(name: str, spec: str) -> None:
     if kind not in registered_agents():
         hint = (
             "; serve a trained network as a portable policy file: "
-            "`python -m training.export_policy MODEL.zip` writes MODEL.safetensors, then "
+            "`bergen-export-policy MODEL.zip` writes MODEL.safetensors, then "
             f"--agent {name}=policy:MODEL.safetensors"
             if kind == "ppo"
             else ""
