@@ -60,4 +60,4 @@ soak: $(STAMP)
 	$(PY) -m benchmarks.soak --matches 100000 --workers 2
 
 clean:
-	rm -rf $(VENV) runs .pytest_cache build dist *.egg-info
+	rm -rf $(VENV) .venv-rllib runs .pytest_cache build dist *.egg-info

@@ -4,6 +4,7 @@ can run (the console scripts for evaluation, play and replay; training names its
 from __future__ import annotations
 
 import importlib
+import importlib.util
 import os
 import re
 import shutil
@@ -48,6 +49,31 @@ def test_rules_document_is_the_docs_page() -> None:
     assert shipped.is_symlink() and shipped.resolve() == (ROOT / "docs" / "rules.md").resolve()
 
 
+#: (statement, module made unimportable, the extra its error must name)
+OPTIONAL_IMPORTS = [
+    ("import bergen_env.openspiel", "pyspiel", "openspiel"),
+    ("import bergen_env.vector", "numba", "vector"),
+    ("import bergen_env.training.ppo_policies", "torch", "train"),
+    ("from bergen_env.ray_tasks import import_ray; import_ray()", "ray", "ray"),
+    ("from bergen_env.agents import make_agent; make_agent('ppo:m.zip')", "torch", "train"),
+]
+
+
+@pytest.mark.parametrize(("statement", "hidden", "extra"), OPTIONAL_IMPORTS)
+def test_every_optional_import_names_its_extra(statement: str, hidden: str, extra: str) -> None:
+    """Without an extra's module, the import fails with one line naming the extra and the
+    command that installs it, from PyPI and from a clone."""
+    code = f"import sys\nsys.modules[{hidden!r}] = None\n{statement}\n"
+    proc = subprocess.run(
+        [sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=300
+    )
+    assert proc.returncode == 1, proc.stderr
+    last = proc.stderr.splitlines()[-1]
+    assert f"[{extra}] extra" in last, last
+    assert f"pip install 'bergen_env[{extra}]' (from a clone of the repository: " in last, last
+    assert f"pip install -e '.[{extra}]')" in last, last
+
+
 @pytest.fixture(scope="module")
 def sources(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A copy of the sources (and of folders that must not be installed)."""
@@ -78,6 +104,27 @@ def wheel_build(sources: Path, tmp_path_factory: pytest.TempPathFactory) -> tupl
 @pytest.fixture(scope="module")
 def wheel(wheel_build: tuple[Path, str]) -> Path:
     return wheel_build[0]
+
+
+@pytest.mark.slow
+def test_release_build_passes_twine_check(
+    sources: Path, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    """``python -m build`` (an sdist, then a wheel built from it) with pip's own configuration
+    for the build dependencies; ``twine check`` accepts both (the README renders on PyPI)."""
+    for module in ("build", "twine"):
+        if importlib.util.find_spec(module) is None:
+            pytest.skip(f"needs {module} (the [dev] extra)")
+    out = tmp_path_factory.mktemp("release")
+    cmd = [sys.executable, "-m", "build", "--outdir", str(out), str(sources)]
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    built = sorted(p.name for p in out.iterdir())
+    assert built == ["bergen_env-0.1.0-py3-none-any.whl", "bergen_env-0.1.0.tar.gz"], built
+    check = [sys.executable, "-m", "twine", "check", "--strict", *map(str, out.iterdir())]
+    proc = subprocess.run(check, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert proc.stdout.count("PASSED") == 2, proc.stdout
 
 
 @pytest.mark.slow

@@ -225,7 +225,10 @@ def _without_ray(code: str) -> subprocess.CompletedProcess:
     )
 
 
-INSTALL = "install it with: pip install 'bergen_env[ray]'"
+INSTALL = (
+    "install it with: pip install 'bergen_env[ray]' (from a clone of the repository: "
+    "pip install -e '.[ray]')"
+)
 
 
 def test_without_ray_the_cli_says_so_in_one_line() -> None:
@@ -278,9 +281,7 @@ def test_without_ray_the_library_says_so() -> None:
         "    print(exc)\n"
     )
     assert out.returncode == 0, out.stderr
-    assert out.stdout == (
-        "the Ray backend needs Ray (missing: ray); install it with: pip install 'bergen_env[ray]'\n"
-    )
+    assert out.stdout == f"the Ray backend needs Ray, the [ray] extra (missing: ray); {INSTALL}\n"
 
 
 # ---------------------------------------------------------------------- the rating table

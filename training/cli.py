@@ -38,7 +38,7 @@ from typing import Any, NamedTuple, NoReturn
 from bergen_env.agents.base import agent_factory, parse_agent_spec
 from bergen_env.arena import recorded_rules
 from bergen_env.atomic_files import OutputError
-from bergen_env.errors import BergenError
+from bergen_env.errors import BergenError, install_hint
 from bergen_env.rules import PRESETS, Rules, build_rules, parse_rule_options
 from bergen_env.stop import Terminated, handle_stop_signals
 
@@ -159,7 +159,7 @@ def require_extra(extra: str, feature: str, modules: Sequence[str] | None = None
     if missing:
         raise MissingExtraError(
             f"{feature} needs the [{extra}] extra (missing: {', '.join(missing)}); "
-            f"install it with: pip install 'bergen_env[{extra}]'"
+            f"install it with: {install_hint(extra)}"
         )
 
 

@@ -30,6 +30,7 @@ import numpy as np
 
 from bergen_env.agents.base import Agent, checked_legal_actions
 from bergen_env.engine import PublicView
+from bergen_env.errors import install_hint
 from bergen_env.rules import Rules
 from bergen_env.validation import check_keywords
 
@@ -63,7 +64,7 @@ def _require_ray() -> None:
         if exc.name is None or exc.name.partition(".")[0] != "ray":
             raise
         raise RLlibCheckpointError(
-            "agent kind 'rllib' needs Ray RLlib, the [rllib] extra: pip install -e '.[rllib]'"
+            f"agent kind 'rllib' needs Ray RLlib, the [rllib] extra: {install_hint('rllib')}"
         ) from None
 
 
