@@ -16,7 +16,6 @@ TORCH_INDEX_URL ?=
 # Tests of other extras skip where they are missing; CI installs those too (.ci/run).
 TEST_EXTRAS := train
 TEST_EXTRAS += dev
-TEST_EXTRAS += render
 TEST_EXTRAS += vector
 TEST_EXTRAS += web
 TEST_EXTRAS += openspiel
@@ -41,7 +40,7 @@ $(STAMP): pyproject.toml Makefile
 setup: $(STAMP)
 
 train: $(STAMP)
-	$(PY) -m training.train --config $(CONFIG)
+	$(PY) -m bergen_env.training.train --config $(CONFIG)
 
 # The browser game on http://127.0.0.1:8000/ (PORT=... to change).
 play: $(STAMP)
@@ -61,4 +60,4 @@ soak: $(STAMP)
 	$(PY) -m benchmarks.soak --matches 100000 --workers 2
 
 clean:
-	rm -rf $(VENV) runs .pytest_cache build dist *.egg-info
+	rm -rf $(VENV) .venv-rllib runs .pytest_cache build dist *.egg-info

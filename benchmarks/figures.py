@@ -15,8 +15,8 @@ seating, from the round robins stored in ``benchmarks/results/ratings_*.json`` (
 as :mod:`benchmarks.rating_table` prints them: seed 0, 1,000 replicates, ``random`` at 1000).
 
 ``learning-curve``: match-win rate with its 95% Wilson interval against each evaluation opponent
-over training steps, from the ``metrics.csv`` of one or more training runs (``training.train``
-writes one per run folder); one line per run and opponent.
+over training steps, from the ``metrics.csv`` of one or more training runs
+(``bergen_env.training.train`` writes one per run folder); one line per run and opponent.
 """
 
 from __future__ import annotations
@@ -177,7 +177,7 @@ def table_position(out: Path, seed: int, plays: int) -> str:
         action = int(rng.choice(np.flatnonzero(obs["action_mask"])))
         for e in envs:
             e.step(action)
-    frame = env.render()  # needs Pillow: an ImportError naming the render extra otherwise
+    frame = env.render()
     from PIL import Image
 
     Image.fromarray(frame).save(out)
@@ -205,7 +205,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     elif args.figure == "table":
         try:
             print(table_position(args.out, args.seed, args.plays))
-        except (ImportError, ValueError) as exc:  # Pillow missing (the render extra); a short hand
+        except ValueError as exc:  # a hand too short for --plays
             p.error(str(exc))
     else:
         missing = [str(m) for m in args.metrics if not m.is_file()]

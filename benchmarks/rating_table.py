@@ -53,8 +53,8 @@ from bergen_env.errors import BergenError
 from bergen_env.ratings import ELO_CENTER, elo_ratings, expected_score
 from bergen_env.rules import Rules
 from bergen_env.stats import wilson_interval
-from training.cli import ArgumentParser, UsageError, run
-from training.ray_option import add_ray_argument, join_ray
+from bergen_env.training.cli import ArgumentParser, UsageError, run
+from bergen_env.training.ray_option import add_ray_argument, join_ray
 
 PROG = "python -m benchmarks.rating_table"
 FORMAT = "bergen_env rating results"

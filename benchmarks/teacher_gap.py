@@ -6,7 +6,7 @@ python -m benchmarks.teacher_gap --policy policy:policies/expert_2p.safetensors
 
 The ``--policy`` agent plays the learner seat (a random seat each match) of the single-agent env
 against ``--opponent`` in every other seat, as expert iteration's positions are played
-(:mod:`training.expert_iteration`). At each real choice (more than one legal action) the
+(:mod:`bergen_env.training.expert_iteration`). At each real choice (more than one legal action) the
 ``--teacher`` (a ``search`` agent string, by default expert iteration's 2-player teacher) names
 its best action and the ``--judge`` (by default the teacher's string again, with its own random
 numbers) values every legal action. Each of the policy, the teacher and ``heuristic`` is given

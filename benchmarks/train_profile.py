@@ -1,9 +1,10 @@
-"""Where a training step's CPU goes: ``training.train``'s envs and MaskablePPO, side by side.
+"""Where a training step's CPU goes: ``bergen_env.training.train``'s envs and MaskablePPO, side
+by side.
 
     python -m benchmarks.train_profile [--config configs/quick.yaml] [--steps 40960]
         [--set key=value ...] [--batched-set key=value ...] [--subproc-set key=value ...]
 
-Builds the envs and the model exactly as ``training.train`` does (``make_vec_env``,
+Builds the envs and the model exactly as ``bergen_env.training.train`` does (``make_vec_env``,
 ``build_model``: the config's network, PPO settings and opponents) once with
 ``vec_env: batched`` and once with ``vec_env: subproc``, and trains each for ``--steps`` learner
 decisions (after a short warm-up of both), in one process, one after the other. Each side's CPU
@@ -29,8 +30,8 @@ from typing import Any
 
 import torch
 
-from training.config import TrainConfig, load_config
-from training.train import build_model, check_config, make_vec_env
+from bergen_env.training.config import TrainConfig, load_config
+from bergen_env.training.train import build_model, check_config, make_vec_env
 
 
 def tree_cpu() -> float:

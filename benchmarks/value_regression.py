@@ -36,9 +36,9 @@ from tqdm import tqdm
 from bergen_env.agents.base import make_agent
 from bergen_env.agents.search import ROLLOUTS, WIN_VALUE, SearchAgent
 from bergen_env.single_agent import BergenSingleAgentEnv
-from training.config import TrainConfig, load_config
-from training.selfplay import build_opponents
-from training.train import build_model, make_vec_env
+from bergen_env.training.config import TrainConfig, load_config
+from bergen_env.training.selfplay import build_opponents
+from bergen_env.training.train import build_model, make_vec_env
 
 CONFIG = Path(__file__).resolve().parent.parent / "configs" / "standard_2p.yaml"
 JOB_DECISIONS = 5000

@@ -23,7 +23,7 @@ Arguments
 ``reward`` (``"match"`` or ``"points"``), ``max_hands`` (a match still running after this many
 hands is truncated, reward 0; default 2000), ``render_mode`` (``"ansi"`` or ``"human"``: the
 whole table as text; ``"rgb_array"``: the view of the agent on turn as a ``(544, 960, 3)`` uint8
-image, other hands face down; needs Pillow, the ``render`` extra).
+image, other hands face down; drawn with Pillow).
 
 Actions
 -------

@@ -64,6 +64,7 @@ from bergen_env.policy_file import PolicyFileError, describe_rules, rules_differ
 from bergen_env.ratings import elo_ratings
 from bergen_env.rules import Rules
 from bergen_env.stats import mean_interval, wilson_interval
+from bergen_env.stop import check_stop, future_result
 from bergen_env.validation import check_int, is_int
 
 DEAL_STREAM = 0
@@ -386,7 +387,13 @@ class _Table:
         return record
 
     def play_many(self, specs: Sequence[tuple[int, int]]) -> list[MatchRecord]:
-        return [self.play(g, r) for g, r in specs]
+        """The matches of ``specs``, checking for a stop request (:mod:`bergen_env.stop`)
+        before each."""
+        records = []
+        for g, r in specs:
+            check_stop()
+            records.append(self.play(g, r))
+        return records
 
 
 _WORKER_TABLE: _Table | None = None
@@ -473,7 +480,7 @@ def _play_all(
         futures = [pool.submit(_worker_play, part) for part in _chunks(specs, chunk)]
         try:
             for future in futures:
-                yield future.result()
+                yield future_result(future)
         except BaseException:  # Ctrl-C, SIGTERM, an error: stop the workers now, not after
             # every chunk (the pool then fails the pending chunks; cancelling them as well
             # races with that in Python 3.11's executor)

@@ -1,11 +1,11 @@
 """The options every Bergen env takes, resolved and validated once.
 
 Both envs (the AEC :func:`bergen_env.env` and the single-agent
-``gymnasium.make("bergen_env/Bergen-v0")``) and both training configs (``training.config``,
-``training.train_rllib``) take the same block of options: the rules (a preset name or
-:class:`~bergen_env.rules.Rules`, the seating, single rule overrides), the reward mode and the
-``max_hands`` cap. :meth:`EnvOptions.resolve` turns those keyword arguments into one frozen,
-checked value; each env adds only its own options.
+``gymnasium.make("bergen_env/Bergen-v0")``) and both training configs
+(``bergen_env.training.config``, ``bergen_env.training.train_rllib``) take the same block of
+options: the rules (a preset name or :class:`~bergen_env.rules.Rules`, the seating, single rule
+overrides), the reward mode and the ``max_hands`` cap. :meth:`EnvOptions.resolve` turns those
+keyword arguments into one frozen, checked value; each env adds only its own options.
 
 >>> opts = EnvOptions.resolve(rules="standard", num_players=3, target=7)
 >>> (opts.rules.num_players, opts.rules.target, opts.reward, opts.max_hands)

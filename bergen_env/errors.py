@@ -23,3 +23,11 @@ class IllegalActionError(BergenError, ValueError):
 
 class GameOverError(BergenError, RuntimeError):
     """An action applied to a match that has already ended."""
+
+
+def install_hint(extra: str) -> str:
+    """The command that installs ``extra``, from PyPI and from a clone of the repository."""
+    return (
+        f"pip install 'bergen_env[{extra}]' (from a clone of the repository: "
+        f"pip install -e '.[{extra}]')"
+    )

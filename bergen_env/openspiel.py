@@ -58,7 +58,18 @@ from collections.abc import Iterable
 from typing import Any
 
 import numpy as np
-import pyspiel
+
+from bergen_env.errors import install_hint
+
+try:
+    import pyspiel
+except ModuleNotFoundError as exc:
+    if exc.name != "pyspiel":
+        raise
+    raise ModuleNotFoundError(
+        f"bergen_env.openspiel needs OpenSpiel, the [openspiel] extra: {install_hint('openspiel')}",
+        name="pyspiel",
+    ) from None
 
 from bergen_env.actions import DOUBLE_PLAY, DRAW, PASS, action_str
 from bergen_env.engine import BergenState, PublicView, lead_of

@@ -333,8 +333,8 @@ def read_policy_file(path: str | Path) -> PolicyFile:
     if path.suffix == ".zip":
         raise PolicyFileError(
             f"{where} is a Stable-Baselines3 zip, not a portable policy: convert it with "
-            f"`python -m training.export_policy {path}` (or load it with ppo:PATH and the "
-            f"trust-pickle flag if you made it yourself)"
+            f"`bergen-export-policy {path}` (or load it with ppo:PATH and the trust-pickle flag if "
+            f"you made it yourself)"
         )
     header, network = read_network_file(
         path, HEADER_KEY, FORMAT_NAME, (FORMAT_VERSION, SCORER_VERSION), where

@@ -20,6 +20,9 @@ import socket
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
+from bergen_env.errors import install_hint
+from bergen_env.stop import POLL_S, check_stop
+
 #: Times Ray runs a task again after its worker process or node died (not after an exception).
 MAX_RETRIES = 5
 #: Fewest matches in one tournament task: below this, Ray's per-task cost shows
@@ -28,7 +31,7 @@ MIN_TASK_MATCHES = 64
 #: Tasks per CPU of the cluster a tournament aims for, so that uneven tasks still balance.
 TASKS_PER_CPU = 4
 
-INSTALL_HINT = "install it with: pip install 'bergen_env[ray]'"
+INSTALL_HINT = f"install it with: {install_hint('ray')}"
 
 
 def import_ray() -> Any:
@@ -37,7 +40,7 @@ def import_ray() -> Any:
         import ray
     except ModuleNotFoundError:
         raise ModuleNotFoundError(
-            f"the Ray backend needs Ray (missing: ray); {INSTALL_HINT}"
+            f"the Ray backend needs Ray, the [ray] extra (missing: ray); {INSTALL_HINT}"
         ) from None
     return ray
 
@@ -110,7 +113,8 @@ def task_results(
     pending = list(refs)
     try:
         while pending:
-            done, pending = ray.wait(pending, num_returns=1)
+            done, pending = ray.wait(pending, num_returns=1, timeout=POLL_S)
+            check_stop()
             for ref in done:
                 yield index[ref], ray.get(ref)
     finally:

@@ -7,7 +7,7 @@ boneyard (face down, with how many tiles may still be drawn), the line of play l
 with both open ends (a double, laid crosswise, stands upright), and the viewer's own hand
 face up at the bottom. The seat on turn is written in yellow.
 
-Pillow is an optional dependency: ``pip install "bergen_env[render]"``.
+Pillow is a dependency of the base install; it is imported at the first picture.
 """
 
 from __future__ import annotations
@@ -50,13 +50,8 @@ PIP_SPOTS: tuple[tuple[tuple[float, float], ...], ...] = (
 
 
 def _pillow() -> tuple[Any, Any, Any]:
-    try:
-        from PIL import Image, ImageDraw, ImageFont
-    except ImportError:
-        raise ImportError(
-            'render_mode="rgb_array" draws with Pillow, which is not installed: '
-            'pip install "bergen_env[render]"'
-        ) from None
+    from PIL import Image, ImageDraw, ImageFont
+
     return Image, ImageDraw, ImageFont
 
 

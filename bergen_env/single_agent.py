@@ -43,8 +43,7 @@ the result reports it, so a training run or ``check_env`` stays quiet) or ``"rai
 ``IllegalActionError`` naming the action and the legal ones; for debugging). An action outside
 ``0..A-1`` always raises.
 ``render_mode``: ``"ansi"`` (the whole table as text) or ``"rgb_array"`` (the learner's view as
-a ``(544, 960, 3)`` uint8 image: :mod:`bergen_env.render_image`, needs Pillow, the ``render``
-extra).
+a ``(544, 960, 3)`` uint8 image: :mod:`bergen_env.render_image`, drawn with Pillow).
 
 ``action_space.sample()`` without a mask draws a legal action of the current position (its
 pickled form is a plain ``Discrete``, so a vector env's batched space samples without masks:
@@ -286,7 +285,7 @@ class BergenSingleAgentEnv(gym.Env):
 
     def render(self) -> str | np.ndarray | None:
         """``"ansi"``: the whole table as text; ``"rgb_array"``: the learner's view as an image
-        (:func:`bergen_env.render_image.render_rgb`, needs Pillow)."""
+        (:func:`bergen_env.render_image.render_rgb`)."""
         if self.render_mode is None:
             gym.logger.warn(
                 "render() called without a render_mode; pass render_mode='ansi' or 'rgb_array'"

@@ -13,7 +13,7 @@ transitions are left out of the loss below (``valid``).
 
 ``--save PATH`` writes the actor as a portable policy file (numpy only to play; the file is
 written only if its logits match the torch actor's), so the duplicate-deal arena can judge it:
-``python -m training.evaluate --agents policy:PATH heuristic --matches 2000 --seed 0``.
+``python -m bergen_env.training.evaluate --agents policy:PATH heuristic --matches 2000 --seed 0``.
 
 Needs the ``[train]`` extra (torch).
 """

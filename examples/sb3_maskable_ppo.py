@@ -5,8 +5,10 @@
 
 ``make_vec_env("bergen_env/Bergen-v0")`` builds the envs (Monitor-wrapped, in a DummyVecEnv);
 MaskablePPO reads each env's legal actions from its ``action_masks()`` method, so no wrapper is
-needed. The trained model is saved with the Bergen metadata, so it plays in the arena and in
-the terminal as ``ppo:PATH`` (``bergen-evaluate --agents ppo:PATH greedy``).
+needed. ``--save`` writes SB3's own zip (``model.save``), which plays in the arena and in the
+terminal as ``ppo:PATH``; the script prints the command. Loading a zip unpickles it, so the
+command says ``--trust-pickle`` (a file you made); to share the policy, convert it without
+unpickling with ``bergen-export-policy PATH`` and play ``policy:PATH.safetensors``.
 
 Needs the ``[train]`` extra (torch, stable-baselines3, sb3-contrib).
 """
@@ -14,6 +16,7 @@ Needs the ``[train]`` extra (torch, stable-baselines3, sb3-contrib).
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 
 import torch
 from sb3_contrib import MaskablePPO
@@ -21,7 +24,6 @@ from sb3_contrib.common.maskable.evaluation import evaluate_policy
 from stable_baselines3.common.env_util import make_vec_env
 
 import bergen_env  # noqa: F401  (registers bergen_env/Bergen-v0)
-from bergen_env.rules import Rules
 
 
 def main() -> None:
@@ -48,10 +50,10 @@ def main() -> None:
     print(f"vs {args.opponent}: mean return {mean:+.3f}, win rate {(mean + 1) / 2:.3f}")
 
     if args.save:
-        from training.ppo_policies import save_policy
-
-        path = save_policy(model, args.save, Rules.preset("standard"))
-        print(f"saved {path}; try: bergen-evaluate --agents ppo:{path} greedy")
+        path = Path(args.save).with_suffix(".zip")
+        model.save(path)
+        print(f"saved {path}; evaluate it with:")
+        print(f"bergen-evaluate --agents ppo:{path} greedy --matches 200 --trust-pickle")
 
 
 if __name__ == "__main__":

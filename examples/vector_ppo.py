@@ -12,7 +12,7 @@ policy's logits with ``infos["action_mask"]``. Needs the ``[vector]`` and ``[tra
 Each iteration prints the steps per second and the mean reward of the matches that ended in it
 (the ``match`` reward: +1 won, -1 lost with two sides). ``--save PATH`` writes the actor as a
 portable policy file (written only if its logits match the torch actor's), for the arena:
-``python -m training.evaluate --agents policy:PATH heuristic --matches 2000 --seed 0``.
+``python -m bergen_env.training.evaluate --agents policy:PATH heuristic --matches 2000 --seed 0``.
 """
 
 from __future__ import annotations

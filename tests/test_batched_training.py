@@ -14,10 +14,10 @@ from sb3_contrib import MaskablePPO  # noqa: E402
 from sb3_contrib.common.maskable.utils import get_action_masks  # noqa: E402
 
 from bergen_env.observation import OBS_SIZE  # noqa: E402
-from training.batched_env import BatchedVecEnv, check_batched  # noqa: E402
-from training.config import ConfigError, TrainConfig  # noqa: E402
-from training.league import FrozenPolicy, League, LeagueSeat  # noqa: E402
-from training.ppo_policies import PPOAgent  # noqa: E402
+from bergen_env.training.batched_env import BatchedVecEnv, check_batched  # noqa: E402
+from bergen_env.training.config import ConfigError, TrainConfig  # noqa: E402
+from bergen_env.training.league import FrozenPolicy, League, LeagueSeat  # noqa: E402
+from bergen_env.training.ppo_policies import PPOAgent  # noqa: E402
 
 
 def config(**kw) -> TrainConfig:
@@ -132,7 +132,7 @@ def test_check_batched_names_what_it_cannot_play() -> None:
 
 
 def test_a_config_the_batched_env_cannot_run_fails_before_the_run_folder(tmp_path) -> None:
-    from training.train import main
+    from bergen_env.training.train import main
 
     run = tmp_path / "run"
     with pytest.raises(ConfigError, match=r"quick.yaml: key 'opponents': 'heuristic' has no batch"):
@@ -205,7 +205,7 @@ def test_a_league_seat_plays_random_legal_moves_before_the_first_snapshot() -> N
 
 
 def test_device_auto_is_cuda_only_where_torch_sees_a_gpu(monkeypatch, tmp_path) -> None:
-    from training.train import check_config, resolve_device
+    from bergen_env.training.train import check_config, resolve_device
 
     assert resolve_device("cpu") == "cpu"
     monkeypatch.setattr(torch.cuda, "is_available", lambda: False)

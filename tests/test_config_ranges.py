@@ -11,15 +11,15 @@ import pytest
 
 pytest.importorskip("yaml")
 
-from training.config import ConfigError, TrainConfig, load_config  # noqa: E402
-from training.config_ranges import DOC, TABLES, TRAIN, render  # noqa: E402
+from bergen_env.training.config import ConfigError, TrainConfig, load_config  # noqa: E402
+from bergen_env.training.config_ranges import DOC, TABLES, TRAIN, render  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 
 
 def config_classes() -> dict[str, type]:
     pytest.importorskip("torch")
-    from training.expert_iteration_config import ExpertIterationConfig
+    from bergen_env.training.expert_iteration_config import ExpertIterationConfig
 
     return {"TrainConfig": TrainConfig, "ExpertIterationConfig": ExpertIterationConfig}
 
@@ -28,7 +28,9 @@ def test_every_field_has_a_range_and_the_docs_print_them() -> None:
     for name, cls in config_classes().items():
         assert set(TABLES[name]) == {f.name for f in dataclasses.fields(cls)}, name
     text = DOC.read_text()
-    assert render(text) == text, "docs/configs.md is stale: run python -m training.config_ranges"
+    assert render(text) == text, (
+        "docs/configs.md is stale: run python -m bergen_env.training.config_ranges"
+    )
 
 
 def test_every_default_is_allowed() -> None:
@@ -65,7 +67,7 @@ def test_a_bad_value_fails_before_the_run_folder(tmp_path: Path) -> None:
     pytest.importorskip("sb3_contrib")
     run = tmp_path / "run"
     out = subprocess.run(
-        [sys.executable, "-m", "training.train", "--config", "configs/quick.yaml"]
+        [sys.executable, "-m", "bergen_env.training.train", "--config", "configs/quick.yaml"]
         + ["--set", "gae_lambda=7", "--run-dir", str(run)],
         cwd=ROOT,
         capture_output=True,

@@ -20,7 +20,7 @@ import gymnasium as gym
 import pettingzoo
 import pytest
 from gymnasium.utils.env_checker import check_env
-from pettingzoo.test import api_test, seed_test
+from pettingzoo.test import api_test, render_test, seed_test
 
 import bergen_env
 from bergen_env.registration import ENV_ID
@@ -64,6 +64,11 @@ def test_pettingzoo_api_test(preset: str, seating: str) -> None:
 
 def test_pettingzoo_api_test_on_the_registered_env() -> None:
     run_api_test(pettingzoo.make("aec", ENV_ID))
+
+
+def test_pettingzoo_render_test() -> None:
+    """Every mode of ``render_modes`` (``rgb_array`` too: Pillow is in the base install)."""
+    render_test(bergen_env.env)
 
 
 @pytest.mark.parametrize(("preset", "seating"), CASES, ids=IDS)

@@ -240,10 +240,14 @@ def yaml_default(f: dataclasses.Field) -> str:
 @pytest.mark.parametrize(
     ("module", "cls", "section"),
     [
-        ("training.config", "TrainConfig", "`TrainConfig`"),
-        ("training.train_rllib", "RLlibConfig", "`RLlibConfig`"),
-        ("training.expert_iteration_config", "ExpertIterationConfig", "`ExpertIterationConfig`"),
-        ("training.tune_heuristic", "TuneConfig", "`TuneConfig`"),
+        ("bergen_env.training.config", "TrainConfig", "`TrainConfig`"),
+        ("bergen_env.training.train_rllib", "RLlibConfig", "`RLlibConfig`"),
+        (
+            "bergen_env.training.expert_iteration_config",
+            "ExpertIterationConfig",
+            "`ExpertIterationConfig`",
+        ),
+        ("bergen_env.training.tune_heuristic", "TuneConfig", "`TuneConfig`"),
     ],
 )
 def test_configs_page_documents_every_key(module: str, cls: str, section: str) -> None:

@@ -10,14 +10,14 @@ from pathlib import Path
 
 import pytest
 
-from training.evaluate import main
+from bergen_env.training.evaluate import main
 
 ROOT = Path(__file__).resolve().parents[1]
 
 
 def run_cli(*args: str) -> subprocess.CompletedProcess:
     return subprocess.run(
-        [sys.executable, "-m", "training.evaluate", *args],
+        [sys.executable, "-m", "bergen_env.training.evaluate", *args],
         cwd=ROOT,
         capture_output=True,
         text=True,
@@ -81,7 +81,7 @@ def policy_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
     from bergen_env.rules import Rules
     from bergen_env.single_agent import BergenSingleAgentEnv
-    from training.ppo_policies import save_policy
+    from bergen_env.training.ppo_policies import save_policy
 
     env = BergenSingleAgentEnv(opponents=["random"])
     model = MaskablePPO(

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import re
+import shlex
 import subprocess
 import sys
 from pathlib import Path
@@ -72,9 +73,24 @@ def test_sb3_maskable_ppo(tmp_path: Path) -> None:
     args = ["--total-timesteps", "512", "--n-envs", "2", "--eval-episodes", "4"]
     out = run_example("sb3_maskable_ppo.py", *args, "--save", str(tmp_path / "policy.zip"))
     rate(r"win rate (\d\.\d+)", out)
-    from training.ppo_policies import read_metadata
-
-    assert read_metadata(tmp_path / "policy.zip")["num_actions"] == 58
+    # the command it prints evaluates the model it just saved, as printed
+    lines = out.splitlines()
+    assert lines[-2] == f"saved {tmp_path / 'policy.zip'}; evaluate it with:"
+    command = shlex.split(lines[-1])
+    assert command[0] == "bergen-evaluate"
+    script = Path(sys.executable).parent / command[0]
+    if not script.exists():
+        pytest.skip(f"{command[0]} is not installed beside {sys.executable} (pip install -e .)")
+    proc = subprocess.run(
+        [str(script), *command[1:]],
+        cwd=ROOT,
+        env=dict(os.environ, PYTHONPATH=str(ROOT)),
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "policy.zip" in proc.stdout and "win rate" in proc.stdout, proc.stdout
 
 
 def test_pettingzoo_sb3_action_mask() -> None:
@@ -94,7 +110,7 @@ def test_selfplay_aec() -> None:
 
 
 def test_tianshou_multiagent_dqn() -> None:
-    pytest.importorskip("tianshou")
+    pytest.importorskip("tianshou", reason="needs the [tianshou] extra")
     out = run_example(
         "tianshou_multiagent_dqn.py", "--epochs", "1", "--epoch-steps", "64",
         "--test-episodes", "2",

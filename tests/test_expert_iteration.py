@@ -1,4 +1,5 @@
-"""Expert iteration (training.expert_iteration): labels, targets, config errors, a tiny run."""
+"""Expert iteration (bergen_env.training.expert_iteration): labels, targets, config errors, a tiny
+run."""
 
 from __future__ import annotations
 
@@ -16,20 +17,20 @@ from bergen_env.agents.base import make_agent  # noqa: E402
 from bergen_env.arena import run_tournament  # noqa: E402
 from bergen_env.policy_file import read_policy_file  # noqa: E402
 from bergen_env.rules import Rules  # noqa: E402
-from training.config import ConfigError  # noqa: E402
-from training.expert_iteration import main  # noqa: E402
-from training.expert_iteration_collection import (  # noqa: E402
+from bergen_env.training.config import ConfigError  # noqa: E402
+from bergen_env.training.expert_iteration import main  # noqa: E402
+from bergen_env.training.expert_iteration_collection import (  # noqa: E402
     Decisions,
     collect_decisions,
     collect_parallel,
 )
-from training.expert_iteration_config import ExpertIterationConfig, load_config  # noqa: E402
-from training.expert_iteration_fitting import (  # noqa: E402
+from bergen_env.training.expert_iteration_config import ExpertIterationConfig, load_config  # noqa: E402
+from bergen_env.training.expert_iteration_fitting import (  # noqa: E402
     imitation_loss,
     soft_targets,
     split_matches,
 )
-from training.expert_iteration_networks import (  # noqa: E402
+from bergen_env.training.expert_iteration_networks import (  # noqa: E402
     ScoredNetwork,
     build_network,
     network_arrays,
@@ -226,7 +227,10 @@ def test_tiny_run_writes_a_policy_that_plays(tmp_path: Path) -> None:
     assert path == tmp_path / "run" / "policy.safetensors"
     rules = Rules.preset("standard")
     policy = read_policy_file(path)
-    assert policy.rules == rules and policy.provenance["source"] == "training.expert_iteration"
+    assert (
+        policy.rules == rules
+        and policy.provenance["source"] == "bergen_env.training.expert_iteration"
+    )
     assert policy.provenance["config"]["default"]["teacher"] == "search:samples=3"
     metrics = (tmp_path / "run" / "metrics.csv").read_text().splitlines()
     assert len(metrics) == 3 and "regret_heuristic" in metrics[0] and "vs_heuristic" in metrics[0]
@@ -298,7 +302,7 @@ def test_scored_run_saves_and_resumes_its_scorer(tmp_path: Path, labelled: Decis
     policy = read_policy_file(path)
     assert policy.network.scorer is not None and policy.network.scorer.layer_sizes == [8, 1]
     assert policy.provenance["command"] == (
-        f"python -m training.expert_iteration --config {config} --run-dir {run} "
+        f"python -m bergen_env.training.expert_iteration --config {config} --run-dir {run} "
         f"--data {tmp_path / 'data.npz'}"
     )
     again = build_network(tiny(init_policy=str(path)), Rules.preset("standard").num_actions)
@@ -339,7 +343,7 @@ def collect_with_seatings(
     cfg: ExpertIterationConfig, decisions: int, seed: int, monkeypatch: pytest.MonkeyPatch
 ) -> tuple[Decisions, list[tuple[int, list[tuple[object, int]]]]]:
     """Collect, recording each match's learner seat and the agents of the other seats."""
-    import training.expert_iteration_collection as ei
+    import bergen_env.training.expert_iteration_collection as ei
 
     seatings: list[tuple[int, list[tuple[object, int]]]] = []
 

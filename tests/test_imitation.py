@@ -10,9 +10,9 @@ pytest.importorskip("sb3_contrib")
 from sb3_contrib import MaskablePPO  # noqa: E402
 
 from bergen_env.single_agent import BergenSingleAgentEnv  # noqa: E402
-from training import imitation  # noqa: E402
-from training.config import ConfigError, TrainConfig  # noqa: E402
-from training.imitation import collect_parallel, collect_teacher_data, fit_policy  # noqa: E402
+from bergen_env.training import imitation  # noqa: E402
+from bergen_env.training.config import ConfigError, TrainConfig  # noqa: E402
+from bergen_env.training.imitation import collect_parallel, collect_teacher_data, fit_policy  # noqa: E402
 
 
 def _cfg(**kw) -> TrainConfig:

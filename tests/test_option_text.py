@@ -156,8 +156,8 @@ def test_the_same_text_gives_the_same_rules_at_every_entry_point() -> None:
     single = gym.make("bergen_env/Bergen-v0", num_players=3, **parse_rule_options(TEXT))
     assert single.unwrapped.rules == expected
 
-    from training.cli import UsageError, rules_from_arguments
-    from training.evaluate import parse_args
+    from bergen_env.training.cli import UsageError, rules_from_arguments
+    from bergen_env.training.evaluate import parse_args
 
     argv = ["--agents", "greedy", "random", "--players", "3", "--rule-override", *TEXT.split(",")]
     args = parse_args(argv)

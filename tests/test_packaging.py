@@ -4,6 +4,7 @@ can run (the console scripts for evaluation, play and replay; training names its
 from __future__ import annotations
 
 import importlib
+import importlib.util
 import os
 import re
 import shutil
@@ -25,11 +26,14 @@ NOT_INSTALLED = ["tests", "benchmarks", "examples", "configs"]
 
 
 def test_packages_are_the_flat_layout() -> None:
-    """``bergen_env`` and ``training`` install under their own names from the repository root:
-    no folder is mapped to another import name (a second name for one file), and the root is
-    said outright, so ``pip install -e .`` is a static .pth line (no import hook)."""
+    """One top-level package, ``bergen_env``, from the repository root: ``training/`` is its
+    subpackage ``bergen_env.training`` through the link ``bergen_env/training`` (no package-dir
+    mapping, which setuptools would install editable with an import hook), and the root is said
+    outright, so ``pip install -e .`` is a static .pth line."""
     assert SETUPTOOLS["package-dir"] == {"": "."}
-    assert SETUPTOOLS["packages"]["find"]["include"] == ["bergen_env*", "training*"]
+    assert SETUPTOOLS["packages"]["find"]["include"] == ["bergen_env*"]
+    link = ROOT / "bergen_env" / "training"
+    assert link.is_symlink() and link.readlink() == Path("..", "training")
 
 
 def test_console_scripts_resolve() -> None:
@@ -43,6 +47,31 @@ def test_console_scripts_resolve() -> None:
 def test_rules_document_is_the_docs_page() -> None:
     shipped = ROOT / "bergen_env" / "RULES.md"
     assert shipped.is_symlink() and shipped.resolve() == (ROOT / "docs" / "rules.md").resolve()
+
+
+#: (statement, module made unimportable, the extra its error must name)
+OPTIONAL_IMPORTS = [
+    ("import bergen_env.openspiel", "pyspiel", "openspiel"),
+    ("import bergen_env.vector", "numba", "vector"),
+    ("import bergen_env.training.ppo_policies", "torch", "train"),
+    ("from bergen_env.ray_tasks import import_ray; import_ray()", "ray", "ray"),
+    ("from bergen_env.agents import make_agent; make_agent('ppo:m.zip')", "torch", "train"),
+]
+
+
+@pytest.mark.parametrize(("statement", "hidden", "extra"), OPTIONAL_IMPORTS)
+def test_every_optional_import_names_its_extra(statement: str, hidden: str, extra: str) -> None:
+    """Without an extra's module, the import fails with one line naming the extra and the
+    command that installs it, from PyPI and from a clone."""
+    code = f"import sys\nsys.modules[{hidden!r}] = None\n{statement}\n"
+    proc = subprocess.run(
+        [sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=300
+    )
+    assert proc.returncode == 1, proc.stderr
+    last = proc.stderr.splitlines()[-1]
+    assert f"[{extra}] extra" in last, last
+    assert f"pip install 'bergen_env[{extra}]' (from a clone of the repository: " in last, last
+    assert f"pip install -e '.[{extra}]')" in last, last
 
 
 @pytest.fixture(scope="module")
@@ -75,6 +104,27 @@ def wheel_build(sources: Path, tmp_path_factory: pytest.TempPathFactory) -> tupl
 @pytest.fixture(scope="module")
 def wheel(wheel_build: tuple[Path, str]) -> Path:
     return wheel_build[0]
+
+
+@pytest.mark.slow
+def test_release_build_passes_twine_check(
+    sources: Path, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    """``python -m build`` (an sdist, then a wheel built from it) with pip's own configuration
+    for the build dependencies; ``twine check`` accepts both (the README renders on PyPI)."""
+    for module in ("build", "twine"):
+        if importlib.util.find_spec(module) is None:
+            pytest.skip(f"needs {module} (the [dev] extra)")
+    out = tmp_path_factory.mktemp("release")
+    cmd = [sys.executable, "-m", "build", "--outdir", str(out), str(sources)]
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    built = sorted(p.name for p in out.iterdir())
+    assert built == ["bergen_env-0.1.0-py3-none-any.whl", "bergen_env-0.1.0.tar.gz"], built
+    check = [sys.executable, "-m", "twine", "check", "--strict", *map(str, out.iterdir())]
+    proc = subprocess.run(check, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert proc.stdout.count("PASSED") == 2, proc.stdout
 
 
 @pytest.mark.slow
@@ -116,19 +166,20 @@ def test_wheel_ships_the_web_game_files(wheel: Path) -> None:
 
 
 @pytest.mark.slow
-def test_wheel_holds_the_two_packages_only(wheel: Path) -> None:
-    """``bergen_env/`` and ``training/`` and nothing else top-level (no tests/, benchmarks/, ...);
-    the agent kinds of ``training`` are entry points of the ``bergen_env.agents`` group."""
+def test_wheel_holds_one_top_level_package(wheel: Path) -> None:
+    """``bergen_env/`` and nothing else top-level (no generic ``training``, no tests/,
+    benchmarks/, ...); the agent kinds of ``bergen_env.training`` are entry points of the
+    ``bergen_env.agents`` group."""
     with zipfile.ZipFile(wheel) as archive:
         names = archive.namelist()
         rules = archive.read("bergen_env/RULES.md").decode()
         (entry_points,) = [n for n in names if n.endswith(".dist-info/entry_points.txt")]
         entries = archive.read(entry_points).decode()
     tops = {n.split("/")[0] for n in names if not n.split("/")[0].endswith(".dist-info")}
-    assert tops == {"bergen_env", "training"}
+    assert tops == {"bergen_env"}
     assert "bergen_env/py.typed" in names
-    assert "training/train.py" in names and "training/cli.py" in names
-    assert "[bergen_env.agents]\nppo = training.ppo_policies:make_ppo_agent" in entries
+    assert {"bergen_env/training/train.py", "bergen_env/training/cli.py"} <= set(names)
+    assert "[bergen_env.agents]\nppo = bergen_env.training.ppo_policies:make_ppo_agent" in entries
     assert rules == (ROOT / "docs" / "rules.md").read_text()  # the text, not a link
 
 
@@ -158,6 +209,36 @@ def run_in(
     )
 
 
+#: The field's checkers, called as their documentation shows, on what a user constructs.
+CHECKERS = """
+import warnings
+import gymnasium, pettingzoo
+from gymnasium.utils.env_checker import check_env
+from pettingzoo.test import api_test, render_test, seed_test
+import bergen_env
+
+with warnings.catch_warnings(record=True) as seen:
+    warnings.simplefilter("always")
+    check_env(gymnasium.make("bergen_env/Bergen-v0").unwrapped)
+assert not seen, [str(w.message) for w in seen]
+api_test(bergen_env.env(), num_cycles=1000)
+seed_test(bergen_env.env)
+render_test(bergen_env.env)
+print("passed on gymnasium", gymnasium.__version__, "pettingzoo", pettingzoo.__version__)
+"""
+
+
+@pytest.mark.slow
+def test_the_built_wheel_passes_the_checkers_without_extras(
+    fresh_venv: Path, tmp_path: Path
+) -> None:
+    """Gymnasium's ``check_env`` (which renders every mode of ``render_modes``) and PettingZoo's
+    ``api_test``, ``seed_test`` and ``render_test`` pass on the wheel's base install."""
+    proc = run_in(fresh_venv, ["python", "-c", CHECKERS], tmp_path)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert proc.stdout.splitlines()[-1].startswith("passed on gymnasium "), proc.stdout[-500:]
+
+
 @pytest.mark.slow
 def test_checkout_on_pythonpath_shadows_the_install_whole(fresh_venv: Path, tmp_path: Path) -> None:
     """With the repository on ``PYTHONPATH`` both packages come from the checkout, and the
@@ -178,12 +259,12 @@ def test_checkout_on_pythonpath_shadows_the_install_whole(fresh_venv: Path, tmp_
     probe = run(
         "python",
         "-c",
-        "import bergen_env, training.cli as c; print(bergen_env.__file__, c.__file__)",
+        "import bergen_env, bergen_env.training.cli as c; print(bergen_env.__file__, c.__file__)",
     )
     assert probe.returncode == 0, probe.stderr
     assert probe.stdout.split() == [
         str(ROOT / "bergen_env" / "__init__.py"),
-        str(ROOT / "training" / "cli.py"),
+        str(ROOT / "bergen_env" / "training" / "cli.py"),
     ]
     for script in ("bergen-evaluate", "bergen-exploit", "bergen-replay"):
         proc = run(script, "--help")
@@ -198,14 +279,15 @@ def test_base_install_runs_the_clis_and_ships_the_rules(fresh_venv: Path, tmp_pa
         [
             "python",
             "-c",
-            "import importlib.util as u, bergen_env, training.cli; "
-            "print(u.find_spec('torch'), bergen_env.__file__, training.__file__)",
+            "import importlib.util as u, bergen_env, bergen_env.training.cli; "
+            "print(u.find_spec('torch'), bergen_env.__file__, bergen_env.training.__file__, "
+            "u.find_spec('training'))",
         ],
         tmp_path,
     )
     assert probe.returncode == 0, probe.stderr
-    no_torch, *locations = probe.stdout.split()
-    assert no_torch == "None"
+    no_torch, *locations, no_training = probe.stdout.split()
+    assert no_torch == "None" and no_training == "None"  # no generic top-level name installed
     assert all("site-packages" in location for location in locations), locations
 
     # a trained-policy kind named in Python: the registry finds it, and names the missing extra

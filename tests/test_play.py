@@ -1,4 +1,4 @@
-"""Playing in the terminal: whole matches through ``training.play`` with piped input."""
+"""Playing in the terminal: whole matches through ``bergen_env.training.play`` with piped input."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from bergen_env.engine import BergenState
 from bergen_env.observation import Encoder
 from bergen_env.replay import read_jsonl, resimulate
 from bergen_env.rules import Rules
-from training.play import EndOfInput, HumanAgent, main, seat_opponents
+from bergen_env.training.play import EndOfInput, HumanAgent, main, seat_opponents
 
 ROOT = Path(__file__).resolve().parents[1]
 #: Bad entries first, then choice 1 (always a legal move number) for the rest of the match.
@@ -24,7 +24,7 @@ SCRIPT = "x\n99\n\n0\n" + "1\n" * 3000
 
 def run_play(args: list[str], script: str) -> subprocess.CompletedProcess:
     return subprocess.run(
-        [sys.executable, "-m", "training.play", *args],
+        [sys.executable, "-m", "bergen_env.training.play", *args],
         input=script,
         capture_output=True,
         text=True,

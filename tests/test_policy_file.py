@@ -26,7 +26,7 @@ from bergen_env.policy_file import (
     read_policy_file,
     save_policy_file,
 )
-from bergen_env.rules import PRESETS, Rules
+from bergen_env.rules import PRESETS, Rules, build_rules
 from bergen_env.single_agent import BergenSingleAgentEnv
 from bergen_env.symmetry import mirror_actions, mirror_observations, mirrorable
 from tests.aec_decisions import aec_decisions
@@ -139,9 +139,18 @@ def test_shipped_expert_policy_says_how_it_was_made(name: str) -> None:
     assert policy.network.layer_sizes == [*hidden, 58]
     assert policy.network.scorer is not None and policy.network.scorer.layer_sizes == [128, 128, 1]
     prov = policy.provenance
-    assert prov["source"] == "training.expert_iteration"
-    assert prov["command"].startswith(
-        f"python -m training.expert_iteration --config configs/expert_iteration_{config_name}.yaml"
+    # made when the programs were the top-level package `training`: the files say that name
+    source = prov["source"]
+    assert (source if source.startswith("bergen_env.") else f"bergen_env.{source}") == (
+        "bergen_env.training.expert_iteration"
+    )
+    assert (
+        prov["command"]
+        .replace(" -m training.", " -m bergen_env.training.")
+        .startswith(
+            "python -m bergen_env.training.expert_iteration --config "
+            f"configs/expert_iteration_{config_name}.yaml"
+        )
     )
     config = prov["config"]["default"]
     assert config["scorer"] == [128, 128]
@@ -185,7 +194,7 @@ def test_numpy_forward_pass_matches_torch(name: str) -> None:
     pytest.importorskip("sb3_contrib")
     import torch
 
-    from training.ppo_policies import load_model
+    from bergen_env.training.ppo_policies import load_model
 
     rules = trained_rules(name)
     obs, masks = recorded_observations(rules, seed=11)
@@ -209,8 +218,8 @@ def test_exporter_refuses_what_numpy_cannot_express(tmp_path: Path) -> None:
     from sb3_contrib import MaskablePPO
 
     from bergen_env.single_agent import BergenSingleAgentEnv
-    from training.export_policy import main
-    from training.ppo_policies import save_policy
+    from bergen_env.training.export_policy import main
+    from bergen_env.training.ppo_policies import save_policy
 
     env = BergenSingleAgentEnv(opponents=["random"])
     model = MaskablePPO(
@@ -260,25 +269,69 @@ def crafted_zip(path: Path, marker: Path) -> Path:
 
 def test_crafted_zip_runs_no_code_without_the_trust_flag(tmp_path: Path) -> None:
     pytest.importorskip("sb3_contrib")
-    from training.evaluate import main as evaluate
-    from training.export_policy import main as export
-    from training.ppo_policies import UntrustedPolicyError, load_policy
+    from bergen_env.training.evaluate import main as evaluate
+    from bergen_env.training.export_policy import main as export
+    from bergen_env.training.ppo_policies import UntrustedPolicyError, load_policy
 
     marker = tmp_path / "pwned.txt"
     evil = crafted_zip(tmp_path / "evil.zip", marker)
-    with pytest.raises(UntrustedPolicyError, match=r"evil.zip.*unpickles.*export_policy"):
+    with pytest.raises(UntrustedPolicyError, match=r"evil.zip.*unpickles.*bergen-export-policy"):
         load_policy(evil)
     with pytest.raises(ValueError, match="trust_pickle"):
         make_agent(f"ppo:{evil}")
     assert evaluate(["--agents", f"ppo:{evil}", "random", "--no-progress"]) == 2
     assert export([str(evil)]) == 2  # the exporter reads tensors only: refuses, runs nothing
-    with pytest.raises(ValueError, match="Stable-Baselines3 zip.*export_policy"):
+    with pytest.raises(ValueError, match="Stable-Baselines3 zip.*bergen-export-policy"):
         make_agent(f"policy:{evil}")
     assert not marker.exists()
     # the file is really dangerous: trusting it runs its code (this is what the flag guards)
     with pytest.raises(Exception):  # noqa: B017 (whatever SB3 makes of the payload afterwards)
         load_policy(evil, trust_pickle=True)
     assert marker.read_text() == "code ran while loading"
+
+
+@pytest.mark.parametrize("algorithm", ["MaskablePPO", "PPO"])
+def test_a_plain_sb3_zip_plays_as_ppo_with_the_trust_flag_or_exported(
+    tmp_path: Path, algorithm: str
+) -> None:
+    """A user's own ``model.save()`` zip (no Bergen metadata) of MaskablePPO or PPO on the
+    registered env: ``ppo:`` with --trust-pickle plays it; without, the error's one-line export
+    command, run as printed, makes a ``policy:`` file of the same actor."""
+    pytest.importorskip("sb3_contrib")
+    import shlex
+
+    import sb3_contrib
+    import stable_baselines3
+
+    from bergen_env.training.evaluate import main as evaluate
+    from bergen_env.training.ppo_policies import UntrustedPolicyError, load_policy
+
+    cls = getattr(sb3_contrib if algorithm == "MaskablePPO" else stable_baselines3, algorithm)
+    model = cls("MlpPolicy", BergenSingleAgentEnv(), n_steps=64, batch_size=64, seed=0)
+    model.save(tmp_path / "model")
+    path = tmp_path / "model.zip"
+    args = ["--agents", f"ppo:{path}", "greedy", "--matches", "4", "--no-progress"]
+    assert evaluate([*args, "--trust-pickle"]) == 0
+    with pytest.raises(UntrustedPolicyError) as refused:
+        load_policy(path)
+    (command,) = [part for part in str(refused.value).split("`")[1::2] if "export" in part]
+    assert command == f"bergen-export-policy {path}"
+    script = Path(sys.executable).parent / "bergen-export-policy"
+    if not script.exists():
+        pytest.skip(f"bergen-export-policy is not installed beside {sys.executable}")
+    proc = subprocess.run([str(script), *shlex.split(command)[1:]], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    portable = make_agent(f"policy:{path.with_suffix('.safetensors')}")
+    trusted = load_policy(path, trust_pickle=True)
+    rules = Rules.preset("standard")
+    assert portable.trained_rules == rules and trusted.trained_rules is None
+    for agent in (portable, trusted):
+        agent.reset(rules, 0, np.random.default_rng(0))
+    for state, seat, obs, mask in aec_decisions(rules, seed=1, agent="random"):
+        view = state.public_view(seat)
+        assert portable.act(obs, mask, view) == trusted.act(obs, mask, view)
+    with pytest.raises(PolicyFileError, match=r"58 actions but the rules to play have 65"):
+        trusted.reset(build_rules("standard", sets=2), 0, np.random.default_rng(0))
 
 
 def crafted_checkpoint(path: Path, marker: Path) -> Path:
@@ -290,8 +343,8 @@ def crafted_checkpoint(path: Path, marker: Path) -> Path:
 
 
 def test_crafted_rllib_checkpoint_runs_no_code_without_the_trust_flag(tmp_path: Path) -> None:
-    from training.evaluate import main as evaluate
-    from training.rllib_policies import RLlibAgent, UntrustedCheckpointError
+    from bergen_env.training.evaluate import main as evaluate
+    from bergen_env.training.rllib_policies import RLlibAgent, UntrustedCheckpointError
 
     marker = tmp_path / "pwned.txt"
     evil = crafted_checkpoint(tmp_path / "evil_ckpt", marker)
@@ -304,7 +357,7 @@ def test_crafted_rllib_checkpoint_runs_no_code_without_the_trust_flag(tmp_path: 
     with pytest.raises(ValueError, match="'trust_pickle' must be true or false"):
         make_agent(f"rllib:path={evil},trust_pickle=1")
     assert not marker.exists()
-    pytest.importorskip("ray.rllib")
+    pytest.importorskip("ray.rllib", reason="needs the [rllib] extra")
     with pytest.raises(Exception):  # noqa: B017 (whatever Ray makes of the payload afterwards)
         make_agent(f"rllib:path={evil},trust_pickle=true")
     assert marker.read_text() == "code ran while loading"
@@ -323,7 +376,7 @@ def test_crafted_rllib_checkpoint_runs_no_code_without_the_trust_flag(tmp_path: 
     ],
 )
 def test_trust_pickle_flag_rewrites_only_pickle_kinds(spec: str, trusted: str) -> None:
-    from training.cli import trust_pickle
+    from bergen_env.training.cli import trust_pickle
 
     assert trust_pickle([spec, None]) == [trusted, None]
 
@@ -363,7 +416,7 @@ def test_mismatched_action_count_is_refused_even_when_allowed() -> None:
 
 def test_mismatched_ppo_zip_is_refused() -> None:
     pytest.importorskip("sb3_contrib")
-    from training.ppo_policies import load_policy
+    from bergen_env.training.ppo_policies import load_policy
 
     agent = load_policy(shipped("standard_2p", ".zip"), trust_pickle=True)
     with pytest.raises(PolicyFileError, match="standard_2p.zip.*num_players=2 \\(playing 4\\)"):
@@ -371,7 +424,7 @@ def test_mismatched_ppo_zip_is_refused() -> None:
 
 
 def test_evaluate_cli_names_both_rules(capsys: pytest.CaptureFixture) -> None:
-    from training.evaluate import main
+    from bergen_env.training.evaluate import main
 
     spec = f"policy:{shipped('standard_2p')}"
     assert main(["--agents", spec, "heuristic", "random", "--players", "3", "--no-progress"]) == 2
@@ -380,7 +433,7 @@ def test_evaluate_cli_names_both_rules(capsys: pytest.CaptureFixture) -> None:
 
 
 def test_evaluate_cli_plays_the_rules_the_file_records(capsys: pytest.CaptureFixture) -> None:
-    from training.evaluate import main
+    from bergen_env.training.evaluate import main
 
     spec = f"policy:{shipped('fives_2p')}"
     assert main(["--agents", spec, "greedy", "--matches", "2", "--no-progress"]) == 0
@@ -743,7 +796,7 @@ def test_fresh_base_install_evaluates_a_portable_policy(tmp_path: Path) -> None:
     no_torch = subprocess.run([str(py), "-c", "import torch"], capture_output=True, cwd=tmp_path)
     assert no_torch.returncode != 0
     script = venv / "bin" / "bergen-evaluate"  # the console script, where the package has it
-    evaluate = [str(script)] if script.exists() else [str(py), "-m", "training.evaluate"]
+    evaluate = [str(script)] if script.exists() else [str(py), "-m", "bergen_env.training.evaluate"]
     policy = f"policy:{shipped('standard_2p')}"
     out = subprocess.run(
         [*evaluate, "--agents", policy, "heuristic", "--matches", "50", "--no-progress"],

@@ -31,7 +31,7 @@ ROOT = Path(__file__).resolve().parents[1]
 @pytest.fixture(scope="module")
 def ray_instance():
     """One local Ray instance of 2 CPUs for the whole module."""
-    ray = pytest.importorskip("ray")
+    ray = pytest.importorskip("ray", reason="needs the [ray] extra")
     ray_tasks.connect(num_cpus=2, include_dashboard=False, log_to_driver=False)
     yield ray
     ray.shutdown()
@@ -164,7 +164,7 @@ def test_killed_worker_is_retried_and_nothing_counted_twice(ray_instance, small_
 def test_evaluate_ray_flag_writes_the_json_of_local_workers(
     ray_instance, small_tasks, tmp_path: Path, capsys
 ) -> None:
-    from training.evaluate import tournament
+    from bergen_env.training.evaluate import tournament
 
     common = ["--agents", "greedy", "random", "--matches", "40", "--seed", "3", "--no-progress"]
     assert tournament([*common, "--workers", "2", "--json", str(tmp_path / "w.json")]) == 0
@@ -179,7 +179,7 @@ def test_evaluate_ray_flag_writes_the_json_of_local_workers(
 
 
 def test_evaluate_ray_with_workers_is_an_error(capsys) -> None:
-    from training.evaluate import main
+    from bergen_env.training.evaluate import main
 
     assert main(["--agents", "greedy", "random", "--ray", "--workers", "2"]) == 2
     err = capsys.readouterr().err.strip()
@@ -225,12 +225,15 @@ def _without_ray(code: str) -> subprocess.CompletedProcess:
     )
 
 
-INSTALL = "install it with: pip install 'bergen_env[ray]'"
+INSTALL = (
+    "install it with: pip install 'bergen_env[ray]' (from a clone of the repository: "
+    "pip install -e '.[ray]')"
+)
 
 
 def test_without_ray_the_cli_says_so_in_one_line() -> None:
     out = _without_ray(
-        "from training.evaluate import main\n"
+        "from bergen_env.training.evaluate import main\n"
         "sys.exit(main(['--agents', 'greedy', 'random', '--matches', '2', '--ray']))\n"
     )
     assert out.returncode == 2, out.stderr
@@ -256,14 +259,14 @@ def test_without_ray_expert_iteration_says_so_in_one_line(tmp_path: Path) -> Non
     config = ROOT / "configs" / "expert_iteration_2p.yaml"
     run = tmp_path / "run"
     out = _without_ray(
-        "from training.expert_iteration import PROG, main\n"
-        "from training.cli import run\n"
+        "from bergen_env.training.expert_iteration import PROG, main\n"
+        "from bergen_env.training.cli import run\n"
         f"sys.exit(run(PROG, main, ['--config', {str(config)!r}, '--run-dir', {str(run)!r}, "
         "'--ray']))\n"
     )
     assert out.returncode == 2, out.stderr
     assert out.stderr == (
-        "python -m training.expert_iteration: error: key 'ray' needs the [ray] extra "
+        "python -m bergen_env.training.expert_iteration: error: key 'ray' needs the [ray] extra "
         f"(missing: ray); {INSTALL}\n"
     )
 
@@ -278,9 +281,7 @@ def test_without_ray_the_library_says_so() -> None:
         "    print(exc)\n"
     )
     assert out.returncode == 0, out.stderr
-    assert out.stdout == (
-        "the Ray backend needs Ray (missing: ray); install it with: pip install 'bergen_env[ray]'\n"
-    )
+    assert out.stdout == f"the Ray backend needs Ray, the [ray] extra (missing: ray); {INSTALL}\n"
 
 
 # ---------------------------------------------------------------------- the rating table
@@ -342,9 +343,9 @@ def test_expert_iteration_labels_on_ray_equal_the_local_ones(ray_instance) -> No
     pytest.importorskip("torch")
     import dataclasses
 
-    from training.expert_iteration_collection import collect_parallel
-    from training.expert_iteration_config import ExpertIterationConfig
-    from training.expert_iteration_networks import build_network, network_arrays
+    from bergen_env.training.expert_iteration_collection import collect_parallel
+    from bergen_env.training.expert_iteration_config import ExpertIterationConfig
+    from bergen_env.training.expert_iteration_networks import build_network, network_arrays
 
     cfg = ExpertIterationConfig(
         decisions=24,
@@ -367,7 +368,7 @@ def test_expert_iteration_ray_flag_runs_and_records_the_key(ray_instance, tmp_pa
     pytest.importorskip("torch")
     import yaml
 
-    from training.expert_iteration import main
+    from bergen_env.training.expert_iteration import main
 
     config = tmp_path / "tiny.yaml"
     config.write_text(
@@ -394,8 +395,9 @@ def test_expert_iteration_ray_flag_runs_and_records_the_key(ray_instance, tmp_pa
 
 
 def test_evaluate_ray_address_where_nothing_answers_is_a_one_line_error() -> None:
+    pytest.importorskip("ray", reason="needs the [ray] extra")
     out = subprocess.run(
-        [sys.executable, "-m", "training.evaluate", "--agents", "greedy", "random"]
+        [sys.executable, "-m", "bergen_env.training.evaluate", "--agents", "greedy", "random"]
         + ["--matches", "2", "--ray", "127.0.0.1:1"],
         cwd=ROOT,
         capture_output=True,
@@ -451,7 +453,7 @@ def test_rating_table_pair_task_killed_is_played_again(ray_instance, tmp_path: P
 def test_exploit_ray_flag_writes_the_json_of_local_workers(
     ray_instance, small_tasks, tmp_path: Path
 ) -> None:
-    from training.exploit import main
+    from bergen_env.training.exploit import main
 
     common = ["--policy", "greedy", "--matches", "8", "--samples", "3", "--seed", "2"]
     common += ["--no-progress"]

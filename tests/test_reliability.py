@@ -84,7 +84,7 @@ def test_policy_file_write_on_a_full_disk_keeps_the_old_file(
 
 
 def test_a_full_disk_anywhere_is_one_line(capsys: pytest.CaptureFixture[str]) -> None:
-    from training.cli import run
+    from bergen_env.training.cli import run
 
     def main(argv: object) -> int:
         raise OSError(errno.ENOSPC, "No space left on device", "runs/x/progress.csv")
@@ -108,7 +108,15 @@ def test_unwritable_outputs_are_found_before_the_work(tmp_path: Path) -> None:
 
 def test_evaluate_refuses_an_unwritable_json_before_playing() -> None:
     cmd = Command(
-        ["-m", "training.evaluate", "--agents", "random", "greedy", "--matches", "100000"]
+        [
+            "-m",
+            "bergen_env.training.evaluate",
+            "--agents",
+            "random",
+            "greedy",
+            "--matches",
+            "100000",
+        ]
         + ["--json", "/proc/bergen_out.json", "--no-progress"]
     )
     code, out, err = cmd.finish(timeout=60)
@@ -123,7 +131,7 @@ def test_evaluate_refuses_an_unwritable_json_before_playing() -> None:
 
 
 def _hold_lock(path: str, ready: multiprocessing.synchronize.Event) -> None:
-    from training.run_folder import lock_run_dir
+    from bergen_env.training.run_folder import lock_run_dir
 
     lock_run_dir(Path(path))
     ready.set()
@@ -132,8 +140,8 @@ def _hold_lock(path: str, ready: multiprocessing.synchronize.Event) -> None:
 
 def test_a_locked_run_folder_is_refused_and_freed_by_kill_9(tmp_path: Path) -> None:
     pytest.importorskip("sb3_contrib")
-    from training.cli import UsageError
-    from training.run_folder import lock_run_dir, unlock
+    from bergen_env.training.cli import UsageError
+    from bergen_env.training.run_folder import lock_run_dir, unlock
 
     ctx = multiprocessing.get_context("spawn")
     ready = ctx.Event()
@@ -152,7 +160,7 @@ def test_a_locked_run_folder_is_refused_and_freed_by_kill_9(tmp_path: Path) -> N
 
 def test_default_run_folders_never_collide(tmp_path: Path) -> None:
     pytest.importorskip("sb3_contrib")
-    from training.run_folder import new_run_dir
+    from bergen_env.training.run_folder import new_run_dir
 
     made = [new_run_dir(tmp_path, "quick__0") for _ in range(5)]  # same second
     assert len(set(made)) == 5 and all(p.is_dir() for p in made)
@@ -210,7 +218,7 @@ def _gone(pid: int) -> bool:
 
 @pytest.mark.parametrize("fail", [False, True])
 def test_a_forked_pool_leaves_no_worker_after_its_block(fail: bool) -> None:
-    from training.run_folder import forked_pool
+    from bergen_env.training.run_folder import forked_pool
 
     pids: set[int] = set()
     expected = pytest.raises(RuntimeError) if fail else contextlib.nullcontext()
@@ -244,6 +252,60 @@ def test_workers_die_with_a_killed_parent(method: str) -> None:
     assert cmd.survivors() == []
 
 
+# ---------------------------------------------------------------------- stop signals
+
+
+STOP_IN_A_FINALIZER = """
+import io, os, signal, sys, zipfile
+from bergen_env.arena import run_tournament
+from bergen_env.rules import Rules
+from bergen_env.training.cli import run
+
+class SignalledWhileClosing(zipfile.ZipFile):
+    def close(self):  # ZipFile.__del__ calls it
+        os.kill(os.getpid(), signal.{sig})
+        for _ in range(100000):  # the signal's Python handler runs here, inside the finalizer
+            pass
+        super().close()
+
+def main(argv):
+    SignalledWhileClosing(io.BytesIO(), "w")  # dropped at once: its finalizer runs now
+    run_tournament(["greedy", "random"], Rules.preset("standard"), matches=400)
+    print("played every match")
+
+sys.exit(run("prog", main))
+"""
+
+
+@pytest.mark.parametrize(
+    ("sig", "code", "word"), [("SIGTERM", 143, "terminated"), ("SIGINT", 130, "interrupted")]
+)
+def test_a_stop_signal_that_lands_in_a_finalizer_still_stops_the_work(
+    sig: str, code: int, word: str
+) -> None:
+    # the handler only sets a flag: an exception raised in it would land in ZipFile.__del__,
+    # where Python reports it as "Exception ignored" and drops it, and the matches would go on
+    cmd = Command(["-c", STOP_IN_A_FINALIZER.format(sig=sig)])
+    returncode, out, err = cmd.finish(timeout=120)
+    assert (returncode, out, err) == (code, "", f"\nprog: {word}\n")
+
+
+def test_a_second_stop_signal_ends_the_process_at_once() -> None:
+    cmd = Command(
+        [
+            "-c",
+            "import os, signal, time\n"
+            "from bergen_env.training.cli import run\n"
+            "def main(argv):\n"
+            "    os.kill(os.getpid(), signal.SIGTERM)\n"
+            "    os.kill(os.getpid(), signal.SIGTERM)\n"
+            "    time.sleep(60)  # no loop checks the flag here\n"
+            "run('prog', main)\n",
+        ]
+    )
+    assert cmd.finish(timeout=30)[0] == -signal.SIGTERM
+
+
 # ---------------------------------------------------------------------- long commands
 
 
@@ -267,7 +329,7 @@ TINY_TRAIN = [
 
 def train_args(*extra: str, steps: int = 10**7) -> list[str]:
     sets = [x for s in [*TINY_TRAIN, f"total_timesteps={steps}"] for x in ("--set", s)]
-    return ["-m", "training.train", *sets, *extra]
+    return ["-m", "bergen_env.training.train", *sets, *extra]
 
 
 def checkpoints(run: Path) -> list[Path]:
@@ -381,7 +443,7 @@ def test_resume_skips_a_cut_off_checkpoint_and_a_second_run_is_refused(
 @pytest.mark.parametrize("sig", [signal.SIGKILL, signal.SIGTERM])
 def test_evaluate_stopped_by_a_signal_leaves_no_process(sig: int) -> None:
     cmd = Command(
-        ["-m", "training.evaluate", "--agents", "greedy", "random"]
+        ["-m", "bergen_env.training.evaluate", "--agents", "greedy", "random"]
         + ["--matches", "200000", "--workers", "2", "--no-progress"]
     )
     cmd.wait_for(lambda: len(cmd.children()) >= 2)
@@ -395,7 +457,7 @@ def test_evaluate_stopped_by_a_signal_leaves_no_process(sig: int) -> None:
 
 def test_no_process_of_a_finished_command_is_left() -> None:
     cmd = Command(
-        ["-m", "training.evaluate", "--agents", "greedy", "random"]
+        ["-m", "bergen_env.training.evaluate", "--agents", "greedy", "random"]
         + ["--matches", "8", "--workers", "2", "--no-progress"]
     )
     code, _, err = cmd.finish()
@@ -429,10 +491,10 @@ def test_expert_iteration_resumes_at_the_job_where_it_stopped(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     pytest.importorskip("torch")
-    import training.expert_iteration as ei
-    import training.expert_iteration_collection as collection
-    from training.expert_iteration_run import read_metrics
-    from training.run_folder import unlock
+    import bergen_env.training.expert_iteration as ei
+    import bergen_env.training.expert_iteration_collection as collection
+    from bergen_env.training.expert_iteration_run import read_metrics
+    from bergen_env.training.run_folder import unlock
 
     config = expert_config(tmp_path, iterations=2)
     whole, cut = tmp_path / "whole", tmp_path / "cut"
@@ -482,7 +544,14 @@ def test_expert_iteration_stopped_by_a_signal_leaves_no_process(tmp_path: Path, 
     config = expert_config(tmp_path, decisions=100000, job_decisions=8, workers=2)
     run = tmp_path / "run"
     cmd = Command(
-        ["-m", "training.expert_iteration", "--config", str(config), "--run-dir", str(run)]
+        [
+            "-m",
+            "bergen_env.training.expert_iteration",
+            "--config",
+            str(config),
+            "--run-dir",
+            str(run),
+        ]
         + ["--no-progress"]
     )
     cmd.wait_for(lambda: (run / "jobs_0").is_dir() and len(list((run / "jobs_0").iterdir())) > 1)
@@ -493,7 +562,8 @@ def test_expert_iteration_stopped_by_a_signal_leaves_no_process(tmp_path: Path, 
     if sig == signal.SIGTERM:
         assert code == 143
         assert err.strip().splitlines()[-1] == (
-            f"python -m training.expert_iteration: terminated: continue with --resume {run}"
+            "python -m bergen_env.training.expert_iteration: terminated: continue with --resume "
+            f"{run}"
         )
 
 
@@ -538,7 +608,7 @@ def test_rating_table_errors_are_one_line(tmp_path: Path) -> None:
 def test_replay_reads_the_intact_matches_of_a_damaged_file(tmp_path: Path) -> None:
     from bergen_env.arena import run_tournament
     from bergen_env.rules import Rules
-    from training.replay import main
+    from bergen_env.training.replay import main
 
     path = tmp_path / "matches.jsonl"
     run_tournament(["greedy", "random"], Rules.preset("standard"), matches=4, replays=path)
@@ -626,13 +696,23 @@ def test_a_resumed_run_equals_the_undisturbed_run_bit_for_bit(
     whole, resumed = tmp_path / "whole", tmp_path / "resumed"
     sets = [x for s in settings for x in ("--set", s)]
     code, _, err = Command(
-        ["-m", "training.train", "--config", "configs/quick.yaml", *sets, "--run-dir", str(whole)]
+        [
+            "-m",
+            "bergen_env.training.train",
+            "--config",
+            "configs/quick.yaml",
+            *sets,
+            "--run-dir",
+            str(whole),
+        ]
     ).finish(timeout=300)
     assert code == 0, err[-3000:]
     shutil.copytree(whole, resumed)
     for steps in (384, 512):  # as if killed just after the checkpoint at 256
         (resumed / "checkpoints" / f"ckpt_{steps}_steps.zip").unlink()
-    code, out, err = Command(["-m", "training.train", "--resume", str(resumed)]).finish(300)
+    code, out, err = Command(["-m", "bergen_env.training.train", "--resume", str(resumed)]).finish(
+        300
+    )
     assert code == 0, err[-3000:]
     assert "from ckpt_256_steps.zip at 256 steps exactly" in out
     final = "checkpoints/ckpt_512_steps.zip"

@@ -22,8 +22,8 @@ from bergen_env.replay import (
     write_jsonl,
 )
 from bergen_env.rules import PRESETS, Rules
-from training.replay import main as replay_main
-from training.replay import match_text
+from bergen_env.training.replay import main as replay_main
+from bergen_env.training.replay import match_text
 
 SEATINGS = [(2, False), (3, False), (4, False), (4, True)]
 

@@ -1,8 +1,8 @@
 """``--resume`` of a run folder someone else made: its pickles never run code.
 
 The checkpoint zip's resume state and the SB3 ``data`` entries are read by
-``training.resume_state.safe_loads``, which rebuilds only what a resume state holds. One row of
-docs/reliability.md.
+``bergen_env.training.resume_state.safe_loads``, which rebuilds only what a resume state holds. One
+row of docs/reliability.md.
 """
 
 from __future__ import annotations
@@ -21,9 +21,9 @@ import pytest
 
 pytest.importorskip("sb3_contrib")
 
-from training.cli import run  # noqa: E402 (after the importorskip)
-from training.config import load_config, save_config  # noqa: E402
-from training.resume_state import (  # noqa: E402
+from bergen_env.training.cli import run  # noqa: E402 (after the importorskip)
+from bergen_env.training.config import load_config, save_config  # noqa: E402
+from bergen_env.training.resume_state import (  # noqa: E402
     STATE_MEMBER,
     ResumableEnv,
     UnsafePickleError,
@@ -31,7 +31,7 @@ from training.resume_state import (  # noqa: E402
     read_state,
     safe_loads,
 )
-from training.train import (  # noqa: E402
+from bergen_env.training.train import (  # noqa: E402
     build_model,
     load_checkpoint,
     main,
@@ -67,7 +67,7 @@ class PoolOfPPO:
     would be unpickled): a class may be rebuilt, never called."""
 
     def __reduce__(self) -> tuple[type, tuple[object, ...]]:
-        from training.selfplay import OpponentPool
+        from bergen_env.training.selfplay import OpponentPool
 
         return OpponentPool, (["ppo:path=evil.zip,trust_pickle=true"], None, 0.0, 1, 0)
 
@@ -174,7 +174,7 @@ def test_read_state_of_a_checkpoint_without_one_is_none(made: Path, tmp_path: Pa
 
 
 def test_a_restored_opponent_pool_lists_only_this_runs_snapshots(tmp_path: Path) -> None:
-    from training.selfplay import OpponentPool
+    from bergen_env.training.selfplay import OpponentPool
 
     pool = OpponentPool(["random"], tmp_path / "theirs", 1.0, 2, seed=0, latest_only=True)
     pool._snapshots = [tmp_path / "theirs" / "snapshot_0000000064.zip"]  # a file it would load
@@ -188,17 +188,21 @@ def test_a_restored_opponent_pool_lists_only_this_runs_snapshots(tmp_path: Path)
 
 
 def test_a_state_written_under_the_former_module_name_loads(tmp_path: Path) -> None:
-    """Run folders written when the training modules were ``bergen_env.training`` resume."""
-    from training.selfplay import OpponentPool
+    """Run folders written when the training modules were the top-level ``training`` resume,
+    with the same allow-list: no class of the training programs but ``OpponentPool``."""
+    from bergen_env.training.selfplay import OpponentPool
 
     pool = OpponentPool(["random"], tmp_path / "run", 1.0, 2, seed=0, latest_only=True)
     blob = pickle.dumps({"pool": pool}, protocol=2)  # globals as text: "c<module>\n<name>\n"
-    assert b"ctraining.selfplay\nOpponentPool\n" in blob
-    old = blob.replace(b"ctraining.selfplay\n", b"cbergen_env.training.selfplay\n")
+    assert b"cbergen_env.training.selfplay\nOpponentPool\n" in blob
+    old = blob.replace(b"cbergen_env.training.selfplay\n", b"ctraining.selfplay\n")
     back = safe_loads(old, "env state", tmp_path / "run")["pool"]
     assert isinstance(back, OpponentPool) and back().name == "random"
-    with pytest.raises(UnsafePickleError, match="global training.train.main"):
-        safe_loads(b"cbergen_env.training.train\nmain\n.", "f.pkl")  # renamed, still checked
+    with pytest.raises(UnsafePickleError, match="global bergen_env.training.train.main"):
+        safe_loads(b"ctraining.train\nmain\n.", "f.pkl")  # renamed, still checked
+    for pickled in (b"ctraining.train\n", b"cbergen_env.training.train\n"):  # the two names
+        with pytest.raises(UnsafePickleError, match="global bergen_env.training.train.Checkpoints"):
+            safe_loads(pickled + b"Checkpoints\n.", "f.pkl")  # a class, not allowed
 
 
 @pytest.mark.parametrize("cut", [1, 3, STATE_MEMBER])

@@ -17,21 +17,21 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-pytest.importorskip("ray.rllib")
+pytest.importorskip("ray.rllib", reason="needs the [rllib] extra")
 
 from bergen_env import raw_env  # noqa: E402
 from bergen_env.agents import make_agent  # noqa: E402
 from bergen_env.rules import Rules  # noqa: E402
-from training.config import ConfigError  # noqa: E402
-from training.rllib_env import (  # noqa: E402
+from bergen_env.training.config import ConfigError  # noqa: E402
+from bergen_env.training.rllib_env import (  # noqa: E402
     MASK_KEY,
     OBS_KEY,
     BergenMultiAgentEnv,
     shared_policy_mapping,
     side_policy_mapping,
 )
-from training.rllib_policies import RLlibAgent, RLlibCheckpointError  # noqa: E402
-from training.train_rllib import load_config  # noqa: E402
+from bergen_env.training.rllib_policies import RLlibAgent, RLlibCheckpointError  # noqa: E402
+from bergen_env.training.train_rllib import load_config  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 ENV_CONFIGS = [
@@ -221,7 +221,18 @@ def run(args: list[str], timeout: float = 300) -> subprocess.CompletedProcess:
 
 @functools.cache
 def train_once(config: str, run_dir: str, *extra: str) -> Path:
-    run(["-m", "training.train_rllib", "--config", config, "--run-dir", run_dir, *TINY, *extra])
+    run(
+        [
+            "-m",
+            "bergen_env.training.train_rllib",
+            "--config",
+            config,
+            "--run-dir",
+            run_dir,
+            *TINY,
+            *extra,
+        ]
+    )
     return Path(run_dir)
 
 
@@ -268,7 +279,9 @@ def test_checkpoint_plays_through_evaluate(selfplay_run: Path, tmp_path: Path) -
         "--trust-pickle",
     ]
     argv += ["--json", str(out)]
-    run(["-m", "training.evaluate", *argv])  # the "rllib" kind: an entry point of the registry
+    run(
+        ["-m", "bergen_env.training.evaluate", *argv]
+    )  # the "rllib" kind: an entry point of the registry
     result = json.loads(out.read_text())
     text = json.dumps(result)
     assert f"rllib:path={ckpt},trust_pickle=true" in text

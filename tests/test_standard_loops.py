@@ -3,7 +3,6 @@ unmasked sampling, ``check_env`` and SB3 with defaults, ``rgb_array`` frames."""
 
 from __future__ import annotations
 
-import sys
 import warnings
 
 import gymnasium
@@ -207,11 +206,3 @@ def test_the_frame_shows_the_viewer_hand_face_up_and_others_face_down() -> None:
     seen_by_1 = render_rgb(state, 1)
     assert seen_by_1.shape == FRAME_SHAPE
     assert not np.array_equal(seen_by_1, render_rgb(state, 0))
-
-
-def test_rgb_array_without_pillow_names_the_extra(monkeypatch: pytest.MonkeyPatch) -> None:
-    env = BergenSingleAgentEnv(render_mode="rgb_array")  # constructing never needs Pillow
-    env.reset(seed=0)
-    monkeypatch.setitem(sys.modules, "PIL", None)
-    with pytest.raises(ImportError, match=r"bergen_env\[render\]"):
-        env.render()

@@ -18,8 +18,8 @@ import bergen_env  # noqa: E402
 from bergen_env.agents.base import make_agent  # noqa: E402
 from bergen_env.observation import OBS_SIZE  # noqa: E402
 from bergen_env.rules import Rules  # noqa: E402
-from training.config import ConfigError, TrainConfig, load_config, schedule  # noqa: E402
-from training.ppo_policies import PolicyFileError, load_policy, read_metadata  # noqa: E402
+from bergen_env.training.config import ConfigError, TrainConfig, load_config, schedule  # noqa: E402
+from bergen_env.training.ppo_policies import PolicyFileError, load_policy, read_metadata  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 TINY = [
@@ -43,7 +43,7 @@ TINY = [
 
 
 def train(*args: str) -> subprocess.CompletedProcess:
-    cmd = [sys.executable, "-m", "training.train", *args]
+    cmd = [sys.executable, "-m", "bergen_env.training.train", *args]
     out = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=300)
     assert out.returncode == 0, out.stderr[-3000:]
     return out
@@ -184,7 +184,7 @@ def test_policy_with_other_sizes_is_rejected(run_dir: Path, tmp_path: Path) -> N
     import gymnasium
     from sb3_contrib import MaskablePPO
 
-    from training.ppo_policies import save_policy
+    from bergen_env.training.ppo_policies import save_policy
 
     class Small(gymnasium.Env):
         observation_space = gymnasium.spaces.Box(0, 1, (10,), np.float32)
@@ -233,7 +233,7 @@ def test_unknown_config_key_names_file_and_key(tmp_path: Path) -> None:
 
 
 def test_env_options_fail_before_the_run_folder(tmp_path: Path) -> None:
-    from training.train import main
+    from bergen_env.training.train import main
 
     run = tmp_path / "never"
     sets = ["num_players=3", "rules=traditional", "reward=win"]  # no win table for 3 sides
@@ -265,7 +265,7 @@ def test_env_options_fail_before_the_run_folder(tmp_path: Path) -> None:
     ],
 )
 def test_bad_agent_strings_fail_before_the_run_folder(tmp_path: Path, key: str, value: str) -> None:
-    from training.train import main
+    from bergen_env.training.train import main
 
     run = tmp_path / "never"
     with pytest.raises(ConfigError, match=rf"quick.yaml: key '{key}': unknown agent"):
@@ -292,8 +292,8 @@ def test_schedules() -> None:
 
 
 def test_opponent_pool_mixes_scripted_and_snapshots(run_dir: Path, tmp_path: Path) -> None:
-    from training.ppo_policies import PPOAgent
-    from training.selfplay import OpponentPool, snapshot_path
+    from bergen_env.training.ppo_policies import PPOAgent
+    from bergen_env.training.selfplay import OpponentPool, snapshot_path
 
     snaps = tmp_path / "snapshots"
     pool = OpponentPool(["random", "greedy"], snaps, 0.5, pool_size=2, seed=0)
@@ -310,7 +310,7 @@ def test_opponent_pool_mixes_scripted_and_snapshots(run_dir: Path, tmp_path: Pat
 
 
 def test_selfplay_partnership_training_runs(tmp_path: Path) -> None:
-    from training.train import main
+    from bergen_env.training.train import main
 
     run = tmp_path / "p4"
     sets = [*TINY, "selfplay_start=0", "snapshot_every=128", "eval_opponents=[random]"]

@@ -23,8 +23,8 @@ from bergen_env.agents.tuned_heuristic import TUNED_WEIGHTS, tuned_weights  # no
 from bergen_env.arena import play_match  # noqa: E402
 from bergen_env.engine import BergenState  # noqa: E402
 from bergen_env.rules import PRESETS, Rules  # noqa: E402
-from training.config import ConfigError  # noqa: E402
-from training.tune_heuristic import TuneConfig, load_config, main  # noqa: E402
+from bergen_env.training.config import ConfigError  # noqa: E402
+from bergen_env.training.tune_heuristic import TuneConfig, load_config, main  # noqa: E402
 
 CONFIG = Path(__file__).resolve().parents[1] / "configs" / "tune_heuristic.yaml"
 SEATINGS = [(2, False), (3, False), (4, False), (4, True)]

@@ -1,5 +1,5 @@
 """One set of option checks (bergen_env.validation) and one env-options block for every env and
-training config (bergen_env.env_options, training.config.EnvBlock)."""
+training config (bergen_env.env_options, bergen_env.training.config.EnvBlock)."""
 
 from __future__ import annotations
 
@@ -106,17 +106,17 @@ def test_training_configs_check_the_env_block_the_same_way(
     key: str, value: object, message: str
 ) -> None:
     pytest.importorskip("yaml")
-    from training.config import ConfigError, EnvBlock, TrainConfig
+    from bergen_env.training.config import ConfigError, EnvBlock, TrainConfig
 
     env_fields = {f.name for f in dataclasses.fields(EnvBlock)}
     assert env_fields <= {f.name for f in dataclasses.fields(TrainConfig)}
     with pytest.raises(ConfigError, match=message):
         TrainConfig(**{key: value})
     try:
-        from training.train_rllib import RLlibConfig
+        from bergen_env.training.train_rllib import RLlibConfig
     except ImportError:  # the rllib extra is not installed
         return
     assert env_fields <= {f.name for f in dataclasses.fields(RLlibConfig)}
-    pytest.importorskip("ray.rllib")
+    pytest.importorskip("ray.rllib", reason="needs the [rllib] extra")
     with pytest.raises(ConfigError, match=message):
         RLlibConfig(**{key: value}).validate()

@@ -7,7 +7,7 @@ import pytest
 
 from benchmarks.value_regression import CONFIG, MARGINS, collect, main
 from bergen_env.observation import OBS_SIZE, OBS_SLICES
-from training.config import load_config
+from bergen_env.training.config import load_config
 
 
 @pytest.fixture(scope="module")

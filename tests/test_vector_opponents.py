@@ -309,7 +309,7 @@ def test_a_ppo_snapshot_plays_a_batch_as_it_plays_a_row() -> None:
     """``training``'s ``ppo`` agent (a frozen MaskablePPO network) as a batched opponent: the
     same actions as its ``act`` row by row, by the agent or by its string."""
     pytest.importorskip("sb3_contrib")
-    from training.ppo_policies import load_policy
+    from bergen_env.training.ppo_policies import load_policy
 
     path = POLICIES / "standard_2p.zip"  # this project's own file
     agent = load_policy(path, trust_pickle=True)

@@ -11,15 +11,15 @@ Opponents. The rows are split into blocks of consecutive rows, each a ``BergenLe
 with fixed opponents: one block per entry of ``opponents`` (block ``k``'s opponent seats play
 entries ``k, k+1, ...`` cyclically, so with 3 or 4 players every entry plays every seat), and,
 with self-play on, ``round(selfplay_prob * n_envs)`` rows of league blocks whose opponent seats
-play frozen snapshots of the learner (:mod:`training.league`), drawn anew at every rollout by
-prioritized fictitious self-play (a match running at a rollout's start finishes against the
-newly drawn snapshot). Before the first snapshot a league block plays uniform random legal
+play frozen snapshots of the learner (:mod:`bergen_env.training.league`), drawn anew at every
+rollout by prioritized fictitious self-play (a match running at a rollout's start finishes
+against the newly drawn snapshot). Before the first snapshot a league block plays uniform random legal
 actions. With ``partner: learner`` the partner seat of every block plays the newest snapshot.
 The batched env plays :data:`BATCHED_OPPONENTS`; a config naming another opponent is refused
 by :func:`check_batched` (``vec_env: subproc`` plays every agent).
 
 The adapter's :meth:`~BatchedVecEnv.state_dict` (every block's arrays, the episode statistics
-and the league's results) makes a checkpoint's exact resume, as ``training.resume_state``
+and the league's results) makes a checkpoint's exact resume, as ``bergen_env.training.resume_state``
 does for process envs.
 """
 

@@ -10,8 +10,8 @@ console script          module                    needs
 ``bergen-train-rllib``  :mod:`.train_rllib`       the ``[train,rllib]`` extras
 ======================  ========================  ==============================
 
-``python -m training.<name>`` runs the same program as its console script, from any directory:
-each program module starts with
+``python -m bergen_env.training.<name>`` runs the same program as its console script, from any
+directory: each program module starts with
 ``if __name__ == "__main__": raise SystemExit(program("<name>"))``, before its own imports, so a
 missing extra is reported exactly as the console script reports it (:data:`PROGRAMS` also holds
 the programs without a console script, ``expert_iteration``, and ``tune_heuristic``).
@@ -28,11 +28,9 @@ need their extra; scripted agents need nothing beyond the base install.
 from __future__ import annotations
 
 import argparse
-import contextlib
 import errno
 import importlib
 import importlib.util
-import signal
 import sys
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any, NamedTuple, NoReturn
@@ -40,8 +38,9 @@ from typing import Any, NamedTuple, NoReturn
 from bergen_env.agents.base import agent_factory, parse_agent_spec
 from bergen_env.arena import recorded_rules
 from bergen_env.atomic_files import OutputError
-from bergen_env.errors import BergenError
+from bergen_env.errors import BergenError, install_hint
 from bergen_env.rules import PRESETS, Rules, build_rules, parse_rule_options
+from bergen_env.stop import Terminated, handle_stop_signals
 
 #: Top-level modules each extra brings (checked without importing them).
 EXTRA_MODULES: dict[str, tuple[str, ...]] = {
@@ -59,7 +58,7 @@ class Program(NamedTuple):
     needs: tuple[tuple[str, tuple[str, ...] | None], ...] = ()
 
 
-#: Every program of this package by module name (``training.<name>``).
+#: Every program of this package by module name (``bergen_env.training.<name>``).
 PROGRAMS: dict[str, Program] = {
     "train": Program("bergen-train", (("train", None),)),
     "evaluate": Program("bergen-evaluate"),
@@ -68,9 +67,11 @@ PROGRAMS: dict[str, Program] = {
     "train_rllib": Program("bergen-train-rllib", (("train", None), ("rllib", None))),
     "export_policy": Program("bergen-export-policy"),
     "exploit": Program("bergen-exploit"),
-    "expert_iteration": Program("python -m training.expert_iteration", (("train", None),)),
+    "expert_iteration": Program(
+        "python -m bergen_env.training.expert_iteration", (("train", None),)
+    ),
     "tune_heuristic": Program(
-        "python -m training.tune_heuristic", (("train", ("yaml",)), ("vector", None))
+        "python -m bergen_env.training.tune_heuristic", (("train", ("yaml",)), ("vector", None))
     ),
 }
 
@@ -158,7 +159,7 @@ def require_extra(extra: str, feature: str, modules: Sequence[str] | None = None
     if missing:
         raise MissingExtraError(
             f"{feature} needs the [{extra}] extra (missing: {', '.join(missing)}); "
-            f"install it with: pip install 'bergen_env[{extra}]'"
+            f"install it with: {install_hint(extra)}"
         )
 
 
@@ -243,25 +244,16 @@ def command_rules(
 DISK_FULL = (errno.ENOSPC, errno.EDQUOT)
 
 
-class Terminated(KeyboardInterrupt):
-    """SIGTERM (``kill PID``, job schedulers), raised in the main thread as Ctrl-C is; a message
-    given to it ends the program's one-line report."""
-
-
-def raise_terminated(signum: int, frame: Any) -> None:
-    """The SIGTERM handler :func:`run` installs."""
-    raise Terminated
-
-
 def run(prog: str, main: Main, argv: Sequence[str] | None = None) -> int:
     """Call ``main(argv)`` as program ``prog``: a :class:`UsageError`, an unwritable output
     (:class:`OutputError`) or a full disk becomes one line on stderr and exit status 2, Ctrl-C
-    exit status 130, SIGTERM exit status 143; otherwise ``main``'s int result (or 0)."""
-    previous = None
-    with contextlib.suppress(ValueError):  # only the main thread sets handlers
-        previous = signal.signal(signal.SIGTERM, raise_terminated)
+    exit status 130, SIGTERM exit status 143; otherwise ``main``'s int result (or 0).
+
+    Ctrl-C and SIGTERM only set a flag (:func:`bergen_env.stop.handle_stop_signals`); the work
+    loops check it and stop between two units of work."""
     try:
-        result = main(argv)
+        with handle_stop_signals():
+            result = main(argv)
     except (UsageError, OutputError) as exc:
         print(f"{prog}: error: {exc}", file=sys.stderr)
         return 2
@@ -275,15 +267,12 @@ def run(prog: str, main: Main, argv: Sequence[str] | None = None) -> int:
         stopped = "terminated" if isinstance(exc, Terminated) else "interrupted"
         print(f"\n{prog}: {stopped}" + (f": {exc}" if str(exc) else ""), file=sys.stderr)
         return 143 if isinstance(exc, Terminated) else 130
-    finally:
-        if previous is not None:
-            signal.signal(signal.SIGTERM, previous)
     return result if isinstance(result, int) else 0
 
 
 def program(module: str, argv: Sequence[str] | None = None) -> int:
-    """Run the program of ``training.<module>`` (:data:`PROGRAMS`): its extras are checked before
-    the module is imported, so a missing one is a one-line error too."""
+    """Run the program of ``bergen_env.training.<module>`` (:data:`PROGRAMS`): its extras are
+    checked before the module is imported, so a missing one is a one-line error too."""
     prog, needs = PROGRAMS[module]
 
     def main(args: Sequence[str] | None) -> Any:

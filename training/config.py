@@ -51,8 +51,8 @@ class EnvBlock:
     """Single rule options overriding the preset, e.g. ``{lead: highest}``."""
     reward: str = "match"
     """``match`` (+1/-1 at the end), ``points`` (dense score difference); the single-agent env
-    (``training.train``) also takes ``shaped`` (score difference / target each step plus the
-    match result at the end) and ``win`` (the change of the chance to win the match each step,
+    (``bergen_env.training.train``) also takes ``shaped`` (score difference / target each step plus
+    the match result at the end) and ``win`` (the change of the chance to win the match each step,
     from the match-win table; sums to the match result)."""
     max_hands: int = 500
     """A match still running after this many hands is truncated."""
@@ -97,9 +97,10 @@ class TrainConfig(EnvBlock):
     n_envs: int = 2
     """Parallel envs: rows of the batch with ``vec_env: batched``, processes with ``subproc``."""
     vec_env: str = "batched"
-    """``batched`` (the compiled batched env in the learner's process, :mod:`training.batched_env`;
-    opponents random and greedy, self-play snapshots), ``subproc`` (SubprocVecEnv, one process
-    per env, every agent) or ``dummy`` (the ``subproc`` envs in one process)."""
+    """``batched`` (the compiled batched env in the learner's process,
+    :mod:`bergen_env.training.batched_env`; opponents random and greedy, self-play snapshots),
+    ``subproc`` (SubprocVecEnv, one process per env, every agent) or ``dummy`` (the ``subproc``
+    envs in one process)."""
     torch_threads: int = 1
     """Torch threads of the learner process."""
     device: str = "cpu"
@@ -127,7 +128,7 @@ class TrainConfig(EnvBlock):
     """Partnerships: ``pool`` (the partner is drawn like an opponent) or ``learner`` (the most
     recent snapshot of the learner, a scripted opponent until the first snapshot exists)."""
 
-    # --- imitation warm start (training.imitation)
+    # --- imitation warm start (bergen_env.training.imitation)
     imitation_teacher: str | None = None
     """Agent string the policy imitates before PPO starts (None: start from a random network)."""
     imitation_decisions: int = 200_000
@@ -187,8 +188,8 @@ class TrainConfig(EnvBlock):
         self.validate()
 
     def validate(self, source: str = "<config>") -> None:
-        """Check every value against :data:`training.config_ranges.TRAIN` and the env keys
-        together; errors name ``source`` and the key."""
+        """Check every value against :data:`bergen_env.training.config_ranges.TRAIN` and the env
+        keys together; errors name ``source`` and the key."""
         check_ranges(self, TRAIN, source)
         self.env_options(source, SINGLE_AGENT_REWARD_MODES)
 

@@ -1,6 +1,6 @@
 """The error of a bad config and the one wording of a bad key, shared by every config class
 (``TrainConfig``, ``ExpertIterationConfig``, ``TuneConfig``, ``RLlibConfig``) and the range
-tables of :mod:`training.config_ranges`."""
+tables of :mod:`bergen_env.training.config_ranges`."""
 
 from __future__ import annotations
 

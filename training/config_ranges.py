@@ -1,10 +1,11 @@
 """What each config key accepts: one table per config class, checked before a run starts and
-printed in ``docs/configs.md`` (``python -m training.config_ranges`` rewrites those tables).
+printed in ``docs/configs.md`` (``python -m bergen_env.training.config_ranges`` rewrites those
+tables).
 
 Each entry is an :class:`Allowed`: a test of the value and the words that say what passes
 (``an int >= 1``, ``one of 'relu', 'tanh'``). :func:`check_ranges` raises one
-:class:`~training.config_checks.ConfigError` naming the first key whose value fails, the value and
-what is allowed.
+:class:`~bergen_env.training.config_checks.ConfigError` naming the first key whose value fails, the
+value and what is allowed.
 """
 
 from __future__ import annotations
@@ -132,7 +133,7 @@ STEP_SIZE = number(0, 1, lo_open=True)
 
 
 def env_block(reward_modes: tuple[str, ...]) -> dict[str, Allowed]:
-    """The keys of :class:`training.config.EnvBlock`."""
+    """The keys of :class:`bergen_env.training.config.EnvBlock`."""
     return {
         "num_players": choice(2, 3, 4),
         "partnerships": BOOL,
@@ -143,7 +144,7 @@ def env_block(reward_modes: tuple[str, ...]) -> dict[str, Allowed]:
     }
 
 
-#: :class:`training.config.TrainConfig`.
+#: :class:`bergen_env.training.config.TrainConfig`.
 TRAIN: dict[str, Allowed] = {
     "name": NAME,
     "seed": SEED,
@@ -188,7 +189,7 @@ TRAIN: dict[str, Allowed] = {
     "checkpoint_every": POSITIVE,
 }
 
-#: :class:`training.expert_iteration_config.ExpertIterationConfig`.
+#: :class:`bergen_env.training.expert_iteration_config.ExpertIterationConfig`.
 EXPERT_ITERATION: dict[str, Allowed] = {
     "name": NAME,
     "seed": SEED,

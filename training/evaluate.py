@@ -17,7 +17,7 @@ whatever ``--workers`` is, and on Ray (``--ray``, docs/scale.md).
 
 from __future__ import annotations
 
-if __name__ == "__main__":  # run as its console script runs it (training.cli)
+if __name__ == "__main__":  # run as its console script runs it (bergen_env.training.cli)
     from .cli import program
 
     raise SystemExit(program("evaluate"))

@@ -1,6 +1,7 @@
 """Expert iteration: fit a policy network to search's action values, then repeat from its play.
 
-    python -m training.expert_iteration --config configs/expert_iteration_2p.yaml [--set key=value]
+    python -m bergen_env.training.expert_iteration --config configs/expert_iteration_2p.yaml \\
+        [--set key=value]
 
 Each iteration:
 
@@ -48,7 +49,7 @@ labels), :mod:`.expert_iteration_networks` (the torch networks and their policy 
 
 from __future__ import annotations
 
-if __name__ == "__main__":  # run as its console script runs it (training.cli)
+if __name__ == "__main__":  # run as its console script runs it (bergen_env.training.cli)
     from .cli import program
 
     raise SystemExit(program("expert_iteration"))
@@ -123,7 +124,7 @@ def main(argv: list[str] | None = None) -> Path:
             write_text(run_dir / DATA_FILES, "".join(f"{f.resolve()}\n" for f in args.data))
     if args.ray is not None:
         cfg = dataclasses.replace(cfg, ray=args.ray)
-    python = f"{sys.executable} -m training.expert_iteration"
+    python = f"{sys.executable} -m bergen_env.training.expert_iteration"
     append_line(run_dir / "command.txt", f"{python} {args_line}")
     data_files = args.data
     if args.resume is not None and (run_dir / DATA_FILES).is_file():

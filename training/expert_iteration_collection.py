@@ -27,6 +27,7 @@ from bergen_env.observation import OBS_SIZE
 from bergen_env.policy_file import PolicyFile, PolicyNetwork, make_header
 from bergen_env.ray_tasks import in_order
 from bergen_env.single_agent import BergenSingleAgentEnv
+from bergen_env.stop import check_stop, pool_results
 
 from .expert_iteration_config import NETWORK, ExpertIterationConfig
 from .expert_iteration_networks import NetworkArrays, policy_network
@@ -193,7 +194,7 @@ def collect_parallel(
 ) -> Decisions:
     """:func:`collect_decisions` in jobs of ``job_decisions`` over ``workers`` processes (Ray
     tasks with ``ray``); ``network`` is the learner's network as
-    :func:`~training.expert_iteration_networks.network_arrays` gives it.
+    :func:`~bergen_env.training.expert_iteration_networks.network_arrays` gives it.
 
     Job ``k`` is seeded by ``SeedSequence(seed)``'s ``k``-th state whatever the worker count.
     With ``job_dir``, each finished job is saved there (``job_<k>.npz``) and jobs found there
@@ -229,9 +230,11 @@ def collect_parallel(
                 keep(k, part)
         elif cfg.workers == 1:
             for k in todo:
+                check_stop()
                 keep(k, _collect_job(jobs[k]))
         else:
             with forked_pool(cfg.workers) as pool:
-                for k, part in zip(todo, pool.imap(_collect_job, [jobs[k] for k in todo])):
+                parts_made = pool_results(pool.imap(_collect_job, [jobs[k] for k in todo]))
+                for k, part in zip(todo, parts_made):
                     keep(k, part)
     return Decisions.concatenate([parts[k] for k in range(n_jobs)])

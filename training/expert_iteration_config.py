@@ -1,5 +1,5 @@
 """The expert-iteration run's config (:class:`ExpertIterationConfig`), loaded from YAML with a
-``default:`` block; see :mod:`training.expert_iteration` for what each step does."""
+``default:`` block; see :mod:`bergen_env.training.expert_iteration` for what each step does."""
 
 from __future__ import annotations
 
@@ -23,8 +23,8 @@ NETWORK = "network"
 @dataclass
 class ExpertIterationConfig(EnvBlock):
     """An expert-iteration run. Each field is one YAML key under ``default:`` (the env keys come
-    from :class:`training.config.EnvBlock`; ``reward`` must stay ``match``: the targets are
-    search's values)."""
+    from :class:`bergen_env.training.config.EnvBlock`; ``reward`` must stay ``match``: the targets
+    are search's values)."""
 
     name: str = "expert_iteration"
     """Prefix of the run folder (a config file's stem when loaded from a file)."""

@@ -6,6 +6,8 @@ from __future__ import annotations
 import numpy as np
 import torch
 
+from bergen_env.stop import check_stop
+
 from .expert_iteration_collection import Decisions
 from .expert_iteration_config import ExpertIterationConfig
 from .expert_iteration_networks import Network, policy_logits
@@ -65,6 +67,7 @@ def fit(
         order = torch.as_tensor(rng.permutation(train_idx))
         total, count = 0.0, 0
         for start in range(0, len(order), cfg.batch_size):
+            check_stop()
             idx = order[start : start + cfg.batch_size]
             logits = policy_logits(net, obs[idx], masks[idx])
             loss = imitation_loss(logits, masks[idx], targets[idx])

@@ -147,7 +147,7 @@ def save_network(
 ) -> Path:
     """Write ``net`` as a portable policy file with the config as provenance."""
     provenance = {
-        "source": "training.expert_iteration",
+        "source": "bergen_env.training.expert_iteration",
         "config": {"default": dataclasses.asdict(cfg)},
         **extra,
     }

@@ -28,7 +28,7 @@ from .ray_option import join_ray
 from .run_folder import newest_good, numbered
 
 #: The program's name in messages.
-PROG = "python -m training.expert_iteration"
+PROG = "python -m bergen_env.training.expert_iteration"
 
 
 #: ``state_<k>.safetensors``: the network after iteration ``k`` and the torch random state.

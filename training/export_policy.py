@@ -1,20 +1,25 @@
-"""Convert MaskablePPO policies to the portable format (:mod:`bergen_env.policy_file`).
+"""Convert MaskablePPO (or PPO) policies to the portable format (:mod:`bergen_env.policy_file`).
 
-    python -m training.export_policy policies/standard_2p.zip          # -> standard_2p.safetensors
-    python -m training.export_policy run/final_model.zip --out my.safetensors \\
+    bergen-export-policy policies/standard_2p.zip          # -> policies/standard_2p.safetensors
+    bergen-export-policy run/final_model.zip --out my.safetensors \\
         --config run/config.yaml --evaluation run/final_eval.json
+    bergen-export-policy model.zip --rules fives --players 4  # a plain model.save() zip
+
+(``python -m bergen_env.training.export_policy`` is the same program.)
 
 Converting a zip does not unpickle it: the weights come from its ``policy.pth`` through
 ``torch.load(weights_only=True)`` (tensors only), the architecture from the JSON text of its
-``data`` member and the rules from its ``bergen_policy.json`` member. So a zip from anyone can be
-converted safely. Policies the numpy network cannot express (a features extractor other than
-flatten, an activation other than ReLU/tanh, layers other than dense) are refused with the reason.
-Training calls :func:`export_model` to write ``final_model.safetensors`` beside its zip.
+``data`` member and the rules from its ``bergen_policy.json`` member (a plain ``model.save()`` zip
+has none: the rules are then ``--rules`` and ``--players``, by default the registered env's,
+standard for 2 players). So a zip from anyone can be converted safely. Policies the numpy network
+cannot express (a features extractor other than flatten, an activation other than ReLU/tanh, layers
+other than dense) are refused with the reason. Training calls :func:`export_model` to write
+``final_model.safetensors`` beside its zip.
 """
 
 from __future__ import annotations
 
-if __name__ == "__main__":  # run as its console script runs it (training.cli)
+if __name__ == "__main__":  # run as its console script runs it (bergen_env.training.cli)
     from .cli import program
 
     raise SystemExit(program("export_policy"))
@@ -31,7 +36,7 @@ import numpy as np
 
 from bergen_env.observation import OBS_SIZE
 from bergen_env.policy_file import SUFFIX, PolicyFileError, save_policy_file
-from bergen_env.rules import Rules
+from bergen_env.rules import PRESETS, Rules, build_rules
 
 from .cli import ArgumentParser, UsageError, require_extra, run
 
@@ -43,7 +48,7 @@ TORCH_ACTIVATIONS = {
     "torch.nn.modules.activation.Tanh": "tanh",
 }
 #: SB3 policy classes whose actor is ``mlp_extractor.policy_net`` then ``action_net``.
-POLICY_CLASSES = ("MaskableActorCriticPolicy",)
+POLICY_CLASSES = ("MaskableActorCriticPolicy", "ActorCriticPolicy")
 FLATTEN = "stable_baselines3.common.torch_layers.FlattenExtractor"
 
 
@@ -99,9 +104,13 @@ def export_model(
 
 
 def export_zip(
-    zip_path: str | Path, out: str | Path | None = None, provenance: dict[str, Any] | None = None
+    zip_path: str | Path,
+    out: str | Path | None = None,
+    provenance: dict[str, Any] | None = None,
+    rules: Rules | None = None,
 ) -> Path:
-    """Convert a policy zip (from :func:`training.ppo_policies.save_policy`) without unpickling.
+    """Convert a policy zip (from :func:`bergen_env.training.ppo_policies.save_policy`, or a plain
+    ``model.save()`` trained for ``rules``, default standard for 2 players) without unpickling.
 
     ``out`` defaults to the zip's path with the ``.safetensors`` suffix.
     """
@@ -109,9 +118,9 @@ def export_zip(
 
     zip_path = Path(zip_path)
     source = f"policy file {str(zip_path)!r}"
-    from .ppo_policies import read_metadata  # JSON only
+    from .ppo_policies import find_metadata  # JSON only
 
-    meta = read_metadata(zip_path)
+    meta = find_metadata(zip_path)
     try:
         with zipfile.ZipFile(zip_path) as archive:
             data = json.loads(archive.read("data"))
@@ -143,12 +152,21 @@ def export_zip(
     except Exception as exc:  # torch refuses anything but tensors and plain containers
         raise PolicyFileError(f"{source}: policy.pth holds more than tensors ({exc})") from None
     weights, biases, activations = actor_layers(state_dict, activation, source)
-    rules = Rules.from_dict(meta["rules"])
+    if meta is not None:
+        rules = Rules.from_dict(meta["rules"])
+    elif rules is None:
+        rules = Rules.preset("standard")
+    num_actions = len(biases[-1])
+    if num_actions != rules.num_actions:
+        raise PolicyFileError(
+            f"{source} has {num_actions} actions but {rules.describe()} has "
+            f"{rules.num_actions}: name the rules it was trained for (--rules, --players)"
+        )
     prov: dict[str, Any] = {
-        "source": "sb3-contrib MaskablePPO",
+        "source": f"{'sb3-contrib MaskablePPO' if 'Maskable' in module else 'SB3 PPO'}",
         "exported_from": zip_path.name,
         "exported_from_sha256": hashlib.sha256(zip_path.read_bytes()).hexdigest(),
-        "timesteps": int(meta.get("timesteps", data.get("num_timesteps", 0))),
+        "timesteps": int((meta or {}).get("timesteps", data.get("num_timesteps", 0))),
     }
     out = Path(out) if out is not None else zip_path.with_suffix(SUFFIX)
     return save_policy_file(out, rules, weights, biases, activations, prov | (provenance or {}))
@@ -182,6 +200,16 @@ def convert(argv: list[str] | None = None) -> int:
     p.add_argument("--out", type=Path, help="output file (one ZIP only); default ZIP.safetensors")
     p.add_argument("--config", type=Path, help="YAML training config to record as provenance")
     p.add_argument("--evaluation", type=Path, help="JSON evaluation to record as provenance")
+    p.add_argument(
+        "--rules",
+        choices=PRESETS,
+        default=None,
+        help="the rules a zip without Bergen metadata (a plain model.save()) was trained for "
+        "(default: standard, the registered env's)",
+    )
+    p.add_argument(
+        "--players", type=int, default=None, help="seats of those rules (default: the preset's)"
+    )
     args = p.parse_args(argv)
     if args.out is not None and len(args.zips) > 1:
         raise UsageError("--out takes one ZIP only")
@@ -192,9 +220,12 @@ def convert(argv: list[str] | None = None) -> int:
     if args.config is not None:
         require_extra("train", "--config", ["yaml"])
     try:
+        rules = None
+        if args.rules is not None or args.players is not None:
+            rules = build_rules(args.rules or "standard", num_players=args.players)
         prov = _read_provenance(args.config, args.evaluation)
         for zip_path in args.zips:
-            out = export_zip(zip_path, args.out, prov)
+            out = export_zip(zip_path, args.out, prov, rules)
             print(f"wrote {out} ({out.stat().st_size:,} bytes)")
     except (PolicyFileError, OSError, ValueError) as exc:
         raise UsageError(str(exc)) from None

@@ -2,8 +2,8 @@
 
 PPO from a random network spends most of a laptop budget rediscovering what a rule player knows
 (play the header tile, do not open a header for the next seat). With ``imitation_teacher`` set,
-``training.train`` first plays ``imitation_decisions`` learner decisions with the teacher in the
-learner's seat (same env, opponents and reward as training), then fits the network to them:
+``bergen_env.training.train`` first plays ``imitation_decisions`` learner decisions with the teacher
+in the learner's seat (same env, opponents and reward as training), then fits the network to them:
 
 - the policy head by cross-entropy with the teacher's action (masked logits, as PPO acts);
 - the value head by regression on the discounted return (``gamma``) that followed each decision,
@@ -26,6 +26,7 @@ import torch
 
 from bergen_env.agents.base import make_agent
 from bergen_env.single_agent import BergenSingleAgentEnv
+from bergen_env.stop import check_stop, pool_results
 
 from .config import TrainConfig
 from .run_folder import forked_pool
@@ -124,13 +125,14 @@ def collect_parallel(cfg: TrainConfig, decisions: int, seed: int) -> TeacherData
     parts: list[TeacherData] = []
     with tqdm(total=decisions, desc="teacher data", unit="decision") as bar:
         if cfg.imitation_workers == 1:
-            results = map(_collect_job, jobs)
-            for part in results:
+            for job in jobs:
+                check_stop()
+                part = _collect_job(job)
                 parts.append(part)
                 bar.update(len(part))
         else:
             with forked_pool(cfg.imitation_workers) as pool:
-                for part in pool.imap(_collect_job, jobs):
+                for part in pool_results(pool.imap(_collect_job, jobs)):
                     parts.append(part)
                     bar.update(len(part))
     offsets = np.cumsum([0] + [int(p.match.max()) + 1 for p in parts[:-1]])
@@ -175,6 +177,7 @@ def fit_policy(
         order = torch.as_tensor(rng.permutation(train_idx))
         total, count = 0.0, 0
         for start in range(0, len(order), batch_size):
+            check_stop()
             idx = order[start : start + batch_size]
             values, log_prob, _ = policy.evaluate_actions(obs[idx], actions[idx], masks[idx])
             loss = -log_prob.mean() + vf_coef * torch.nn.functional.mse_loss(

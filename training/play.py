@@ -15,12 +15,13 @@ there is none).
 
 from __future__ import annotations
 
-if __name__ == "__main__":  # run as its console script runs it (training.cli)
+if __name__ == "__main__":  # run as its console script runs it (bergen_env.training.cli)
     from .cli import program
 
     raise SystemExit(program("play"))
 
 import argparse
+import select
 import sys
 from collections.abc import Sequence
 from typing import TextIO
@@ -35,6 +36,7 @@ from bergen_env.observation import Encoder
 from bergen_env.render import hand_end_str, match_end_str, pairs_line_str, scores_str
 from bergen_env.replay import MatchRecorder, hands_at_end, write_jsonl
 from bergen_env.rules import PRESETS, Rules
+from bergen_env.stop import POLL_S, Terminated, check_stop
 from bergen_env.tiles import tile_str
 
 from .cli import ArgumentParser, UsageError, command_rules, register_policy_kinds, trust_pickle
@@ -86,11 +88,21 @@ class HumanAgent(Agent):
             self._say(f"  {k}) {action_str(a)}")
         return legal[self._ask(len(legal)) - 1]
 
+    def _read_line(self) -> str:
+        """One line of input; from a terminal, checking for Ctrl-C while it waits (a read there
+        returns at most one line, so nothing waits in a buffer that ``select`` cannot see)."""
+        if not self.echo and hasattr(self.stdin, "fileno"):
+            while not select.select([self.stdin], [], [], POLL_S)[0]:
+                check_stop()
+        line = self.stdin.readline()
+        check_stop()
+        return line
+
     def _ask(self, count: int) -> int:
         """Read a number in 1..count, asking again after bad input."""
         while True:
             print(f"your move (1-{count}): ", end="", file=self.stdout, flush=True)
-            line = self.stdin.readline()
+            line = self._read_line()
             if line and self.echo:  # piped input: show it, so the transcript reads naturally
                 print(line.rstrip("\n"), file=self.stdout, flush=True)
             if not line:
@@ -354,9 +366,9 @@ def main(
         seed = int(np.random.SeedSequence().entropy % 2**31)
     try:
         record = play_match(rules, agents, args.seat, seed, out)
-    except KeyboardInterrupt:
+    except KeyboardInterrupt as exc:  # Ctrl-C or SIGTERM (bergen_env.stop)
         print("\ninterrupted: match abandoned", file=out)
-        return 130
+        return 143 if isinstance(exc, Terminated) else 130
     if args.replay:
         write_jsonl(args.replay, [record], append=True)
         print(f"replay appended to {args.replay}", file=out)

@@ -1,23 +1,26 @@
-"""Trained policies as agents: load a MaskablePPO zip and play it in any Bergen env.
+"""Trained policies as agents: load a MaskablePPO (or PPO) zip and play it in any Bergen env.
 
-It provides the agent kind ``"ppo"`` (:func:`make_ppo_agent`, found by bergen_env's agent
-registry through the ``bergen_env.agents`` entry point in pyproject.toml). An SB3 zip holds
-pickled Python objects, and unpickling a file can run any code in it, so a zip loads only when
-the caller says it trusts the file: ``load_policy(path, trust_pickle=True)``,
+It provides the agent kind ``"ppo"`` (:func:`make_ppo_agent`, found by bergen_env's agent registry
+through the ``bergen_env.agents`` entry point in pyproject.toml). An SB3 zip holds pickled Python
+objects, and unpickling a file can run any code in it, so a zip loads only when the caller says it
+trusts the file: ``load_policy(path, trust_pickle=True)``,
 ``make_agent("ppo:path=PATH,trust_pickle=true")``, or ``--trust-pickle`` on the command lines.
-Without it loading raises :class:`UntrustedPolicyError`. To share or run a policy, convert it to
-the portable format (:mod:`bergen_env.policy_file`; ``python -m training.export_policy ZIP``,
+Without it loading raises :class:`UntrustedPolicyError`. To share or run a policy, convert it to the
+portable format (:mod:`bergen_env.policy_file`; ``python -m bergen_env.training.export_policy ZIP``,
 which reads the zip without unpickling) and play it with ``policy:PATH``, which needs no torch.
 
 A policy file is an sb3-contrib ``MaskablePPO`` zip plus one extra member, ``bergen_policy.json``,
 with the rules and observation/action sizes it was trained for (:func:`save_policy` writes it).
-The agent acts deterministically: the most probable legal action.
+A plain ``model.save()`` zip of a ``MaskablePPO`` or ``PPO`` model trained on this package's env
+loads too: it records no rules, so it plays any rules with its number of actions (the
+registered env's default, standard for 2 players, unless told otherwise). The agent acts
+deterministically: the most probable legal action.
 
 Acting in the AEC env from user code::
 
     import numpy as np
     import bergen_env
-    from training.ppo_policies import load_policy
+    from bergen_env.training.ppo_policies import load_policy
 
     agent = load_policy("policies/standard_2p.zip", trust_pickle=True)  # a file you made
     env = bergen_env.env(num_players=2)
@@ -48,8 +51,9 @@ from .cli import require_extra
 try:
     import torch
     from sb3_contrib import MaskablePPO
+    from stable_baselines3 import PPO
 except ImportError:  # e.g. the agent registry loading the "ppo" kind on a base install
-    require_extra("train", "training.ppo_policies", ["torch", "sb3_contrib"])
+    require_extra("train", "bergen_env.training.ppo_policies", ["torch", "sb3_contrib"])
     raise
 
 from bergen_env.agents.base import Agent, checked_legal_actions
@@ -79,13 +83,15 @@ class UntrustedPolicyError(PolicyFileError):
 
 def untrusted_message(path: str | Path) -> str:
     """Why a zip was not loaded, and the two ways on."""
+    portable = Path(path).with_suffix(".safetensors")
     return (
         f"policy file {str(path)!r} is a Stable-Baselines3 zip: loading it unpickles data from "
         f"the file, which can run any code on this machine, so it is not loaded by default. "
         f"Convert it to the portable format (arrays and JSON only; the conversion does not "
-        f"unpickle): `python -m training.export_policy {path}`, then play it as "
-        f"policy:PATH.safetensors; or, for a file you made yourself, pass --trust-pickle "
-        f"(trust_pickle=True in Python, ppo:path=PATH,trust_pickle=true as an agent string)"
+        f"unpickle): `bergen-export-policy {path}` (add --rules/--players if it was trained "
+        f"for other rules than the env's default), then play it as policy:{portable}; or, for "
+        f"a file you made yourself, pass --trust-pickle (trust_pickle=True in Python, "
+        f"ppo:path=PATH,trust_pickle=true as an agent string)"
     )
 
 
@@ -109,16 +115,25 @@ def save_policy(model: MaskablePPO, path: str | Path, rules: Rules, **extra: Any
 
 def read_metadata(path: str | Path) -> dict[str, Any]:
     """The Bergen metadata of a policy file (errors name the file)."""
+    meta = find_metadata(path)
+    if meta is None:
+        raise PolicyFileError(
+            f"policy file {str(path)!r} has no {META_NAME} member: not saved by "
+            f"bergen_env.training.ppo_policies.save_policy"
+        )
+    return meta
+
+
+def find_metadata(path: str | Path) -> dict[str, Any] | None:
+    """The Bergen metadata of a policy file, or ``None`` for a plain SB3 zip (``model.save()``),
+    which has none (errors name the file)."""
     path = Path(path)
     if not path.is_file():
         raise PolicyFileError(f"policy file {str(path)!r} does not exist")
     try:
         with zipfile.ZipFile(path) as archive:
             if META_NAME not in archive.namelist():
-                raise PolicyFileError(
-                    f"policy file {str(path)!r} has no {META_NAME} member: not saved by "
-                    f"training.ppo_policies.save_policy"
-                )
+                return None
             meta = json.loads(archive.read(META_NAME))
     except (zipfile.BadZipFile, json.JSONDecodeError, OSError, KeyError) as exc:
         raise PolicyFileError(f"policy file {str(path)!r} is corrupted ({exc})") from None
@@ -128,26 +143,44 @@ def read_metadata(path: str | Path) -> dict[str, Any]:
     return meta
 
 
-def load_model(path: str | Path, trust_pickle: bool = False) -> tuple[MaskablePPO, dict[str, Any]]:
-    """Load a policy zip on CPU and check it against this package's observation size.
+def algorithm_of(path: str | Path) -> type[MaskablePPO] | type[PPO]:
+    """``MaskablePPO`` or ``PPO``, as the policy class named in the zip's ``data`` member (JSON
+    text, read without unpickling) says."""
+    try:
+        with zipfile.ZipFile(path) as archive:
+            data = json.loads(archive.read("data"))
+    except (KeyError, zipfile.BadZipFile, json.JSONDecodeError, OSError) as exc:
+        raise PolicyFileError(f"policy file {str(path)!r} is not an SB3 zip ({exc})") from None
+    module = str(data.get("policy_class", {}).get("__module__", ""))
+    return MaskablePPO if module.startswith("sb3_contrib.common.maskable") else PPO
+
+
+def load_model(
+    path: str | Path, trust_pickle: bool = False
+) -> tuple[MaskablePPO | PPO, dict[str, Any] | None]:
+    """Load a policy zip on CPU and check it against this package's observation size; its
+    Bergen metadata (``None``: a plain ``model.save()`` zip).
 
     Unpickles the file, so ``trust_pickle=True`` is required (else :class:`UntrustedPolicyError`).
     """
-    meta = read_metadata(path)  # reads only the JSON member
+    meta = find_metadata(path)  # reads only the JSON member
     if trust_pickle is not True:
         raise UntrustedPolicyError(untrusted_message(path))
     try:
-        model = MaskablePPO.load(path, device="cpu")
+        model = algorithm_of(path).load(path, device="cpu")
+    except PolicyFileError:
+        raise
     except Exception as exc:  # SB3 raises many kinds on a damaged archive
         raise PolicyFileError(f"policy file {str(path)!r} is corrupted ({exc})") from None
     obs_shape = tuple(model.observation_space.shape or ())
-    if obs_shape != (OBS_SIZE,) or meta["obs_size"] != OBS_SIZE:
+    recorded = OBS_SIZE if meta is None else meta["obs_size"]
+    if obs_shape != (OBS_SIZE,) or recorded != OBS_SIZE:
         raise PolicyFileError(
             f"policy file {str(path)!r} was trained on inputs of shape {obs_shape} "
-            f"(metadata obs_size={meta['obs_size']}), but this package's observation has shape "
+            f"(metadata obs_size={recorded}), but this package's observation has shape "
             f"{(OBS_SIZE,)}"
         )
-    if int(model.action_space.n) != meta["num_actions"]:
+    if meta is not None and int(model.action_space.n) != meta["num_actions"]:
         raise PolicyFileError(
             f"policy file {str(path)!r}: model has {model.action_space.n} actions but its "
             f"metadata says {meta['num_actions']}"
@@ -156,12 +189,12 @@ def load_model(path: str | Path, trust_pickle: bool = False) -> tuple[MaskablePP
 
 
 class PPOAgent(Agent):
-    """A saved MaskablePPO policy as an :class:`Agent` (deterministic, CPU).
+    """A saved MaskablePPO (or PPO) policy as an :class:`Agent` (deterministic, CPU).
 
     ``PPOAgent(path, trust_pickle=True)`` loads the file (see :func:`load_model`);
     ``PPOAgent.from_model(model, rules)`` wraps a model in memory (used during training). Rules
     other than the ones it was trained for are refused unless ``allow_mismatch=True`` (then a
-    warning).
+    warning); a zip that records no rules plays any rules with its number of actions.
     """
 
     needs_view = False  # acts from the observation and the mask only
@@ -179,7 +212,10 @@ class PPOAgent(Agent):
         model, meta = load_model(path, trust_pickle=trust_pickle)
         self.path = str(path)
         self.allow_mismatch = allow_mismatch
-        self._setup(model, meta["num_actions"], Rules.from_dict(meta["rules"]))
+        if meta is None:
+            self._setup(model, int(model.action_space.n), None)
+        else:
+            self._setup(model, meta["num_actions"], Rules.from_dict(meta["rules"]))
 
     @classmethod
     def from_model(
@@ -196,12 +232,12 @@ class PPOAgent(Agent):
         agent._setup(model, int(model.action_space.n), rules)
         return agent
 
-    def _setup(self, model: MaskablePPO, num_actions: int, rules: Rules) -> None:
+    def _setup(self, model: MaskablePPO | PPO, num_actions: int, rules: Rules | None) -> None:
         self.model = model
         self.policy = model.policy
         self.policy.set_training_mode(False)
         self.num_actions = num_actions
-        #: The rules the policy was trained for.
+        #: The rules the policy was trained for (``None``: the file does not say).
         self.trained_rules = rules
         self.name = f"ppo:{self.path}"
 
@@ -214,9 +250,15 @@ class PPOAgent(Agent):
         return twin
 
     def reset(self, rules: Rules, seat: int, rng: np.random.Generator) -> None:
-        check_trained_rules(
-            f"policy file {self.path!r}", self.trained_rules, rules, self.allow_mismatch
-        )
+        source = f"policy file {self.path!r}"
+        if self.trained_rules is not None:
+            check_trained_rules(source, self.trained_rules, rules, self.allow_mismatch)
+        elif rules.num_actions != self.num_actions:
+            raise PolicyFileError(
+                f"{source} has {self.num_actions} actions but the rules to play have "
+                f"{rules.num_actions}: it was trained for other rules (it records none; name "
+                f"them with --rules/--players)"
+            )
         super().reset(rules, seat, rng)
 
     def act(self, observation: np.ndarray, action_mask: np.ndarray, view: PublicView | None) -> int:

@@ -5,13 +5,13 @@
     bergen-replay matches.jsonl --verify        # re-simulate every match
 
 Matches, hands and events are numbered from 0, as in the engine and in error messages.
-Replay files are written by ``training.play --replay`` and the arena (format in
+Replay files are written by ``bergen_env.training.play --replay`` and the arena (format in
 :mod:`bergen_env.replay`).
 """
 
 from __future__ import annotations
 
-if __name__ == "__main__":  # run as its console script runs it (training.cli)
+if __name__ == "__main__":  # run as its console script runs it (bergen_env.training.cli)
     from .cli import program
 
     raise SystemExit(program("replay"))

@@ -94,15 +94,20 @@ SAFE_CLASSES: frozenset[tuple[str, str]] = frozenset(
         ("sb3_contrib.common.maskable.buffers", "MaskableRolloutBuffer"),
         ("torch.nn.modules.activation", "ReLU"),
         ("torch.nn.modules.activation", "Tanh"),
-        ("training.selfplay", "OpponentPool"),  # re-pointed at this run's snapshots on load
+        # re-pointed at this run's snapshots on load
+        ("bergen_env.training.selfplay", "OpponentPool"),
     }
 )
 #: The prefix of the modules whose classes (never functions) a resume state may also hold: the
-#: env, its match, rules and scripted agents.
+#: env, its match, rules and scripted agents; not the training programs' own (:data:`PROGRAMS`).
 SAFE_PACKAGE = "bergen_env."
+#: The training programs, inside :data:`SAFE_PACKAGE` but none of whose classes a state may
+#: hold beyond :data:`SAFE_CLASSES`.
+PROGRAMS = "bergen_env.training."
 #: Module prefixes renamed since a resume state could have been written (the training modules
-#: were installed as ``bergen_env.training``): a state's globals are read under the new name.
-RENAMED_MODULES: dict[str, str] = {"bergen_env.training.": "training."}
+#: were the top-level package ``training`` for a while): a state's globals are read under the
+#: new name.
+RENAMED_MODULES: dict[str, str] = {"training.": "bergen_env.training."}
 #: The only callables a pickle may call (pickle's REDUCE): data rebuilders.
 SAFE_CALLS: frozenset[tuple[str, str]] = frozenset(
     {
@@ -152,7 +157,9 @@ class _SafeUnpickler(pickle._Unpickler):  # the Python unpickler: its opcodes ca
         key = (module, name)
         found = SUBSTITUTES.get(key)
         if found is None and (
-            key in SAFE_CALLS or key in SAFE_CLASSES or module.startswith(SAFE_PACKAGE)
+            key in SAFE_CALLS
+            or key in SAFE_CLASSES
+            or (module.startswith(SAFE_PACKAGE) and not module.startswith(PROGRAMS))
         ):
             try:
                 found = getattr(importlib.import_module(module), name)
@@ -258,7 +265,7 @@ class ResumableEnv(gym.Wrapper):
 
 def capture(model: Any, env: VecEnv, elapsed_s: float, best: float) -> bytes | None:
     """The resume state at a rollout boundary (``None`` if an env cannot be saved)."""
-    if hasattr(env, "state_dict"):  # the batched env (training.batched_env): one state
+    if hasattr(env, "state_dict"):  # the batched env (bergen_env.training.batched_env): one state
         envs: Any = env.state_dict()
     else:
         envs = env.env_method("get_state")

@@ -1,7 +1,7 @@
 """Bergen as an RLlib ``MultiAgentEnv`` for turn-based play (RLlib's current API stack).
 
 ==================  ==============================================================
-Class               ``training.rllib_env.BergenMultiAgentEnv(config)``
+Class               ``bergen_env.training.rllib_env.BergenMultiAgentEnv(config)``
 Registered as       ``"bergen_multi"`` (after :func:`register_bergen_env`)
 Agents              ``player_i`` for every learning seat i (scripted seats are not agents)
 Observation         ``Dict({"observations": Box(240,) float32, "action_mask": Box(A,) float32})``

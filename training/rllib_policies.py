@@ -1,13 +1,13 @@
 """RLlib checkpoints as agents: ``make_agent("rllib:PATH[:POLICY]")``.
 
-It provides the agent kind ``"rllib"`` (:func:`make_rllib_agent`, the ``bergen_env.agents``
-entry point in pyproject.toml), so every tool that takes agent strings (the arena,
-``training.evaluate``) can play a policy trained by
-:mod:`training.train_rllib`. ``PATH`` is an algorithm checkpoint (``Algorithm.save_to_path``, e.g.
-``runs/rllib/<run>/checkpoints/final``) or a single RLModule checkpoint
-(``RLModule.save_to_path``); ``POLICY`` is the module id (``shared``, ``side_0``, ...), needed
-only when the checkpoint holds several and none is called ``shared``. The key=value form works
-too: ``rllib:path=PATH,policy=side_1``.
+It provides the agent kind ``"rllib"`` (:func:`make_rllib_agent`, the ``bergen_env.agents`` entry
+point in pyproject.toml), so every tool that takes agent strings (the arena,
+``bergen_env.training.evaluate``) can play a policy trained by
+:mod:`bergen_env.training.train_rllib`. ``PATH`` is an algorithm checkpoint
+(``Algorithm.save_to_path``, e.g. ``runs/rllib/<run>/checkpoints/final``) or a single RLModule
+checkpoint (``RLModule.save_to_path``); ``POLICY`` is the module id (``shared``, ``side_0``, ...),
+needed only when the checkpoint holds several and none is called ``shared``. The key=value form
+works too: ``rllib:path=PATH,policy=side_1``.
 
 Loading a checkpoint unpickles its ``class_and_ctor_args.pkl``, which can run code from the
 file, so a checkpoint is loaded only when the caller says it is trusted:
@@ -30,6 +30,7 @@ import numpy as np
 
 from bergen_env.agents.base import Agent, checked_legal_actions
 from bergen_env.engine import PublicView
+from bergen_env.errors import install_hint
 from bergen_env.rules import Rules
 from bergen_env.validation import check_keywords
 
@@ -63,7 +64,7 @@ def _require_ray() -> None:
         if exc.name is None or exc.name.partition(".")[0] != "ray":
             raise
         raise RLlibCheckpointError(
-            "agent kind 'rllib' needs Ray RLlib, the [rllib] extra: pip install -e '.[rllib]'"
+            f"agent kind 'rllib' needs Ray RLlib, the [rllib] extra: {install_hint('rllib')}"
         ) from None
 
 

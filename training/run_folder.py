@@ -4,7 +4,7 @@
   another run took that name in the same second: ``mkdir`` decides, so two runs never share one).
 - :func:`lock_run_dir` takes the operating system's lock on the folder (``flock`` on the folder
   itself, so no file is added); the kernel drops it when the process ends, however it ends. A
-  second run or a resume into a locked folder is a :class:`~training.cli.UsageError`.
+  second run or a resume into a locked folder is a :class:`~bergen_env.training.cli.UsageError`.
 - :func:`start_worker` is the first call of every worker process a run forks: it ends with its
   parent (:func:`bergen_env.parent_watch.die_with_parent`) and lets go of the inherited lock.
 - :func:`newest_good` finds the newest checkpoint that loads, skipping cut-off or damaged ones.

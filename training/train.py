@@ -6,11 +6,11 @@
 
 One learner seat (drawn each match) plays whole matches against the config's opponents (scripted
 agents, plus frozen snapshots of itself with self-play on). The envs are the batched env in this
-process (``vec_env: batched``, ``training.batched_env``; self-play is ``training.league``) or
-single-agent envs in worker processes (``subproc``; self-play is ``training.selfplay``). With
-``imitation_teacher`` set, a new run first fits the network to that agent's decisions
-(``training.imitation``); a new run's network is evaluated before PPO starts (the metrics
-row at timestep 0, with ``eval_every`` > 0). The run
+process (``vec_env: batched``, ``bergen_env.training.batched_env``; self-play is
+``bergen_env.training.league``) or single-agent envs in worker processes (``subproc``; self-play
+is ``bergen_env.training.selfplay``). With ``imitation_teacher`` set, a new run first fits the
+network to that agent's decisions (``bergen_env.training.imitation``); a new run's network is
+evaluated before PPO starts (the metrics row at timestep 0, with ``eval_every`` > 0). The run
 folder ``runs/<config>__<seed>__<time>/`` holds:
 
 ============================  ===========================================================
@@ -30,9 +30,10 @@ folder ``runs/<config>__<seed>__<time>/`` holds:
 ============================  ===========================================================
 
 Checkpoints are made at rollout boundaries and hold what an exact resume needs
-(``training.resume_state``); ``--resume`` takes the newest intact one. A run locks its folder
-(``training.run_folder``); Ctrl-C and SIGTERM finish the update in progress and checkpoint it.
-Every file is written whole or not at all (``bergen_env.atomic_files``); see docs/reliability.md.
+(``bergen_env.training.resume_state``); ``--resume`` takes the newest intact one. A run locks its
+folder (``bergen_env.training.run_folder``); Ctrl-C and SIGTERM finish the update in progress and
+checkpoint it. Every file is written whole or not at all (``bergen_env.atomic_files``); see
+docs/reliability.md.
 
 Evaluations are duplicate tournaments of the arena (``bergen_env.arena.run_tournament``): the
 policy (a just-saved policy file, ``ppo:PATH``) against each scripted opponent of
@@ -43,7 +44,7 @@ with ``trust_pickle`` (they are unpickled).
 
 from __future__ import annotations
 
-if __name__ == "__main__":  # run as its console script runs it (training.cli)
+if __name__ == "__main__":  # run as its console script runs it (bergen_env.training.cli)
     from .cli import program
 
     raise SystemExit(program("train"))
@@ -54,7 +55,6 @@ import json
 import os
 import re
 import shlex
-import signal
 import sys
 import time
 from collections.abc import Callable
@@ -75,8 +75,9 @@ from bergen_env.agents.base import make_agent
 from bergen_env.atomic_files import append_line, atomic_path, write_text
 from bergen_env.rules import Rules, build_rules
 from bergen_env.single_agent import BergenSingleAgentEnv
+from bergen_env.stop import check_stop
 
-from .cli import ArgumentParser, Terminated, UsageError
+from .cli import ArgumentParser, UsageError
 from .config import (
     ConfigError,
     TrainConfig,
@@ -166,8 +167,8 @@ def make_env(cfg: TrainConfig, rank: int, snapshot_dir: Path | None) -> Callable
 
 
 def make_vec_env(cfg: TrainConfig, snapshot_dir: Path | None) -> VecEnv:
-    """The training envs: the batch of :mod:`training.batched_env` (``vec_env: batched``) or
-    one single-agent env per ``n_envs`` (``subproc``: in worker processes)."""
+    """The training envs: the batch of :mod:`bergen_env.training.batched_env` (``vec_env:
+    batched``) or one single-agent env per ``n_envs`` (``subproc``: in worker processes)."""
     if cfg.vec_env == "batched":
         from .batched_env import BatchedVecEnv
 
@@ -404,7 +405,7 @@ CKPT_MEMBERS = ("data", "policy.pth", "policy.optimizer.pth", "pytorch_variables
 
 
 def save_policy_atomic(model: MaskablePPO, path: Path, rules: Rules, **extra: Any) -> Path:
-    """:func:`training.ppo_policies.save_policy`, written whole or not at all."""
+    """:func:`bergen_env.training.ppo_policies.save_policy`, written whole or not at all."""
     with atomic_path(path) as tmp:
         save_policy(model, tmp, rules, **extra)
     return path
@@ -416,7 +417,8 @@ def checkpoint_path(run_dir: Path, steps: int) -> Path:
 
 def save_checkpoint(model: MaskablePPO, run_dir: Path, state: bytes | None = None) -> Path:
     """Write the model (with its optimizer, and the resume ``state`` of
-    :mod:`training.resume_state` if given) as ``checkpoints/ckpt_<steps>_steps.zip``, whole."""
+    :mod:`bergen_env.training.resume_state` if given) as ``checkpoints/ckpt_<steps>_steps.zip``,
+    whole."""
     path = checkpoint_path(run_dir, model.num_timesteps)
     path.parent.mkdir(exist_ok=True)
     with atomic_path(path) as tmp:
@@ -431,7 +433,7 @@ def load_checkpoint(
 ) -> tuple[MaskablePPO, dict[str, Any] | None] | UnsafePickleError:
     """A checkpoint loaded without its envs, and its resume state; a cut-off or damaged file
     raises; one naming what a checkpoint never holds is returned as the refusal, unloaded
-    (nothing of it is unpickled but by :func:`training.resume_state.safe_loads`)."""
+    (nothing of it is unpickled but by :func:`bergen_env.training.resume_state.safe_loads`)."""
     problem = zip_problem(path, CKPT_MEMBERS)
     if problem is not None:
         raise ValueError(problem)
@@ -498,30 +500,20 @@ class Checkpoints(BaseCallback):
 
 
 class StopOnSignal(BaseCallback):
-    """Ctrl-C and SIGTERM while training: raised at once, except during a PPO update (from the
-    end of a rollout to the start of the next), which finishes first, so the network is never
-    half updated; the caller then checkpoints the network of the last update, made at step
-    :attr:`updated_at`. Used as a context manager around ``learn`` (it sets the handlers)."""
+    """Ctrl-C and SIGTERM while training (the flag of :mod:`bergen_env.stop`): checked at every
+    step of a rollout and once a PPO update (from the end of a rollout to the start of the
+    next) has finished, so the network is never half updated; the caller then checkpoints the
+    network of the last update, made at step :attr:`updated_at`."""
 
     def __init__(self, model: MaskablePPO) -> None:
         super().__init__()
         self.updated_at = model.num_timesteps
         self.updating = False
-        self.pending: BaseException | None = None
-        self.previous: dict[int, Any] = {}
-
-    def handler(self, signum: int, frame: Any) -> None:
-        exc: BaseException = Terminated() if signum == signal.SIGTERM else KeyboardInterrupt()
-        if self.updating and self.pending is None:
-            self.pending = exc
-            return
-        raise exc
 
     def _updated(self) -> None:
         self.updating = False
         self.updated_at = self.num_timesteps
-        if self.pending is not None:
-            raise self.pending
+        check_stop()
 
     def _on_training_start(self) -> None:
         self.updated_at = self.num_timesteps
@@ -538,16 +530,8 @@ class StopOnSignal(BaseCallback):
             self._updated()
 
     def _on_step(self) -> bool:
+        check_stop()
         return True
-
-    def __enter__(self) -> StopOnSignal:
-        for sig in (signal.SIGINT, signal.SIGTERM):
-            self.previous[sig] = signal.signal(sig, self.handler)
-        return self
-
-    def __exit__(self, *exc: Any) -> None:
-        for sig, old in self.previous.items():
-            signal.signal(sig, old)
 
 
 def resolve_device(device: str) -> str:
@@ -586,7 +570,8 @@ def build_model(cfg: TrainConfig, env: VecEnv, run_dir: Path) -> MaskablePPO:
 def warm_start(
     model: MaskablePPO, cfg: TrainConfig, evaluator: EvalCallback, run_dir: Path
 ) -> None:
-    """Fit the policy to ``imitation_teacher`` (``training.imitation``), then evaluate it.
+    """Fit the policy to ``imitation_teacher`` (:mod:`bergen_env.training.imitation`), then
+    evaluate it.
 
     The fit's metrics go to the logger under ``imitation/`` and to ``imitation.json``; the
     evaluation is the metrics row at timestep 0.
@@ -767,13 +752,12 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         if state is not None:
             restore_rng(state)  # last: nothing between here and the first step draws
         try:
-            with stop:
-                model.learn(
-                    total_timesteps=remaining,
-                    callback=CallbackList([stop, *callbacks]),
-                    reset_num_timesteps=ckpt is None,
-                    tb_log_name="tb",
-                )
+            model.learn(
+                total_timesteps=remaining,
+                callback=CallbackList([stop, *callbacks]),
+                reset_num_timesteps=ckpt is None,
+                tb_log_name="tb",
+            )
         except KeyboardInterrupt as exc:  # Ctrl-C or SIGTERM: keep the last update's network
             progress_bar.close()
             report = stopped_checkpoint(model, checkpoints, stop.updated_at, run_dir)

@@ -20,13 +20,14 @@ with the illegal actions' logits masked). ``ppo:`` is passed to ``PPOConfig.trai
 
 The run folder (``runs/rllib/<name>__<seed>__<time>`` or ``--run-dir``) gets ``config.yaml`` (the
 resolved config), ``command.txt``, ``metrics.csv`` (one row per iteration) and checkpoints
-``checkpoints/iter_<n>`` plus ``checkpoints/final`` (``Algorithm.save_to_path``). A checkpoint
-plays in the arena as ``rllib:<run>/checkpoints/final[:POLICY]`` (:mod:`training.rllib_policies`).
+``checkpoints/iter_<n>`` plus ``checkpoints/final`` (``Algorithm.save_to_path``). A checkpoint plays
+in the arena as ``rllib:<run>/checkpoints/final[:POLICY]``
+(:mod:`bergen_env.training.rllib_policies`).
 """
 
 from __future__ import annotations
 
-if __name__ == "__main__":  # run as its console script runs it (training.cli)
+if __name__ == "__main__":  # run as its console script runs it (bergen_env.training.cli)
     from .cli import program
 
     raise SystemExit(program("train_rllib"))
@@ -46,6 +47,7 @@ import yaml
 
 from bergen_env.atomic_files import write_text
 from bergen_env.rules import Rules
+from bergen_env.stop import check_stop
 from bergen_env.validation import is_int
 
 from .cli import ArgumentParser
@@ -58,8 +60,9 @@ POLICY_MODES = ("shared", "sides")
 
 @dataclass
 class RLlibConfig(EnvBlock):
-    """Everything an RLlib run needs. Each field is one YAML key under ``default:`` (the env
-    keys come from :class:`training.config.EnvBlock`; ``reward`` is ``match`` or ``points``)."""
+    """Everything an RLlib run needs. Each field is one YAML key under ``default:`` (the env keys
+    come from :class:`bergen_env.training.config.EnvBlock`; ``reward`` is ``match`` or
+    ``points``)."""
 
     # --- run
     name: str = "rllib"
@@ -121,7 +124,7 @@ class RLlibConfig(EnvBlock):
         return self.env_options().rules
 
     def env_config(self) -> dict[str, Any]:
-        """The ``env_config`` of :class:`training.rllib_env.BergenMultiAgentEnv`."""
+        """The ``env_config`` of :class:`bergen_env.training.rllib_env.BergenMultiAgentEnv`."""
         return dict(
             **self.env_block_kwargs(),
             scripted=dict(self.scripted),
@@ -288,6 +291,7 @@ def main(argv: list[str] | None = None) -> Path:
             writer = csv.DictWriter(fh, fieldnames=columns)
             writer.writeheader()
             for it in range(1, cfg.stop_iters + 1):
+                check_stop()
                 result = algo.train()
                 row = metrics_row(result, pids, time.perf_counter() - start)
                 writer.writerow(row)

@@ -1,6 +1,7 @@
 """Tune the ``heuristic`` agent's weights by the cross-entropy method on duplicate matches.
 
-    python -m training.tune_heuristic --config configs/tune_heuristic.yaml [--set key=value]
+    python -m bergen_env.training.tune_heuristic --config configs/tune_heuristic.yaml \\
+        [--set key=value]
 
 The heuristic (:class:`~bergen_env.agents.heuristic.HeuristicAgent`) ranks plays by a weighted
 sum of hand-written terms (``threat``, ``stuck``, ``shed``, ...). This searches those weights
@@ -27,7 +28,7 @@ and the hold-out result). Same seed, same result.
 
 from __future__ import annotations
 
-if __name__ == "__main__":  # run as its console script runs it (training.cli)
+if __name__ == "__main__":  # run as its console script runs it (bergen_env.training.cli)
     from .cli import program
 
     raise SystemExit(program("tune_heuristic"))
@@ -51,13 +52,14 @@ from bergen_env.agents.heuristic import WEIGHT_NAMES, default_weights, used_weig
 from bergen_env.atomic_files import write_text
 from bergen_env.rules import Rules, build_rules
 from bergen_env.stats import Z95, standard_error
+from bergen_env.stop import check_stop
 from bergen_env.validation import is_bool, is_int, is_number
 
 from .cli import ArgumentParser, require_extra
 from .config import add_override_argument, load_dataclass_config
 from .config_checks import ConfigError, key_error
 
-PROG = "python -m training.tune_heuristic"
+PROG = "python -m bergen_env.training.tune_heuristic"
 #: The default heuristic's weights.
 DEFAULT = default_weights()
 
@@ -222,6 +224,7 @@ def tune(cfg: TuneConfig, run_dir: Path, log: bool = True) -> dict[str, Any]:
             candidates[0] = mu
             rates = np.empty(cfg.population)
             for c, values in enumerate(candidates):
+                check_stop()
                 w = base.copy()
                 w[idx] = values
                 rates[c] = duplicate_wins(rules, w, opponent, cfg.matches, seeds[g + 1]).mean()
@@ -281,7 +284,9 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     run_dir.mkdir(parents=True, exist_ok=True)
     write_text(
         run_dir / "command.txt",
-        shlex.join([sys.executable, "-m", "training.tune_heuristic", *(argv or sys.argv[1:])])
+        shlex.join(
+            [sys.executable, "-m", "bergen_env.training.tune_heuristic", *(argv or sys.argv[1:])]
+        )
         + "\n",
     )
     result = tune(cfg, run_dir)

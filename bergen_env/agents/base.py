@@ -9,7 +9,8 @@ Agents are named by strings so configs and command lines can name them:
 ``"random"``, ``"heuristic"``, ``"search:samples=200"``, ``"search:samples=50,budget_ms=20"``.
 Other installed packages add kinds through the ``bergen_env.agents`` entry-point group (each
 entry: the kind = ``"module:factory"``), loaded the first time their kind is asked for; this
-project's ``training`` package adds ``ppo`` and ``rllib`` that way, so the library never imports it.
+project's ``bergen_env.training`` adds ``ppo`` and ``rllib`` that way, so the library never
+imports it.
 
 >>> spec = parse_agent_spec("search:samples=200,rollout=greedy")
 >>> spec

@@ -73,6 +73,7 @@ from bergen_env.agents.greedy import greedy_key
 from bergen_env.agents.heuristic import HeuristicAgent
 from bergen_env.agents.match_value import MAX_STATES, WinTable, has_table, table_states, win_table
 from bergen_env.engine import TILE_POOLS, BergenState, PublicView
+from bergen_env.errors import install_hint
 from bergen_env.hidden_tiles import HiddenTileSampler
 from bergen_env.rules import DOUBLE_LEADS, Rules
 from bergen_env.scoring import OPENING_POINTS, PLAY_POINTS
@@ -404,8 +405,8 @@ class SearchConfig:
             )
         if playouts == "compiled" and not numba_installed():
             raise ValueError(
-                "parameter playouts='compiled' needs numba: install the extra with "
-                "`pip install 'bergen_env[vector]'`"
+                "parameter playouts='compiled' needs numba, the [vector] extra: "
+                + install_hint("vector")
             )
         if isinstance(belief, bool) or belief not in BELIEFS:
             raise ValueError(f"parameter 'belief' must be one of {BELIEFS}, got {belief!r}")

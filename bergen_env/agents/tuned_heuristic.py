@@ -1,14 +1,13 @@
 """``tuned``: the ``heuristic`` with its weights tuned for the rule set and seating.
 
 The weights of :class:`~bergen_env.agents.heuristic.HeuristicAgent` were set by hand. For each
-preset and seating, ``training.tune_heuristic`` (``configs/tune_heuristic.yaml`` with the preset
-and seating set) searched them by the cross-entropy method on duplicate matches against the
-default heuristic; :data:`TUNED_WEIGHTS` holds the results (the default weights where the
-tuned ones did not win more than an equal share on the tuner's hold-out deals) and
-``docs/agents.md`` their measured strength. The agent reads the rules at ``reset`` and plays
-the weights of that preset and seating; rules that are no preset (a changed option) have no
-tuned weights, which is an error at ``reset``: tune them, then play ``heuristic:threat=...``
-with the weights found.
+preset and seating, ``bergen_env.training.tune_heuristic`` (``configs/tune_heuristic.yaml`` with the
+preset and seating set) searched them by the cross-entropy method on duplicate matches against the
+default heuristic; :data:`TUNED_WEIGHTS` holds the results (the default weights where the tuned ones
+did not win more than an equal share on the tuner's hold-out deals) and ``docs/agents.md`` their
+measured strength. The agent reads the rules at ``reset`` and plays the weights of that preset and
+seating; rules that are no preset (a changed option) have no tuned weights, which is an error at
+``reset``: tune them, then play ``heuristic:threat=...`` with the weights found.
 """
 
 from __future__ import annotations
@@ -26,8 +25,8 @@ def _weights(**tuned: float) -> dict[str, float]:
 
 
 #: ``(preset, players, partnerships)`` -> the weights ``tuned`` plays: those found by
-#: ``training.tune_heuristic`` (seed 0, ``configs/tune_heuristic.yaml``), the defaults where its
-#: hold-out showed no gain or where the seating was not tuned.
+#: ``bergen_env.training.tune_heuristic`` (seed 0, ``configs/tune_heuristic.yaml``), the defaults
+#: where its hold-out showed no gain or where the seating was not tuned.
 TUNED_WEIGHTS: dict[tuple[str, int, bool], dict[str, float]] = {
     ("standard", 2, False): _weights(
         threat=0.799, stuck=0.996, shed=0.325, variety=0.0, follow=0.148
@@ -119,7 +118,8 @@ def tuned_weights(rules: Rules) -> dict[str, float]:
         )
         raise ValueError(
             f"no tuned heuristic weights for {what}: tune them with `python -m "
-            f"training.tune_heuristic` and play the weights found as heuristic:threat=...,..."
+            f"bergen_env.training.tune_heuristic` and play the weights found as "
+            f"heuristic:threat=...,..."
         )
     return dict(TUNED_WEIGHTS[key])
 

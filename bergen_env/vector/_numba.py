@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+from bergen_env.errors import install_hint
+
 try:
     import numba
 except ImportError as exc:  # pragma: no cover - exercised only without the extra
     raise ImportError(
-        "bergen_env.vector needs numba: install the extra with `pip install 'bergen_env[vector]'` "
-        "(or `pip install numba`)"
+        f"bergen_env.vector needs numba, the [vector] extra: {install_hint('vector')}"
     ) from exc
 
 #: ``@njit`` with the project's settings: compiled at first call, cached on disk next to the

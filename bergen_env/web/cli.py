@@ -14,6 +14,7 @@ import sys
 from collections.abc import Sequence
 
 from bergen_env.agents.base import make_agent, parse_agent_spec, registered_agents
+from bergen_env.errors import install_hint
 from bergen_env.web.agent_pool import AgentPool, default_workers
 from bergen_env.web.options import PERSON
 from bergen_env.web.store import SQLiteStore
@@ -37,7 +38,7 @@ def _check_agent(name: str, spec: str) -> None:
     if kind not in registered_agents():
         hint = (
             "; serve a trained network as a portable policy file: "
-            "`python -m training.export_policy MODEL.zip` writes MODEL.safetensors, then "
+            "`bergen-export-policy MODEL.zip` writes MODEL.safetensors, then "
             f"--agent {name}=policy:MODEL.safetensors"
             if kind == "ppo"
             else ""
@@ -167,7 +168,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     try:
         import uvicorn
     except ImportError:
-        sys.exit("bergen-web needs the web extra: pip install 'bergen_env[web]'")
+        sys.exit(f"bergen-web needs the web extra: {install_hint('web')}")
     from bergen_env.web.app import create_app
 
     try:

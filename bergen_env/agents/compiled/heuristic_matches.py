@@ -6,7 +6,7 @@ with its own weight vector (in :data:`~bergen_env.agents.heuristic.WEIGHT_NAMES`
 matches ``HeuristicAgent``s with those weights play through the engine. :func:`duplicate_wins`
 is the evaluation of a weight vector against another under duplicate deals: every deal stream
 is played once with the candidate's weights in each side's seats, so both sides get the same
-cards. The weight tuner (``training.tune_heuristic``) is built on it.
+cards. The weight tuner (``bergen_env.training.tune_heuristic``) is built on it.
 """
 
 from __future__ import annotations
