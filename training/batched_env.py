@@ -13,8 +13,8 @@ entries ``k, k+1, ...`` cyclically, so with 3 or 4 players every entry plays eve
 with self-play on, ``round(selfplay_prob * n_envs)`` rows of league blocks whose opponent seats
 play frozen snapshots of the learner (:mod:`bergen_env.training.league`), drawn anew at every
 rollout by prioritized fictitious self-play (a match running at a rollout's start finishes
-against the newly drawn snapshot). Before the first snapshot a league block plays uniform random legal
-actions. With ``partner: learner`` the partner seat of every block plays the newest snapshot.
+against the newly drawn snapshot). Before the first snapshot a league block plays uniform random
+legal actions. With ``partner: learner`` the partner seat of every block plays the newest snapshot.
 The batched env plays :data:`BATCHED_OPPONENTS`; a config naming another opponent is refused
 by :func:`check_batched` (``vec_env: subproc`` plays every agent).
 
