@@ -4,12 +4,13 @@
 ``examples/vector_ppo.py`` with the knobs those experiments turn: the reward (``match``,
 ``points`` or ``win``: the change of the learner's match-win chance read from
 :func:`bergen_env.agents.match_value.win_table`, as the single-agent env's ``reward="win"``),
-an opponent mix (rows split between batched ``random`` and ``greedy`` opponents, optionally
+an opponent mix (rows split between batched opponents, e.g. ``random`` and ``greedy``, optionally
 switched to a second mix at a step count), the step size's schedule, advantage and return
 normalisation, width, and a learning curve: every ``--eval-every`` steps the deterministic
 policy (its most probable legal action, as a policy file plays) plays ``--eval-matches`` fresh
-matches against random and greedy (not duplicate; the final numbers come from
-``training.evaluate`` on the saved policy file). One torch thread; the CPU time is reported.
+matches against random and greedy, and the heuristic with ``--eval-heuristic 1`` (not
+duplicate; the final numbers come from ``training.evaluate`` on the saved policy file). One
+torch thread; the CPU time is reported.
 
     python -m benchmarks.scratch_ppo --reward win --total-timesteps 2000000 --csv run.csv
 """
@@ -58,6 +59,7 @@ class Args:
     width: int = 256
     eval_every: int = 500_000
     eval_matches: int = 1000
+    eval_heuristic: int = 0  # 1: the curve also plays the batched heuristic (needs it in the env)
     csv: str = ""
     save: str = ""
 
@@ -220,6 +222,8 @@ def train(args: Args) -> list[dict[str, float]]:
                 "vs_random": evaluate(agent, "random", args.eval_matches, 10_000),
                 "vs_greedy": evaluate(agent, "greedy", args.eval_matches, 20_000),
             }
+            if args.eval_heuristic:
+                row["vs_heuristic"] = evaluate(agent, "heuristic", args.eval_matches, 30_000)
             cpu0 += time.process_time() - cpu0 - cpu  # evaluation CPU is not training CPU
             rows.append(row)
             print(row, flush=True)
@@ -311,6 +315,8 @@ def train(args: Args) -> list[dict[str, float]]:
         "vs_random": evaluate(agent, "random", args.eval_matches, 10_000),
         "vs_greedy": evaluate(agent, "greedy", args.eval_matches, 20_000),
     }
+    if args.eval_heuristic:
+        row["vs_heuristic"] = evaluate(agent, "heuristic", args.eval_matches, 30_000)
     rows.append(row)
     print(row, flush=True)
     if args.csv:
