@@ -4,13 +4,13 @@
 ``examples/vector_ppo.py`` with the knobs those experiments turn: the reward (``match``,
 ``points`` or ``win``: the change of the learner's match-win chance read from
 :func:`bergen_env.agents.match_value.win_table`, as the single-agent env's ``reward="win"``),
-an opponent mix (rows split between batched opponents, e.g. ``random`` and ``greedy``, optionally
-switched to a second mix at a step count), the step size's schedule, advantage and return
-normalisation, width, and a learning curve: every ``--eval-every`` steps the deterministic
-policy (its most probable legal action, as a policy file plays) plays ``--eval-matches`` fresh
-matches against random and greedy, and the heuristic with ``--eval-heuristic 1`` (not
-duplicate; the final numbers come from ``training.evaluate`` on the saved policy file). One
-torch thread; the CPU time is reported.
+an opponent mix (rows split between batched opponents, e.g. ``random`` and ``greedy``,
+optionally switched to a second mix at a step count), the step size's schedule, advantage
+normalisation and width. Every ``--eval-every`` steps the deterministic policy (its most
+probable legal action, as a policy file plays) plays ``--eval-matches`` fresh matches against
+random and greedy, and the heuristic with ``--eval-heuristic 1`` (a learning curve, not
+duplicate: the final numbers come from ``training.evaluate`` on the policy file that ``--save``
+rewrites at every point). One torch thread; the CPU time is reported.
 
     python -m benchmarks.scratch_ppo --reward win --total-timesteps 2000000 --csv run.csv
 """
@@ -32,6 +32,7 @@ from torch.distributions import Categorical
 from bergen_env.agents.match_value import win_table
 from bergen_env.observation import OBS_SLICES
 from bergen_env.policy_file import save_policy_file
+from bergen_env.rules import Rules
 from bergen_env.vector import BergenLearnerVectorEnv
 
 
@@ -234,6 +235,8 @@ def train(args: Args) -> list[dict[str, float]]:
                 writer.writerow(row)
                 handle.flush()
             next_eval += args.eval_every
+            if args.save and steps > 0:
+                save(agent, env.rules, obs_buf[0, :512], args, steps)
         if args.later_opponents and not switched and steps >= args.switch_at:
             env = MixedEnv(args.later_opponents, n, args.reward, args.seed + 7)
             obs, mask = env.reset()
@@ -326,20 +329,25 @@ def train(args: Args) -> list[dict[str, float]]:
         writer.writerow(row)
         handle.close()
     if args.save:
-        linears = [m for m in agent.actor if isinstance(m, nn.Linear)]
-        with torch.no_grad():
-            check = (b_obs[:512].numpy(), agent.actor(b_obs[:512]).numpy())
-        path = save_policy_file(
-            args.save,
-            env.rules,
-            [m.weight.detach().numpy() for m in linears],
-            [m.bias.detach().numpy() for m in linears],
-            ["tanh", "tanh", "identity"],
-            {"source": "benchmarks/scratch_ppo.py", "args": dataclasses.asdict(args)},
-            check=check,
-        )
-        print(f"saved the actor to {path}")
+        save(agent, env.rules, b_obs[:512], args, iterations * batch)
     return rows
+
+
+def save(agent: Agent, rules: Rules, obs: torch.Tensor, args: Args, steps: int) -> None:
+    """Write the actor to ``args.save`` as a portable policy file (checked on ``obs``)."""
+    linears = [m for m in agent.actor if isinstance(m, nn.Linear)]
+    with torch.no_grad():
+        check = (obs.numpy(), agent.actor(obs).numpy())
+    path = save_policy_file(
+        args.save,
+        rules,
+        [m.weight.detach().numpy() for m in linears],
+        [m.bias.detach().numpy() for m in linears],
+        ["tanh", "tanh", "identity"],
+        {"source": "benchmarks/scratch_ppo.py", "args": dataclasses.asdict(args), "steps": steps},
+        check=check,
+    )
+    print(f"saved the actor after {steps:,} steps to {path}", flush=True)
 
 
 def main(argv: Sequence[str] | None = None) -> list[dict[str, float]]:
