@@ -187,6 +187,39 @@ def evaluate(agent: Agent, opponent: str, matches: int, seed: int) -> float:
     return float(result.mean())
 
 
+class Curve:
+    """The learning curve's points: printed, kept and written to ``args.csv`` as they come."""
+
+    def __init__(self, args: Args) -> None:
+        self.args = args
+        self.rows: list[dict[str, float]] = []
+        self.handle = open(args.csv, "w", newline="") if args.csv else None  # noqa: SIM115
+        self.writer: csv.DictWriter | None = None
+
+    def point(self, agent: Agent, steps: int, cpu: float) -> None:
+        matches = self.args.eval_matches
+        row = {
+            "steps": steps,
+            "cpu_s": round(cpu, 1),
+            "vs_random": evaluate(agent, "random", matches, 10_000),
+            "vs_greedy": evaluate(agent, "greedy", matches, 20_000),
+        }
+        if self.args.eval_heuristic:
+            row["vs_heuristic"] = evaluate(agent, "heuristic", matches, 30_000)
+        self.rows.append(row)
+        print(row, flush=True)
+        if self.handle is not None:
+            if self.writer is None:
+                self.writer = csv.DictWriter(self.handle, fieldnames=list(row))
+                self.writer.writeheader()
+            self.writer.writerow(row)
+            self.handle.flush()
+
+    def close(self) -> None:
+        if self.handle is not None:
+            self.handle.close()
+
+
 def train(args: Args) -> list[dict[str, float]]:
     torch.set_num_threads(1)
     torch.manual_seed(args.seed)
@@ -206,34 +239,16 @@ def train(args: Args) -> list[dict[str, float]]:
     batch = n * t_len
     minibatch = batch // args.num_minibatches
     iterations = max(1, args.total_timesteps // batch)
-    rows: list[dict[str, float]] = []
+    curve = Curve(args)
     cpu0 = time.process_time()
     next_eval = 0
     switched = False
-    writer = None
-    if args.csv:
-        handle = open(args.csv, "w", newline="")  # noqa: SIM115 (closed at the end)
     for iteration in range(1, iterations + 1):
         steps = (iteration - 1) * batch
         if steps >= next_eval:
             cpu = time.process_time() - cpu0
-            row = {
-                "steps": steps,
-                "cpu_s": round(cpu, 1),
-                "vs_random": evaluate(agent, "random", args.eval_matches, 10_000),
-                "vs_greedy": evaluate(agent, "greedy", args.eval_matches, 20_000),
-            }
-            if args.eval_heuristic:
-                row["vs_heuristic"] = evaluate(agent, "heuristic", args.eval_matches, 30_000)
+            curve.point(agent, steps, cpu)
             cpu0 += time.process_time() - cpu0 - cpu  # evaluation CPU is not training CPU
-            rows.append(row)
-            print(row, flush=True)
-            if args.csv:
-                if writer is None:
-                    writer = csv.DictWriter(handle, fieldnames=list(row))
-                    writer.writeheader()
-                writer.writerow(row)
-                handle.flush()
             next_eval += args.eval_every
             if args.save and steps > 0:
                 save(agent, env.rules, obs_buf[0, :512], args, steps)
@@ -311,26 +326,11 @@ def train(args: Args) -> list[dict[str, float]]:
                 f"kl {np.mean(kls):.4f} ent {entropy.mean().item():.3f} ev {explained:.3f}",
                 flush=True,
             )
-    cpu = time.process_time() - cpu0
-    row = {
-        "steps": iterations * batch,
-        "cpu_s": round(cpu, 1),
-        "vs_random": evaluate(agent, "random", args.eval_matches, 10_000),
-        "vs_greedy": evaluate(agent, "greedy", args.eval_matches, 20_000),
-    }
-    if args.eval_heuristic:
-        row["vs_heuristic"] = evaluate(agent, "heuristic", args.eval_matches, 30_000)
-    rows.append(row)
-    print(row, flush=True)
-    if args.csv:
-        if writer is None:
-            writer = csv.DictWriter(handle, fieldnames=list(row))
-            writer.writeheader()
-        writer.writerow(row)
-        handle.close()
+    curve.point(agent, iterations * batch, time.process_time() - cpu0)
+    curve.close()
     if args.save:
         save(agent, env.rules, b_obs[:512], args, iterations * batch)
-    return rows
+    return curve.rows
 
 
 def save(agent: Agent, rules: Rules, obs: torch.Tensor, args: Args, steps: int) -> None:
