@@ -166,7 +166,7 @@ def test_shipped_scratch_policy_says_how_it_was_made() -> None:
     ]
     prov = policy.provenance
     assert prov["source"].startswith("benchmarks/scratch_ppo.py") and prov["timesteps"] > 0
-    assert prov["config"]["width"] == 256 and "heuristic" in prov["config"]["opponents"]
+    assert prov["config"]["width"] == 256 and prov["config"]["reward"] == "win"
     assert prov["evaluation"]["matches"] >= 2000 and prov["evaluation"]["opponents"] == [
         "heuristic"
     ]
