@@ -162,6 +162,31 @@ def test_shipped_expert_policy_says_how_it_was_made(name: str) -> None:
     assert prov["metrics"]["eval_s"] > 0 and 1 / rules.num_sides < prov["metrics"]["vs_heuristic"]
 
 
+def test_shipped_scratch_policy_says_how_it_was_made() -> None:
+    """PPO from a random network (benchmarks/scratch_ppo.py), tanh layers, legal choices only."""
+    path = shipped("scratch_2p")
+    assert path.stat().st_size < 700_000
+    policy = read_policy_file(path)
+    assert policy.rules == Rules.preset("standard", num_players=2)
+    assert [layer["activation"] for layer in policy.header["network"]["layers"]] == [
+        "tanh",
+        "tanh",
+        "identity",
+    ]
+    prov = policy.provenance
+    assert prov["source"].startswith("benchmarks/scratch_ppo.py") and prov["timesteps"] > 0
+    assert prov["config"]["width"] == 256 and prov["config"]["reward"] == "win"
+    assert prov["evaluation"]["matches"] >= 2000 and prov["evaluation"]["opponents"] == [
+        "heuristic"
+    ]
+    obs, masks = recorded_observations(policy.rules, seed=2)
+    masks = masks.astype(bool)
+    agent = make_agent(f"policy:{path}")
+    agent.reset(policy.rules, 0, np.random.default_rng(0))
+    chosen = np.array([agent.act(o, m, None) for o, m in zip(obs, masks)])
+    assert masks[np.arange(len(obs)), chosen].all()
+
+
 @pytest.mark.parametrize("name", EXPERTS)
 def test_shipped_expert_policy_plays_every_recorded_decision(name: str) -> None:
     rules = EXPERTS[name][0]
