@@ -18,8 +18,8 @@ first). Any opponent :func:`~bergen_env.agents.batch_opponents.batch_opponent` c
 allowed; :func:`check_batched` refuses the others by name (``vec_env: subproc`` plays every
 agent).
 
-The adapter's :meth:`~BatchedVecEnv.state_dict` (every block's arrays, the episode statistics
-and the league's results) makes a checkpoint's exact resume, as ``training.resume_state``
+The adapter's :meth:`~BatchedVecEnv.state_dict` (the batch's arrays, its roster of opponents,
+the episode statistics and the league's results) makes a checkpoint's exact resume, as ``training.resume_state``
 does for process envs.
 """
 
@@ -256,7 +256,8 @@ class BatchedVecEnv(VecEnv):
         self.env.set_opponents([self._resolve([state["roster"]])[0]])
         try:
             self.env.load_state_dict(state["env"])
-        except ValueError:
+        except ValueError:  # another rule set or reward: back to this env's own odds
+            self.env.set_opponents(self._resolve(self._plan[0]), self._plan[1])
             return False
         self._masks[:] = state["masks"]
         self._returns[:] = state["returns"]
