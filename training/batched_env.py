@@ -19,8 +19,8 @@ allowed; :func:`check_batched` refuses the others by name (``vec_env: subproc`` 
 agent).
 
 The adapter's :meth:`~BatchedVecEnv.state_dict` (the batch's arrays, its roster of opponents,
-the episode statistics and the league's results) makes a checkpoint's exact resume, as ``training.resume_state``
-does for process envs.
+the episode statistics and the league's results) makes a checkpoint's exact resume, as
+``training.resume_state`` does for process envs.
 """
 
 from __future__ import annotations
