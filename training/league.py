@@ -8,8 +8,8 @@ snapshots and each one's results against the learner; :meth:`League.draw` picks 
 probability proportional to ``(1 - p) ** exponent`` (+ a small floor), where ``p`` is the
 learner's win rate against it so far (a Beta(1, 1) prior: an unplayed snapshot counts as
 ``p = 0.5``). Snapshots the learner beats stop being drawn; those that still win are drawn
-most. :class:`LeagueSeat` is the callable the batched env's opponent seats call: it plays the
-snapshot it was last given, or uniform random legal actions before the first snapshot exists.
+most. The batched env (:mod:`bergen_env.training.batched_env`) draws a snapshot for every match
+by these odds.
 """
 
 from __future__ import annotations
@@ -55,35 +55,11 @@ class FrozenPolicy(nn.Module):
         return cls(model.policy)
 
 
-class LeagueSeat:
-    """One opponent seat's player over a batch: the snapshot set by :meth:`play`, else uniform
-    random legal actions (its own stream)."""
-
-    def __init__(self, seed: int) -> None:
-        self.rng = np.random.default_rng(seed)
-        self.policy: FrozenPolicy | None = None
-        self.taken = -1  # the step the snapshot playing was taken at (-1: none)
-
-    def play(self, taken: int, policy: FrozenPolicy | None) -> None:
-        """Play ``policy`` (the snapshot taken at step ``taken``; None: random)."""
-        self.taken, self.policy = (taken, policy) if policy is not None else (-1, None)
-
-    def __call__(self, observations: np.ndarray, action_masks: np.ndarray) -> np.ndarray:
-        if self.policy is not None:
-            return self.policy(observations, action_masks)
-        # a uniform legal action per row: the first legal one past a uniform draw of the legal
-        counts = action_masks.sum(axis=1)
-        pick = (self.rng.random(len(counts)) * counts).astype(np.int64)
-        ranks = np.cumsum(action_masks, axis=1) - 1
-        return np.argmax((ranks == pick[:, None]) & (action_masks > 0), axis=1)
-
-
 class League:
     """Past snapshots of the learner and their results against it; see the module docstring."""
 
-    def __init__(self, pool_size: int, exponent: float, seed: int) -> None:
+    def __init__(self, pool_size: int, exponent: float) -> None:
         self.pool_size, self.exponent = pool_size, float(exponent)
-        self.rng = np.random.default_rng(seed)
         self.steps: list[int] = []  # the step each snapshot was taken at, oldest first
         self.policies: list[FrozenPolicy] = []
         self.wins: list[float] = []  # the learner's wins (a draw counts half) against each
@@ -111,12 +87,6 @@ class League:
         w = (1.0 - self.win_rates()) ** self.exponent + PFSP_FLOOR
         return w / w.sum()
 
-    def draw(self) -> int:
-        """A snapshot's index, drawn by :meth:`weights` (-1 while the league is empty)."""
-        if not self.steps:
-            return -1
-        return int(self.rng.choice(len(self.steps), p=self.weights()))
-
     def policy_at(self, taken: int) -> FrozenPolicy | None:
         """The snapshot taken at step ``taken`` (None if the league no longer holds it)."""
         return self.policies[self.steps.index(taken)] if taken in self.steps else None
@@ -130,17 +100,11 @@ class League:
             self.games[index] += len(learner_score)
 
     def state(self) -> dict[str, Any]:
-        """The results and the draw stream (the snapshots themselves are files of the run)."""
-        return {
-            "steps": list(self.steps),
-            "wins": list(self.wins),
-            "games": list(self.games),
-            "rng": self.rng.bit_generator.state,
-        }
+        """The results (the snapshots themselves are files of the run)."""
+        return {"steps": list(self.steps), "wins": list(self.wins), "games": list(self.games)}
 
     def load_state(self, state: dict[str, Any]) -> None:
         """Put back :meth:`state`'s results for the snapshots this league holds."""
         kept = dict(zip(state["steps"], zip(state["wins"], state["games"])))
         for i, taken in enumerate(self.steps):
             self.wins[i], self.games[i] = kept.get(taken, (0.0, 0))
-        self.rng.bit_generator.state = state["rng"]

@@ -172,7 +172,7 @@ def make_vec_env(cfg: TrainConfig, snapshot_dir: Path | None) -> VecEnv:
     if cfg.vec_env == "batched":
         from .batched_env import BatchedVecEnv
 
-        env = BatchedVecEnv(cfg)
+        env = BatchedVecEnv(cfg, snapshot_dir)
         if snapshot_dir is not None:  # a resumed run's snapshots, oldest first
             kept = numbered(snapshot_dir, SNAPSHOT_RE)[: cfg.pool_size]
             for taken, path in reversed(kept):
@@ -327,8 +327,8 @@ class SnapshotCallback(BaseCallback):
 
     def _on_rollout_start(self) -> None:
         env = self.model.get_env()
-        if hasattr(env, "draw_league"):  # each rollout plays newly drawn league snapshots
-            env.draw_league()
+        if hasattr(env, "refresh_league"):  # the league's odds from its latest results
+            env.refresh_league()
 
 
 class ProgressCallback(BaseCallback):

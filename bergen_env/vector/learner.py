@@ -229,6 +229,12 @@ class BergenLearnerVectorEnv(gym.vector.VectorEnv):
         self._weights = np.stack([o.weights for o in roster])
         self._has_functions = bool((self._codes == FUNCTION).any())
 
+    @property
+    def opponent_keys(self) -> tuple[Any, ...]:
+        """What each :attr:`opponent_roster` entry was made from (the string or the object
+        given to :meth:`set_opponents`), in roster order."""
+        return tuple(self._keys)
+
     def reset(
         self, *, seed: int | None = None, options: dict[str, Any] | None = None
     ) -> tuple[np.ndarray, dict[str, Any]]:
