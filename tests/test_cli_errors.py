@@ -32,7 +32,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 def run_module(module: str, *args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess:
     return subprocess.run(
-        [sys.executable, "-m", f"training.{module}", *args],
+        [sys.executable, "-m", f"bergen_env.training.{module}", *args],
         cwd=cwd,
         capture_output=True,
         text=True,
@@ -155,7 +155,7 @@ def run_without(modules: list[str], module: str, *args: str) -> subprocess.Compl
         f"for name in {modules!r}:\n"
         "    sys.modules[name] = None\n"
         f"sys.argv = ['{module}.py', *{list(args)!r}]\n"
-        f"runpy.run_module('training.{module}', run_name='__main__', alter_sys=True)\n"
+        f"runpy.run_module('bergen_env.training.{module}', run_name='__main__', alter_sys=True)\n"
     )
     return subprocess.run(
         [sys.executable, "-c", code],

@@ -60,7 +60,7 @@ class Program(NamedTuple):
 
 #: Every program of this package by module name (``bergen_env.training.<name>``).
 PROGRAMS: dict[str, Program] = {
-    "train": Program("bergen-train", (("train", None),)),
+    "train": Program("bergen-train", (("train", None), ("vector", None))),
     "evaluate": Program("bergen-evaluate"),
     "play": Program("bergen-play"),
     "replay": Program("bergen-replay"),
