@@ -25,7 +25,8 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 PAGES = ["docs/speed.md", "docs/vector.md"]
 COMMAND = re.compile(
-    r"(?P<pin>taskset -c 0 )?python (?:-m (?P<module>(?:benchmarks|examples|bergen_env\.training)\.\w+)"
+    r"(?P<pin>taskset -c 0 )?python "
+    r"(?:-m (?P<module>(?:benchmarks|examples|bergen_env\.training)\.\w+)"
     r"|(?P<path>(?:benchmarks|examples)/\w+\.py))(?P<args>[^`\n]*)"
 )
 FIGURE = re.compile(
