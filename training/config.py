@@ -98,7 +98,8 @@ class TrainConfig(EnvBlock):
     """Parallel envs: rows of the batch with ``vec_env: batched``, processes with ``subproc``."""
     vec_env: str = "batched"
     """``batched`` (the compiled batched env in the learner's process,
-    :mod:`bergen_env.training.batched_env`; opponents random and greedy, self-play snapshots),
+    :mod:`bergen_env.training.batched_env`; every opponent the batched env can play, self-play
+    snapshots),
     ``subproc`` (SubprocVecEnv, one process per env, every agent) or ``dummy`` (the ``subproc``
     envs in one process)."""
     torch_threads: int = 1
