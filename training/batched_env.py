@@ -18,6 +18,11 @@ first). Any opponent :func:`~bergen_env.agents.batch_opponents.batch_opponent` c
 allowed; :func:`check_batched` refuses the others by name (``vec_env: subproc`` plays every
 agent).
 
+With the network on CUDA (:func:`~bergen_env.training.device.pins_memory` of the config's
+``device``), the observations and action masks are handed out in page-locked host memory, two
+buffers of each used in turn, so that :class:`~bergen_env.training.device.OverlappedMaskablePPO`
+copies them to the GPU without blocking; on the CPU they are ordinary arrays.
+
 The adapter's :meth:`~BatchedVecEnv.state_dict` (the batch's arrays, its roster of opponents,
 the episode statistics and the league's results) makes a checkpoint's exact resume, as
 ``bergen_env.training.resume_state`` does for process envs.
@@ -40,6 +45,7 @@ from bergen_env.vector import BergenLearnerVectorEnv
 
 from .config import TrainConfig
 from .config_checks import ConfigError
+from .device import host_array, pins_memory
 from .league import FrozenPolicy, League
 from .selfplay import snapshot_path
 
@@ -69,9 +75,13 @@ def check_batched(cfg: TrainConfig, source: str) -> None:
 
 class BatchedVecEnv(VecEnv):
     """``cfg``'s training envs as one batch; see the module docstring. ``snapshot_dir``: where
-    the run's snapshots live (a resumed match may still play one the league has dropped)."""
+    the run's snapshots live (a resumed match may still play one the league has dropped);
+    ``pinned``: hand out observations and masks in pinned memory (default: when ``cfg.device``
+    is a CUDA device torch can reach)."""
 
-    def __init__(self, cfg: TrainConfig, snapshot_dir: Path | None = None) -> None:
+    def __init__(
+        self, cfg: TrainConfig, snapshot_dir: Path | None = None, pinned: bool | None = None
+    ) -> None:
         self.cfg, self.snapshot_dir = cfg, snapshot_dir
         self.league = League(cfg.pool_size, cfg.pfsp_exponent)
         self._snapshots: dict[int, FrozenPolicy] = {}  # step taken -> snapshot, in the roster
@@ -92,7 +102,16 @@ class BatchedVecEnv(VecEnv):
         # the seats whose results the league books: the learner's opponents (not its partner)
         self._opponent_cols = [s for s in range(1, cfg.num_players) if s % self.sides]
         self._actions: np.ndarray | None = None
-        self._masks = np.zeros((cfg.n_envs, self.env.rules.num_actions), dtype=np.bool_)
+        self.pinned = pins_memory(cfg.device) if pinned is None else pinned
+        # two buffers each, in turn: SB3 reads a step's arrays until the step after it returns
+        shape = (cfg.n_envs, self.env.rules.num_actions)
+        self._mask_buffers = [host_array(shape, np.bool_, self.pinned) for _ in range(2)]
+        self._masks = self._mask_buffers[0]
+        obs_shape = (cfg.n_envs, *self.env.single_observation_space.shape)
+        self._obs_buffers = (
+            [host_array(obs_shape, np.float32, True) for _ in range(2)] if self.pinned else []
+        )
+        self._turn = 0  # which buffer of each the next step writes
         self._returns = np.zeros(cfg.n_envs, dtype=np.float64)
         self._lengths = np.zeros(cfg.n_envs, dtype=np.int64)
         self._t0 = time.time()
@@ -102,7 +121,7 @@ class BatchedVecEnv(VecEnv):
     def reset(self) -> np.ndarray:
         seed = self._seeds[0] if self._seeds[0] is not None else self.default_seed
         obs, infos = self.env.reset(seed=seed * 1_000)
-        self._masks[:] = infos["action_mask"]
+        obs = self._hand_out(obs, infos["action_mask"])
         self._returns[:] = 0.0
         self._lengths[:] = 0
         self._reset_seeds()
@@ -119,7 +138,7 @@ class BatchedVecEnv(VecEnv):
         # the opponents of the matches that may end in this step (a new match draws anew)
         played = self.env.seat_opponents[:, self._opponent_cols].copy() if self.league else None
         obs, r, term, trunc, info = self.env.step(actions)
-        self._masks[:] = info["action_mask"]
+        obs = self._hand_out(obs, info["action_mask"])
         self._returns += r
         self._lengths += 1
         done = term | trunc
@@ -127,6 +146,17 @@ class BatchedVecEnv(VecEnv):
         if done.any():
             self._finish(term, trunc, info, infos, played)
         return obs, r, done, infos
+
+    def _hand_out(self, obs: np.ndarray, masks: np.ndarray) -> np.ndarray:
+        """Put a step's masks (and, pinned, its observations) in the next buffers in turn; the
+        observations to return."""
+        self._masks = self._mask_buffers[self._turn]
+        self._masks[:] = masks
+        if self.pinned:
+            np.copyto(self._obs_buffers[self._turn], obs)
+            obs = self._obs_buffers[self._turn]
+        self._turn ^= 1
+        return obs
 
     def _finish(
         self,
@@ -179,7 +209,8 @@ class BatchedVecEnv(VecEnv):
     def env_method(
         self, method_name: str, *method_args: Any, indices: Any = None, **method_kwargs: Any
     ) -> Any:
-        if method_name == "action_masks":  # sb3-contrib stacks this (a copy): one (n, A) array
+        if method_name == "action_masks":  # one (n, A) array, the current buffer: unchanged
+            # until the step after next (sb3-contrib stacks it, a copy; OverlappedMaskablePPO not)
             return self._masks if indices is None else self._masks[list(self._get_indices(indices))]
         raise AttributeError(f"BatchedVecEnv has no per-env method {method_name!r}")
 

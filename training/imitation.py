@@ -166,15 +166,16 @@ def fit_policy(
     is_held = np.fromiter((m in held for m in data.match), dtype=bool, count=len(data))
     train_idx = np.flatnonzero(~is_held)
     test_idx = np.flatnonzero(is_held)
-    obs = torch.as_tensor(data.obs)
-    masks = torch.as_tensor(data.masks)
-    actions = torch.as_tensor(data.actions)
-    returns = torch.as_tensor(data.returns)
+    device = policy.device  # the decisions go where the network is, once
+    obs = torch.as_tensor(data.obs, device=device)
+    masks = torch.as_tensor(data.masks, device=device)
+    actions = torch.as_tensor(data.actions, device=device)
+    returns = torch.as_tensor(data.returns, device=device)
     optimizer = torch.optim.Adam(policy.parameters(), lr=lr)
     policy.set_training_mode(True)
     metrics: dict[str, float] = {}
     for epoch in range(epochs):
-        order = torch.as_tensor(rng.permutation(train_idx))
+        order = torch.as_tensor(rng.permutation(train_idx), device=device)
         total, count = 0.0, 0
         for start in range(0, len(order), batch_size):
             check_stop()
@@ -200,19 +201,19 @@ def fit_policy(
 def _held_out(policy: Any, data: TeacherData, idx: np.ndarray) -> dict[str, float]:
     """Cross-entropy, agreement with the teacher's action and value RMSE on decisions ``idx``."""
     policy.set_training_mode(False)
-    obs = torch.as_tensor(data.obs[idx])
-    masks = torch.as_tensor(data.masks[idx])
-    actions = torch.as_tensor(data.actions[idx])
+    device = policy.device
+    obs = torch.as_tensor(data.obs[idx], device=device)
+    masks = torch.as_tensor(data.masks[idx], device=device)
+    actions = torch.as_tensor(data.actions[idx], device=device)
+    returns = torch.as_tensor(data.returns[idx], device=device)
     values, log_prob, _ = policy.evaluate_actions(obs, actions, masks)
-    dist = policy.get_distribution(obs, action_masks=masks.numpy())
+    dist = policy.get_distribution(obs, action_masks=masks)
     chosen = dist.distribution.probs.argmax(dim=1)
     policy.set_training_mode(True)
     return {
         "test_cross_entropy": float(-log_prob.mean()),
         "test_agreement": float((chosen == actions).float().mean()),
-        "test_value_rmse": float(
-            torch.sqrt(torch.mean((values.flatten() - torch.as_tensor(data.returns[idx])) ** 2))
-        ),
+        "test_value_rmse": float(torch.sqrt(torch.mean((values.flatten() - returns) ** 2))),
     }
 
 

@@ -289,13 +289,14 @@ class PPOAgent(Agent):
         return np.where(legal, logits, -np.inf).argmax(axis=1)
 
     def logits(self, observations: np.ndarray) -> np.ndarray:
-        """The policy network's action logits for a batch of observations (float32)."""
+        """The policy network's action logits for a batch of observations (float32), on the
+        CPU wherever the network is (a model training on CUDA plays its evaluations)."""
         with torch.inference_mode():
-            obs = torch.as_tensor(observations, dtype=torch.float32)
             policy = self.policy
+            obs = torch.as_tensor(observations, dtype=torch.float32, device=policy.device)
             features = policy.extract_features(obs, policy.pi_features_extractor)
             latent = policy.mlp_extractor.forward_actor(features)
-            return policy.action_net(latent).numpy()
+            return policy.action_net(latent).cpu().numpy()
 
 
 def load_policy(

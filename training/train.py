@@ -87,6 +87,7 @@ from .config import (
     schedule,
 )
 from .config_ranges import MAX_PROCESSES
+from .device import OverlappedMaskablePPO, pins_memory, resolve_device
 from .export_policy import export_model
 from .league import FrozenPolicy
 from .ppo_policies import PPOAgent, save_policy
@@ -447,7 +448,7 @@ def load_checkpoint(
         state = read_state(path)
     except UnsafePickleError as exc:
         return exc
-    model = MaskablePPO.load(path, device=resolve_device(cfg.device), custom_objects=objects)
+    model = algorithm(cfg).load(path, device=resolve_device(cfg.device), custom_objects=objects)
     return model, state
 
 
@@ -534,16 +535,15 @@ class StopOnSignal(BaseCallback):
         return True
 
 
-def resolve_device(device: str) -> str:
-    """``auto``: ``cuda`` when torch sees a GPU, else ``cpu``; other names as given."""
-    if device == "auto":
-        return "cuda" if torch.cuda.is_available() else "cpu"
-    return device
+def algorithm(cfg: TrainConfig) -> type[MaskablePPO]:
+    """The learner's class: with the network on CUDA, :class:`OverlappedMaskablePPO` (its
+    host→device copies do not block); on the CPU, sb3-contrib's ``MaskablePPO`` itself."""
+    return OverlappedMaskablePPO if pins_memory(cfg.device) else MaskablePPO
 
 
 def build_model(cfg: TrainConfig, env: VecEnv, run_dir: Path) -> MaskablePPO:
     activation = {"relu": torch.nn.ReLU, "tanh": torch.nn.Tanh}[cfg.activation]
-    return MaskablePPO(
+    return algorithm(cfg)(
         "MlpPolicy",
         env,
         learning_rate=schedule(cfg.learning_rate),
