@@ -199,3 +199,53 @@ def test_on_cuda_the_overlapped_learner_fills_the_rollout_of_maskable_ppo(
     agent = PPOAgent.from_model(model, config_rules(cfg))  # evaluation of a CUDA network
     obs = got["buffer.observations"][0]
     assert agent.logits(obs).shape == (cfg.n_envs, config_rules(cfg).num_actions)
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="torch sees a CUDA device here")
+def test_the_profile_refuses_cuda_in_one_line_where_there_is_none() -> None:
+    from benchmarks.train_profile import main
+
+    with pytest.raises(SystemExit) as stop:
+        main(["--device", "cuda"])
+    message = str(stop.value)
+    assert "\n" not in message and "--device cuda" in message and "no CUDA device" in message
+
+
+def test_the_profile_on_a_gpu_times_the_copies_and_the_whole_step(monkeypatch, tmp_path) -> None:
+    """``--device cuda``'s code path with the device check, the pinned allocator and the GPU's
+    synchronisation faked on the CPU: the learner is OverlappedMaskablePPO, the batched side
+    runs whole and split in wall time, the copies a part of the split."""
+    import benchmarks.train_profile as profile
+
+    synced: list[int] = []
+    made = record_host_arrays(monkeypatch)
+    monkeypatch.setattr(batched_env, "pins_memory", lambda device: True)
+    monkeypatch.setattr(profile, "check_device", lambda device: None)
+    monkeypatch.setattr(profile, "pins_memory", lambda device: True)
+    monkeypatch.setattr(torch.cuda, "synchronize", lambda: synced.append(1))
+    monkeypatch.setattr(train, "algorithm", lambda cfg: OverlappedMaskablePPO)
+    monkeypatch.setattr(train, "check_config", lambda cfg, source: None)
+    monkeypatch.setattr(profile, "check_config", lambda cfg, source: None)
+    small = ["n_steps=8", "batch_size=32", "n_epochs=1", "net_arch=[16, 16]", "device=cpu"]
+    report = profile.main(
+        ["--steps", "64", "--batched-set", "n_envs=8", "--subproc-set", "vec_env=dummy"]
+        + ["--subproc-set", "n_envs=2", "--json", str(tmp_path / "p.json")]
+        + [a for s in small for a in ("--set", s)]
+    )
+    sides = report["sides"]
+    assert list(sides) == ["batched whole", "batched", "subproc"]
+    assert sides["batched"]["learner"] == "OverlappedMaskablePPO"
+    assert "split" not in sides["batched whole"]
+    split = sides["batched"]["split"]
+    assert (
+        sides["batched"]["split_clock"] == "wall, GPU synchronised"
+        and "learn_s" in sides["batched"]
+    )
+    assert set(split) == {
+        "env + opponents",
+        "rollout forward",
+        "update",
+        "host→device copies",
+        "SB3 bookkeeping",
+    }
+    assert split["host→device copies"] > 0 and synced and all(pinned for *_, pinned in made)

@@ -105,7 +105,8 @@ class TrainConfig(EnvBlock):
     torch_threads: int = 1
     """Torch threads of the learner process."""
     device: str = "cpu"
-    """Where the network trains: ``cpu``, ``cuda`` or ``auto`` (CUDA when present, else CPU)."""
+    """Where the network trains: ``cpu``, ``cuda`` or ``auto`` (CUDA when present, else CPU); the
+    envs stay on the CPU (:mod:`bergen_env.training.device`)."""
 
     # --- env (and the keys of EnvBlock)
     auto_forced: bool = True
