@@ -8,12 +8,15 @@ sees a GPU). The batched env always runs on the CPU. With the network on CUDA:
   (:func:`host_array`), alternating between two buffers of each so that the arrays of the step
   before stay intact while SB3 still reads them (the rollout buffer stores an observation one
   step after the network saw it);
-- :class:`OverlappedMaskablePPO` copies them to the GPU with ``non_blocking=True``: the copy of
-  the env step's observations is issued as soon as the step returns, so it runs while SB3 books
-  the step (callbacks, episode statistics, the rollout buffer), and the copy of the masks runs
-  while the network's first layers compute. The env step itself needs the actions of the
-  forward before it and produces the observations of the forward after it, so no copy can
-  overlap it.
+- :class:`OverlappedMaskablePPO` copies them to the GPU with ``non_blocking=True``. The copy of
+  the env step's observations is issued as soon as the step returns, so it runs while the host
+  books the step (callbacks, episode statistics, the rollout buffer); the values and
+  log-probabilities of the step come to the host with its actions, so the booking waits for
+  nothing on the GPU (but for a match cut by the time limit, whose last value the GPU
+  computes). The masks' copy is issued without waiting too: the host goes on to launch the
+  network's kernels, which the GPU runs after the copy (one stream). The env step itself needs
+  the actions of the forward before it and produces the observations of the forward after it,
+  so no copy can overlap it.
 
 On the CPU none of this applies: :func:`pins_memory` is False, the adapter returns ordinary
 arrays and ``bergen_env.training.train`` builds a plain ``MaskablePPO``.
@@ -112,6 +115,7 @@ class OverlappedMaskablePPO(MaskablePPO):
                     device_masks = self.host_to_device(action_masks)
                 actions, values, log_probs = self.policy(obs_tensor, action_masks=device_masks)
             actions = actions.cpu().numpy()
+            values, log_probs = values.cpu(), log_probs.cpu()  # ready: no wait when booked
             new_obs, rewards, dones, infos = env.step(actions)
             obs_tensor = self.host_to_device(new_obs)  # under way during the bookkeeping below
             self.num_timesteps += env.num_envs
