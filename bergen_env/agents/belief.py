@@ -22,14 +22,15 @@ The scores are rebuilt backwards from the current ones (the view does not hold t
 began with); where an end cap may have cut a header near the target, more than one earlier score
 fits, and the one with the header uncut is taken.
 
-With ``history="sampled"`` every play of the others is scored (after the lead, or from it). Which of a seat's
-tiles it drew at which of its draws is then drawn per deal, by a walk back through the seat's
-moves from its sampled hand: the tile played after a run of draws is the run's last one; each
-other draw took one of the tiles the seat held right after it, chosen uniformly among those that
-leave a history where the seat never held a tile that fit the ends when it drew or passed, nor a
-double the lead shows nobody was dealt. The deal's weight is then multiplied by the number of
-choices at each draw, which makes it an unbiased estimate of the likelihood summed over every
-such history (each is equally likely before the plays are read). A deal no history fits weighs 0.
+With ``history="sampled"`` every play of the others is scored (after the lead, or from it).
+Which of a seat's tiles it drew at which of its draws is then drawn per deal, by a walk back
+through the seat's moves from its sampled hand: the tile played after a run of draws is the
+run's last one; each other draw took one of the tiles the seat held right after it, chosen
+uniformly among those that leave a history where the seat never held a tile that fit the ends
+when it drew or passed, nor a double the lead shows nobody was dealt. The deal's weight is then
+multiplied by the number of choices at each draw, which makes it an unbiased estimate of the
+likelihood summed over every such history (each is equally likely before the plays are read). A
+deal no history fits weighs 0.
 """
 
 from __future__ import annotations
