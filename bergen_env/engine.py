@@ -35,7 +35,7 @@ from bergen_env.actions import (
     check_action_id,
 )
 from bergen_env.errors import GameOverError, IllegalActionError, InvalidDealError
-from bergen_env.rules import DOUBLE_LEADS, Rules
+from bergen_env.rules import DOUBLE_LEADS, FREE_LEADS, Rules
 from bergen_env.scoring import (
     HEADER_BY_DOUBLES,
     OPENING_POINTS,
@@ -809,7 +809,7 @@ def _find_lead(counts: list[list[int]], lead: str, first: int) -> tuple[int | No
         for k in range(n):
             seat = (first + k) % n
             if counts[seat][t]:
-                return seat, (None if lead == "highest_any" else t)
+                return seat, (None if lead in FREE_LEADS else t)
     return None, None
 
 

@@ -98,7 +98,7 @@ def beaten_lead_doubles(rules: Rules, moves: Sequence[tuple[int, int]]) -> int:
     shows: under ``lead=lowest`` the doubles below the opening one, under ``highest`` those
     above it (docs/rules.md, "Dealing and the lead"); 0 for the free leads (``highest_any``,
     ``rotate``) and before the lead."""
-    if not moves or rules.lead not in ("lowest", "highest"):
+    if not moves or rules.free_lead:
         return 0
     number = TILES[moves[0][1] >> 1][0]  # the opening double [number|number]
     beaten = range(number) if rules.lead == "lowest" else range(number + 1, NUM_NUMBERS)

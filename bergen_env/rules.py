@@ -35,6 +35,9 @@ LEADS = ("lowest", "highest", "highest_any", "rotate")
 #: Leads decided by a double: a deal in which no seat holds one is redealt
 #: (RULES.md, "Dealing and the lead").
 DOUBLE_LEADS = ("lowest", "highest", "highest_any")
+#: Leads where the hand's first play is any tile the leader holds, a choice (the others force
+#: the deciding double) (RULES.md, "Dealing and the lead").
+FREE_LEADS = ("highest_any", "rotate")
 BLOCKED_RULES = ("german", "american", "pips", "most_doubles")
 
 #: Options that a preset sets and a keyword argument may override (RULES.md, "Presets").
@@ -270,6 +273,12 @@ class Rules:
         if self.partnerships:
             return tuple(seat % 2 for seat in range(self.num_players))
         return tuple(range(self.num_players))
+
+    @property
+    def free_lead(self) -> bool:
+        """Whether a hand's first play is the leader's choice of any tile it holds
+        (:data:`FREE_LEADS`), not a forced double."""
+        return self.lead in FREE_LEADS
 
     @property
     def num_tiles(self) -> int:

@@ -14,20 +14,23 @@ sizes, boneyard size, scores and every seat's voids at that moment (the observer
 the mover saw them; :func:`~bergen_env.hidden_tiles.public_voids`), and the seat's hand then,
 which is its sampled hand now plus the tiles it played since. That hand is exact only after the
 seat's last draw of the hand, or where every later draw of the seat was a single draw whose tile
-it then played (a drawn tile's identity is hidden otherwise); only those plays are scored, and
-the forced opening play is skipped too. Everything but the sampled hands comes from the view.
+it then played (a drawn tile's identity is hidden otherwise); only those plays are scored. The
+hand's opening play (the lead) is skipped, unless the model scores a lead that is a choice
+(``scores_lead``, under the free leads ``highest_any`` and ``rotate``); the heuristic's softmax
+does not. Everything but the sampled hands comes from the view.
 The scores are rebuilt backwards from the current ones (the view does not hold those the hand
 began with); where an end cap may have cut a header near the target, more than one earlier score
 fits, and the one with the header uncut is taken.
 
-With ``history="sampled"`` every play of the others after the lead is scored. Which of a seat's
-tiles it drew at which of its draws is then drawn per deal, by a walk back through the seat's
-moves from its sampled hand: the tile played after a run of draws is the run's last one; each
-other draw took one of the tiles the seat held right after it, chosen uniformly among those that
-leave a history where the seat never held a tile that fit the ends when it drew or passed, nor a
-double the lead shows nobody was dealt. The deal's weight is then multiplied by the number of
-choices at each draw, which makes it an unbiased estimate of the likelihood summed over every
-such history (each is equally likely before the plays are read). A deal no history fits weighs 0.
+With ``history="sampled"`` every play of the others is scored (after the lead, or from it).
+Which of a seat's tiles it drew at which of its draws is then drawn per deal, by a walk back
+through the seat's moves from its sampled hand: the tile played after a run of draws is the
+run's last one; each other draw took one of the tiles the seat held right after it, chosen
+uniformly among those that leave a history where the seat never held a tile that fit the ends
+when it drew or passed, nor a double the lead shows nobody was dealt. The deal's weight is then
+multiplied by the number of choices at each draw, which makes it an unbiased estimate of the
+likelihood summed over every such history (each is equally likely before the plays are read). A
+deal no history fits weighs 0.
 """
 
 from __future__ import annotations
@@ -180,6 +183,10 @@ def _scores_before(rules: Rules, after: list[int], side: int, raw: int) -> None:
 class BeliefModel:
     """Log-likelihood of the other seats' observed plays of this hand given a sampled deal."""
 
+    #: Whether a free lead (:attr:`~bergen_env.rules.Rules.free_lead`, a choice) is scored too;
+    #: a forced one never is.
+    scores_lead = False
+
     def __init__(
         self,
         view: PublicView,
@@ -204,19 +211,27 @@ class BeliefModel:
         self.model = model if model is not None else HeuristicAgent()
         self.history = history
         sampled = history == "sampled"
-        self.decisions = self._decisions(view, self.temperature, self.partner_temperature, sampled)
+        lead = self.scores_lead and view.rules.free_lead
+        self.decisions = self._decisions(
+            view, self.temperature, self.partner_temperature, sampled, lead
+        )
         #: Per other seat, its moves for the walk back (``history="sampled"`` only).
         self.histories = seat_histories(view, self.decisions) if sampled and self.decisions else []
         self._cache: dict[tuple[int, tuple[int, ...]], float] = {}
 
     @staticmethod
     def _decisions(
-        view: PublicView, temperature: float, partner: float, sampled: bool = False
+        view: PublicView,
+        temperature: float,
+        partner: float,
+        sampled: bool = False,
+        lead: bool = False,
     ) -> list[_Decision]:
         rules = view.rules
         n = rules.num_players
         moves = view.moves
-        if rules.voluntary_draw or len(moves) < 2:
+        first = 0 if lead else 1  # the first move scored: the lead, or the play after it
+        if rules.voluntary_draw or len(moves) <= first:
             return []
         # A single draw followed by a play of the same seat: the tile played is the one drawn.
         single = [
@@ -239,7 +254,7 @@ class BeliefModel:
                 raws.append(0)
                 continue
             raw, ends, flags = play_result(rules.play_scoring, a, ends, flags)
-            raws.append(raw if states[-1][0] is not None else 0)  # the opening scores nothing
+            raws.append(raw)  # the opening's too: an opening double is a header
             for t in _tiles_of(a):
                 line[t] += 1
         scores = list(view.scores)
@@ -252,7 +267,7 @@ class BeliefModel:
         played_since = [[0] * NUM_TILES for _ in range(n)]
         exact = [True] * n  # the seat's hand before this move is its hand now plus plays since
         out: list[_Decision] = []
-        for i in range(len(moves) - 1, 0, -1):
+        for i in range(len(moves) - 1, first - 1, -1):
             seat, a = moves[i]
             if a == DRAW:
                 sizes[seat] -= 1
@@ -261,7 +276,7 @@ class BeliefModel:
                 continue
             if a == PASS:
                 continue
-            drawn = single[i - 1]
+            drawn = i > 0 and single[i - 1]
             for t in _tiles_of(a):
                 if not drawn:
                     played_since[seat][t] += 1
@@ -384,8 +399,11 @@ class BeliefModel:
         return scaled[plays.index(d.action)] - (top + math.log(total))
 
 
-def legal_plays(counts: Sequence[int], ends: tuple[int, int], sets: int) -> list[int]:
-    """The play actions of a hand (``counts`` per tile) on ``ends``, in action-id order."""
+def legal_plays(counts: Sequence[int], ends: tuple[int, int] | None, sets: int) -> list[int]:
+    """The play actions of a hand (``counts`` per tile) on ``ends``, in action-id order; with
+    ``ends`` None (a free lead) every tile held, laid with end 0."""
+    if ends is None:
+        return [2 * t for t in range(NUM_TILES) if counts[t]]
     e0, e1 = ends
     plays = []
     for t in range(NUM_TILES):

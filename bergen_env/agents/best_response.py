@@ -123,9 +123,12 @@ class PolicyBelief(BeliefModel):
     A play is scored by ``log max(p, floor)``, ``p`` the policy's probability of it from the
     mover's public view then (rebuilt from the public moves and the mover's hand in the deal).
     Plays of the viewer's own side are not scored (its strategy is the searcher's, not stated).
+    A lead that is a choice (:attr:`~bergen_env.rules.Rules.free_lead`) is scored like any play.
     Tiles the view shows can never be dealt (outside a small variant's pool: unseen, held and
     on the line sum to less than the copies of a set) stay out of the rebuilt views too.
     """
+
+    scores_lead = True
 
     def __init__(
         self, view: PublicView, policy: StatedPolicy, floor: float, history: str = "sampled"
