@@ -37,7 +37,7 @@ from __future__ import annotations
 import numpy as np
 
 from bergen_env.actions import DOUBLE_PLAY, DRAW, NUM_PLAY_ACTIONS, PASS
-from bergen_env.observation import NEED_BINS, OBS_SIZE, OBS_SLICES
+from bergen_env.observation import NEED_BINS, OBS_SIZE, OBS_SLICES, STATE_SLICES
 from bergen_env.rules import BLOCKED_RULES, LEADS, Rules
 from bergen_env.scoring import (
     DOUBLE_PLAY_HEADER,
@@ -138,6 +138,12 @@ O_BONE, O_SCORES, O_NEED, O_POINTS = (
     OBS_SLICES[k].start for k in ("boneyard", "scores", "need", "play_points")
 )
 OBS_LEN = OBS_SIZE
+# global-state offsets
+S_HANDS, S_LINE, S_BONE_TILES = (STATE_SLICES[k].start for k in ("hands", "line", "boneyard_tiles"))
+S_LEFT, S_RIGHT, S_DBL = (STATE_SLICES[k].start for k in ("left_end", "right_end", "end_doubles"))
+S_EMPTY, S_TO_MOVE, S_SEATS = (STATE_SLICES[k].start for k in ("line_empty", "to_move", "seats"))
+S_SIZES, S_VOIDS, S_BONE = (STATE_SLICES[k].start for k in ("hand_sizes", "voids", "boneyard"))
+S_SCORES, S_NEED = (STATE_SLICES[k].start for k in ("scores", "need"))
 
 _M1 = np.uint64(0x9E3779B97F4A7C15)
 _M2 = np.uint64(0xBF58476D1CE4E5B9)
@@ -754,6 +760,60 @@ def encode(r, i, m, scores, hands, hlen, voids, line, bone, masks, seat, obs):
     for a in range(actions):
         if masks[i, a] and (a < DRAW or a > PASS):
             obs[i, O_POINTS + a] = action_points(r, i, m, scores, hlen, a)
+
+
+@njit_inline
+def encode_state(r, i, m, scores, hands, hlen, voids, line, bone, out):
+    """Write ``Encoder.state`` (absolute seats and sides, every hand and the boneyard's
+    contents) of row ``i`` into row ``i`` of ``out``, every entry once."""
+    n = r[R_N]
+    for k in range(MAX_SEATS):
+        for t in range(NUM_TILES):
+            out[i, S_HANDS + k * NUM_TILES + t] = hands[i, k, t] if k < n else 0
+    for t in range(NUM_TILES):
+        out[i, S_LINE + t] = line[i, t]
+        out[i, S_BONE_TILES + t] = 0.0
+    dealt = n * r[R_HAND]
+    for j in range(dealt + m[i, BPOS], dealt + r[R_BONE]):
+        out[i, S_BONE_TILES + bone[i, j]] += 1.0
+    laid = m[i, LLEN] != 0
+    e0 = m[i, E0] if laid else -1
+    e1 = m[i, E1] if laid else -1
+    for x in range(NUM_NUMBERS):
+        out[i, S_LEFT + x] = x == e0
+        out[i, S_RIGHT + x] = x == e1
+    out[i, S_DBL] = m[i, D0] if laid else 0
+    out[i, S_DBL + 1] = m[i, D1] if laid else 0
+    out[i, S_EMPTY] = not laid
+    for k in range(MAX_SEATS):
+        out[i, S_TO_MOVE + k] = k == m[i, CUR]
+        out[i, S_SEATS + k] = k < n
+        out[i, S_SIZES + k] = hlen[i, k] if k < n else 0
+        v = voids[i, k] if k < n else 0
+        for x in range(NUM_NUMBERS):
+            out[i, S_VOIDS + k * NUM_NUMBERS + x] = (v >> x) & 1
+    limit = r[R_BONE] - r[R_RESERVE]
+    out[i, S_BONE] = r[R_BONE] - m[i, BPOS]
+    out[i, S_BONE + 1] = max(0, limit - m[i, BPOS])
+    sides = r[R_SIDES]
+    for k in range(MAX_SEATS * NEED_BINS):
+        out[i, S_NEED + k] = 0.0
+    for j in range(MAX_SEATS):
+        if j < sides:
+            score = scores[i, j]
+            out[i, S_SCORES + j] = np.float32(min(1.0, max(-2.0, score / r[R_SCALE])))
+            if r[R_HAS_TARGET]:  # no target (Draw): need stays 0
+                need = min(max(r[R_TARGET] - score, 1), NEED_BINS)
+                out[i, S_NEED + j * NEED_BINS + need - 1] = 1.0
+        else:
+            out[i, S_SCORES + j] = 0.0
+
+
+@njit_borrowed
+def state_rows(r, m, scores, hands, hlen, voids, line, bone, out):
+    """:func:`encode_state` of every row into ``out`` (N, STATE_SIZE) float32."""
+    for i in range(out.shape[0]):
+        encode_state(r, i, m, scores, hands, hlen, voids, line, bone, out)
 
 
 # ================================================================ the batch
