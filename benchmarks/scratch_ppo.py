@@ -6,11 +6,15 @@
 :func:`bergen_env.agents.match_value.win_table`, as the single-agent env's ``reward="win"``),
 an opponent mix (rows split between batched opponents, e.g. ``random`` and ``greedy``,
 optionally switched to a second mix at a step count), the step size's schedule, advantage
-normalisation and width. Every ``--eval-every`` steps the deterministic policy (its most
-probable legal action, as a policy file plays) plays ``--eval-matches`` fresh matches against
-random and greedy, and the heuristic with ``--eval-heuristic 1`` (a learning curve, not
-duplicate: the final numbers come from ``bergen_env.training.evaluate`` on the policy file that
-``--save`` rewrites at every point). One torch thread; the CPU time is reported.
+normalisation and width, and the critic's input (``--critic-state 1``: the observation and the
+global state, every hand and the boneyard's contents, as an asymmetric actor-critic's
+privileged critic; the actor sees the observation only). Every ``--eval-every`` steps the
+deterministic policy (its most probable legal action, as a policy file plays) plays
+``--eval-matches`` fresh matches against random and greedy, and the heuristic with
+``--eval-heuristic 1`` (a learning curve, not duplicate: the final numbers come from
+``bergen_env.training.evaluate`` on the policy file that ``--save`` rewrites at every point;
+each point also gives the critic's mean explained variance since the last one). One torch
+thread; the CPU time is reported.
 
     python -m benchmarks.scratch_ppo --reward win --total-timesteps 2000000 --csv run.csv
 """
@@ -30,7 +34,7 @@ from torch import nn
 from torch.distributions import Categorical
 
 from bergen_env.agents.match_value import win_table
-from bergen_env.observation import OBS_SLICES
+from bergen_env.observation import OBS_SIZE, OBS_SLICES, STATE_SIZE
 from bergen_env.policy_file import save_policy_file
 from bergen_env.rules import Rules
 from bergen_env.vector import BergenLearnerVectorEnv
@@ -58,6 +62,7 @@ class Args:
     max_grad_norm: float = 0.5
     norm_adv: int = 1
     width: int = 256
+    critic_state: int = 0  # 1: the critic reads the observation and the global state
     eval_every: int = 500_000
     eval_matches: int = 1000
     eval_heuristic: int = 0  # 1: the curve also plays the batched heuristic (needs it in the env)
@@ -114,6 +119,13 @@ class MixedEnv:
             self.value = self._chance(obs)
         return obs, np.concatenate([i["action_mask"] for _, i in outs]).astype(bool)
 
+    def state(self, out: np.ndarray) -> None:
+        """Write every row's global state into ``out`` (N, STATE_SIZE), in place."""
+        lo = 0
+        for e in self.envs:
+            e.state(out=out[lo : lo + e.num_envs])
+            lo += e.num_envs
+
     def step(self, actions: np.ndarray) -> tuple[np.ndarray, ...]:
         outs, lo = [], 0
         for e in self.envs:
@@ -137,7 +149,10 @@ class MixedEnv:
 
 
 class Agent(nn.Module):
-    def __init__(self, obs_size: int, num_actions: int, width: int) -> None:
+    """Actor and critic MLPs; the critic reads ``critic_size`` inputs (the observation, or the
+    observation and the global state)."""
+
+    def __init__(self, obs_size: int, num_actions: int, width: int, critic_size: int) -> None:
         super().__init__()
 
         def layer(i: int, o: int, std: float = np.sqrt(2)) -> nn.Linear:
@@ -147,7 +162,11 @@ class Agent(nn.Module):
             return lin
 
         self.critic = nn.Sequential(
-            layer(obs_size, width), nn.Tanh(), layer(width, width), nn.Tanh(), layer(width, 1, 1.0)
+            layer(critic_size, width),
+            nn.Tanh(),
+            layer(width, width),
+            nn.Tanh(),
+            layer(width, 1, 1.0),
         )
         self.actor = nn.Sequential(
             layer(obs_size, width),
@@ -161,13 +180,19 @@ class Agent(nn.Module):
         return self.critic(x).squeeze(-1)
 
     def act(
-        self, x: torch.Tensor, mask: torch.Tensor, action: torch.Tensor | None = None
+        self,
+        x: torch.Tensor,
+        mask: torch.Tensor,
+        c: torch.Tensor,
+        action: torch.Tensor | None = None,
     ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
+        """Action, log-probability, entropy from observations ``x``; value from critic inputs
+        ``c``."""
         logits = self.actor(x).masked_fill(~mask, -1e8)
         dist = Categorical(logits=logits)
         if action is None:
             action = dist.sample()
-        return action, dist.log_prob(action), dist.entropy(), self.value(x)
+        return action, dist.log_prob(action), dist.entropy(), self.value(c)
 
 
 def evaluate(agent: Agent, opponent: str, matches: int, seed: int) -> float:
@@ -196,11 +221,14 @@ class Curve:
         self.handle = open(args.csv, "w", newline="") if args.csv else None  # noqa: SIM115
         self.writer: csv.DictWriter | None = None
 
-    def point(self, agent: Agent, steps: int, cpu: float) -> None:
+    def point(self, agent: Agent, steps: int, cpu: float, explained: Sequence[float]) -> None:
+        """Evaluate ``agent``; ``explained``: the critic's explained variance of every update
+        since the last point (their mean is written)."""
         matches = self.args.eval_matches
         row = {
             "steps": steps,
             "cpu_s": round(cpu, 1),
+            "explained_var": round(float(np.mean(explained)), 3) if explained else float("nan"),
             "vs_random": evaluate(agent, "random", matches, 10_000),
             "vs_greedy": evaluate(agent, "greedy", matches, 20_000),
         }
@@ -225,16 +253,24 @@ def train(args: Args) -> list[dict[str, float]]:
     torch.manual_seed(args.seed)
     env = MixedEnv(args.opponents, args.num_envs, args.reward, args.seed)
     n, t_len = args.num_envs, args.num_steps
-    obs_size, num_actions = 240, env.rules.num_actions
-    agent = Agent(obs_size, num_actions, args.width)
+    obs_size, num_actions = OBS_SIZE, env.rules.num_actions
+    state_size = STATE_SIZE if args.critic_state else 0
+    agent = Agent(obs_size, num_actions, args.width, obs_size + state_size)
     optimizer = torch.optim.Adam(agent.parameters(), lr=args.learning_rate, eps=1e-5)
     obs_buf = torch.zeros((t_len, n, obs_size))
     mask_buf = torch.zeros((t_len, n, num_actions), dtype=torch.bool)
     act_buf = torch.zeros((t_len, n), dtype=torch.long)
     logp_buf, rew_buf = torch.zeros((t_len, n)), torch.zeros((t_len, n))
     done_buf, val_buf = torch.zeros((t_len, n)), torch.zeros((t_len, n))
+    state_buf = torch.zeros((t_len, n, state_size))
+    next_state = torch.zeros((n, state_size))  # the env writes the global state into its memory
+
+    def critic_input(o: torch.Tensor, st: torch.Tensor) -> torch.Tensor:
+        return torch.cat([o, st], dim=-1) if state_size else o
 
     obs, mask = env.reset()
+    if state_size:
+        env.state(next_state.numpy())
     next_obs, next_mask, next_done = torch.from_numpy(obs), torch.from_numpy(mask), torch.zeros(n)
     batch = n * t_len
     minibatch = batch // args.num_minibatches
@@ -243,11 +279,13 @@ def train(args: Args) -> list[dict[str, float]]:
     cpu0 = time.process_time()
     next_eval = 0
     switched = False
+    explained: list[float] = []
     for iteration in range(1, iterations + 1):
         steps = (iteration - 1) * batch
         if steps >= next_eval:
             cpu = time.process_time() - cpu0
-            curve.point(agent, steps, cpu)
+            curve.point(agent, steps, cpu, explained)
+            explained.clear()
             cpu0 += time.process_time() - cpu0 - cpu  # evaluation CPU is not training CPU
             next_eval += args.eval_every
             if args.save and steps > 0:
@@ -255,6 +293,8 @@ def train(args: Args) -> list[dict[str, float]]:
         if args.later_opponents and not switched and steps >= args.switch_at:
             env = MixedEnv(args.later_opponents, n, args.reward, args.seed + 7)
             obs, mask = env.reset()
+            if state_size:
+                env.state(next_state.numpy())
             next_obs, next_mask = torch.from_numpy(obs), torch.from_numpy(mask)
             next_done = torch.zeros(n)
             switched = True
@@ -265,18 +305,23 @@ def train(args: Args) -> list[dict[str, float]]:
         results: list[float] = []
         for step in range(t_len):
             obs_buf[step], mask_buf[step], done_buf[step] = next_obs, next_mask, next_done
+            state_buf[step] = next_state
             with torch.no_grad():
-                action, logp, _, value = agent.act(next_obs, next_mask)
+                action, logp, _, value = agent.act(
+                    next_obs, next_mask, critic_input(next_obs, next_state)
+                )
             act_buf[step], logp_buf[step], val_buf[step] = action, logp, value
             obs, reward, term, trunc, mask, result = env.step(action.numpy())
             rew_buf[step] = torch.from_numpy(reward)
             done = term | trunc
             results.extend(result[term].tolist())
+            if state_size:
+                env.state(next_state.numpy())
             next_obs, next_mask = torch.from_numpy(obs), torch.from_numpy(mask)
             next_done = torch.from_numpy(done.astype(np.float32))
 
         with torch.no_grad():
-            next_value = agent.value(next_obs)
+            next_value = agent.value(critic_input(next_obs, next_state))
             adv = torch.zeros_like(rew_buf)
             last = torch.zeros(n)
             for step in reversed(range(t_len)):
@@ -291,6 +336,7 @@ def train(args: Args) -> list[dict[str, float]]:
 
         b_obs, b_mask = obs_buf.reshape(batch, -1), mask_buf.reshape(batch, -1)
         b_act, b_logp = act_buf.reshape(-1), logp_buf.reshape(-1)
+        b_state = state_buf.reshape(batch, -1)
         b_adv, b_ret = adv.reshape(-1), ret.reshape(-1)
         order = np.arange(batch)
         kls = []
@@ -298,7 +344,9 @@ def train(args: Args) -> list[dict[str, float]]:
             np.random.default_rng(args.seed * 100_003 + iteration * 31 + epoch).shuffle(order)
             for lo in range(0, batch, minibatch):
                 idx = torch.from_numpy(order[lo : lo + minibatch])
-                _, logp, entropy, value = agent.act(b_obs[idx], b_mask[idx], b_act[idx])
+                _, logp, entropy, value = agent.act(
+                    b_obs[idx], b_mask[idx], critic_input(b_obs[idx], b_state[idx]), b_act[idx]
+                )
                 logratio = logp - b_logp[idx]
                 ratio = logratio.exp()
                 with torch.no_grad():
@@ -317,16 +365,17 @@ def train(args: Args) -> list[dict[str, float]]:
                 nn.utils.clip_grad_norm_(agent.parameters(), args.max_grad_norm)
                 optimizer.step()
         var = b_ret.var().item()
-        explained = 1.0 - (b_ret - val_buf.reshape(-1)).var().item() / var if var > 0 else 0.0
+        ev = 1.0 - (b_ret - val_buf.reshape(-1)).var().item() / var if var > 0 else 0.0
+        explained.append(ev)
         if iteration % 10 == 0 or iteration == iterations:
             print(
                 f"iter {iteration}/{iterations} steps {iteration * batch:,} "
                 f"cpu {time.process_time() - cpu0:.0f}s "
                 f"result {np.mean(results) if results else float('nan'):+.3f} "
-                f"kl {np.mean(kls):.4f} ent {entropy.mean().item():.3f} ev {explained:.3f}",
+                f"kl {np.mean(kls):.4f} ent {entropy.mean().item():.3f} ev {ev:.3f}",
                 flush=True,
             )
-    curve.point(agent, iterations * batch, time.process_time() - cpu0)
+    curve.point(agent, iterations * batch, time.process_time() - cpu0, explained)
     curve.close()
     if args.save:
         save(agent, env.rules, b_obs[:512], args, iterations * batch)
