@@ -13,8 +13,9 @@ deterministic policy (its most probable legal action, as a policy file plays) pl
 ``--eval-matches`` fresh matches against random and greedy, and the heuristic with
 ``--eval-heuristic 1`` (a learning curve, not duplicate: the final numbers come from
 ``bergen_env.training.evaluate`` on the policy file that ``--save`` rewrites at every point;
-each point also gives the critic's mean explained variance since the last one). One torch
-thread; the CPU time is reported.
+each point also gives the critic's mean explained variance since the last one, of the λ-returns
+it is trained on and of the outcomes: the discounted reward to the match's end, on the steps
+whose match ends within the rollout). One torch thread; the CPU time is reported.
 
     python -m benchmarks.scratch_ppo --reward win --total-timesteps 2000000 --csv run.csv
 """
@@ -212,6 +213,32 @@ def evaluate(agent: Agent, opponent: str, matches: int, seed: int) -> float:
     return float(result.mean())
 
 
+def _mean(pairs: Sequence[tuple[float, float]], k: int) -> float:
+    return round(float(np.mean([p[k] for p in pairs])), 3) if pairs else float("nan")
+
+
+def explained_variance(target: torch.Tensor, values: torch.Tensor) -> float:
+    var = target.var().item()
+    return 1.0 - (target - values).var().item() / var if var > 0 else 0.0
+
+
+def outcomes(
+    rewards: torch.Tensor, done_buf: torch.Tensor, next_done: torch.Tensor, gamma: float
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Per step of a rollout, the discounted reward to its match's end, and whether that end
+    falls within the rollout (``done_buf[t]``: a match ended before step ``t``)."""
+    out = torch.zeros_like(rewards)
+    known = torch.zeros_like(rewards, dtype=torch.bool)
+    run = torch.zeros(rewards.shape[1])
+    seen = torch.zeros(rewards.shape[1], dtype=torch.bool)
+    for step in reversed(range(rewards.shape[0])):
+        ended = (next_done if step == rewards.shape[0] - 1 else done_buf[step + 1]).bool()
+        run = rewards[step] + gamma * run * ~ended
+        seen = seen | ended
+        out[step], known[step] = run, seen
+    return out, known
+
+
 class Curve:
     """The learning curve's points: printed, kept and written to ``args.csv`` as they come."""
 
@@ -221,14 +248,17 @@ class Curve:
         self.handle = open(args.csv, "w", newline="") if args.csv else None  # noqa: SIM115
         self.writer: csv.DictWriter | None = None
 
-    def point(self, agent: Agent, steps: int, cpu: float, explained: Sequence[float]) -> None:
-        """Evaluate ``agent``; ``explained``: the critic's explained variance of every update
-        since the last point (their mean is written)."""
+    def point(
+        self, agent: Agent, steps: int, cpu: float, explained: Sequence[tuple[float, float]]
+    ) -> None:
+        """Evaluate ``agent``; ``explained``: the critic's explained variance of the λ-returns
+        and of the outcomes in every update since the last point (their means are written)."""
         matches = self.args.eval_matches
         row = {
             "steps": steps,
             "cpu_s": round(cpu, 1),
-            "explained_var": round(float(np.mean(explained)), 3) if explained else float("nan"),
+            "explained_var": _mean(explained, 0),
+            "explained_var_outcome": _mean(explained, 1),
             "vs_random": evaluate(agent, "random", matches, 10_000),
             "vs_greedy": evaluate(agent, "greedy", matches, 20_000),
         }
@@ -279,7 +309,7 @@ def train(args: Args) -> list[dict[str, float]]:
     cpu0 = time.process_time()
     next_eval = 0
     switched = False
-    explained: list[float] = []
+    explained: list[tuple[float, float]] = []
     for iteration in range(1, iterations + 1):
         steps = (iteration - 1) * batch
         if steps >= next_eval:
@@ -364,9 +394,9 @@ def train(args: Args) -> list[dict[str, float]]:
                 loss.backward()
                 nn.utils.clip_grad_norm_(agent.parameters(), args.max_grad_norm)
                 optimizer.step()
-        var = b_ret.var().item()
-        ev = 1.0 - (b_ret - val_buf.reshape(-1)).var().item() / var if var > 0 else 0.0
-        explained.append(ev)
+        ev = explained_variance(b_ret, val_buf.reshape(-1))
+        outcome, known = outcomes(rew_buf, done_buf, next_done, args.gamma)
+        explained.append((ev, explained_variance(outcome[known], val_buf[known])))
         if iteration % 10 == 0 or iteration == iterations:
             print(
                 f"iter {iteration}/{iterations} steps {iteration * batch:,} "
