@@ -6,9 +6,11 @@
 :func:`bergen_env.agents.match_value.win_table`, as the single-agent env's ``reward="win"``),
 an opponent mix (rows split between batched opponents, e.g. ``random`` and ``greedy``,
 optionally switched to a second mix at a step count), the step size's schedule, advantage
-normalisation and width, and the critic's input (``--critic-state 1``: the observation and the
-global state, every hand and the boneyard's contents, as an asymmetric actor-critic's
-privileged critic; the actor sees the observation only). Every ``--eval-every`` steps the
+normalisation and width, and the critic's input (an asymmetric actor-critic's privileged
+critic; the actor sees the observation only): ``--critic-state 1``, the observation and the
+env's global state (every hand and the boneyard's contents, absolute seats); ``2``, the
+observation and the hidden tiles relative to the learner (the next seats' hands in turn order,
+then the boneyard's contents). Every ``--eval-every`` steps the
 deterministic policy (its most probable legal action, as a policy file plays) plays
 ``--eval-matches`` fresh matches against random and greedy, and the heuristic with
 ``--eval-heuristic 1`` (a learning curve, not duplicate: the final numbers come from
@@ -35,9 +37,10 @@ from torch import nn
 from torch.distributions import Categorical
 
 from bergen_env.agents.match_value import win_table
-from bergen_env.observation import OBS_SIZE, OBS_SLICES, STATE_SIZE
+from bergen_env.observation import MAX_SEATS, OBS_SIZE, OBS_SLICES, STATE_SIZE, STATE_SLICES
 from bergen_env.policy_file import save_policy_file
 from bergen_env.rules import Rules
+from bergen_env.tiles import NUM_TILES
 from bergen_env.vector import BergenLearnerVectorEnv
 
 
@@ -63,7 +66,7 @@ class Args:
     max_grad_norm: float = 0.5
     norm_adv: int = 1
     width: int = 256
-    critic_state: int = 0  # 1: the critic reads the observation and the global state
+    critic_state: int = 0  # 1: the critic also reads the global state; 2: the hidden tiles
     eval_every: int = 500_000
     eval_matches: int = 1000
     eval_heuristic: int = 0  # 1: the curve also plays the batched heuristic (needs it in the env)
@@ -76,6 +79,8 @@ def parse_args(argv: Sequence[str] | None = None) -> Args:
     for name, default in vars(Args()).items():
         parser.add_argument("--" + name.replace("_", "-"), type=type(default), default=default)
     args = Args(**vars(parser.parse_args(argv)))
+    if args.critic_state not in (0, 1, 2):
+        parser.error(f"--critic-state must be 0, 1 or 2, got {args.critic_state}")
     if args.reward not in ("match", "points", "win"):
         parser.error(f"--reward must be match, points or win, got {args.reward!r}")
     return args
@@ -91,16 +96,42 @@ def parse_mix(text: str, num_envs: int) -> list[tuple[str, int]]:
     return [(p[0], c) for p, c in zip(parts, counts, strict=True) if c > 0]
 
 
-class MixedEnv:
-    """Rows split between learner envs with different batched opponents; adds ``reward="win"``."""
+#: Entries of ``--critic-state 2``'s hidden tiles: 3 other seats' hands, the boneyard's contents.
+HIDDEN_SIZE = MAX_SEATS * NUM_TILES
 
-    def __init__(self, mix: str, num_envs: int, reward: str, seed: int) -> None:
+
+def hidden_columns(players: int) -> np.ndarray:
+    """``(players, HIDDEN_SIZE)``: per learner seat, the global state's columns of the next
+    seats' hands in turn order (an absent seat's all-zero block) and of the boneyard's contents."""
+    hands, bone = STATE_SLICES["hands"].start, STATE_SLICES["boneyard_tiles"]
+    out = []
+    for seat in range(players):
+        cols: list[int] = []
+        for k in range(1, MAX_SEATS):
+            other = (seat + k) % players if k < players else k
+            cols += range(hands + other * NUM_TILES, hands + (other + 1) * NUM_TILES)
+        out.append([*cols, *range(bone.start, bone.stop)])
+    return np.array(out, dtype=np.int64)
+
+
+class MixedEnv:
+    """Rows split between learner envs with different batched opponents; adds ``reward="win"``
+    and the critic's extra inputs (``critic_state``, as ``--critic-state``)."""
+
+    def __init__(
+        self, mix: str, num_envs: int, reward: str, seed: int, critic_state: int = 0
+    ) -> None:
         base = "match" if reward == "win" else reward
         self.envs = [
             BergenLearnerVectorEnv(num_envs=c, opponents=o, reward=base, seed=seed + 1000 * k)
             for k, (o, c) in enumerate(parse_mix(mix, num_envs))
         ]
         self.rules = self.envs[0].rules
+        self.critic_state = critic_state
+        self.extra_size = (0, STATE_SIZE, HIDDEN_SIZE)[critic_state]
+        if critic_state == 2:
+            self._state = np.zeros((num_envs, STATE_SIZE), dtype=np.float32)
+            self._hidden = hidden_columns(self.rules.num_players)
         self.win = reward == "win"
         if self.win:
             table = win_table(self.rules)
@@ -120,12 +151,16 @@ class MixedEnv:
             self.value = self._chance(obs)
         return obs, np.concatenate([i["action_mask"] for _, i in outs]).astype(bool)
 
-    def state(self, out: np.ndarray) -> None:
-        """Write every row's global state into ``out`` (N, STATE_SIZE), in place."""
+    def critic_features(self, out: np.ndarray) -> None:
+        """Write every row's extra critic inputs into ``out`` (N, ``extra_size``), in place."""
+        states = out if self.critic_state == 1 else self._state
         lo = 0
         for e in self.envs:
-            e.state(out=out[lo : lo + e.num_envs])
+            e.state(out=states[lo : lo + e.num_envs])
             lo += e.num_envs
+        if self.critic_state == 2:
+            seats = np.concatenate([e.seats for e in self.envs])
+            out[:] = np.take_along_axis(self._state, self._hidden[seats], axis=1)
 
     def step(self, actions: np.ndarray) -> tuple[np.ndarray, ...]:
         outs, lo = [], 0
@@ -281,10 +316,10 @@ class Curve:
 def train(args: Args) -> list[dict[str, float]]:
     torch.set_num_threads(1)
     torch.manual_seed(args.seed)
-    env = MixedEnv(args.opponents, args.num_envs, args.reward, args.seed)
+    env = MixedEnv(args.opponents, args.num_envs, args.reward, args.seed, args.critic_state)
     n, t_len = args.num_envs, args.num_steps
     obs_size, num_actions = OBS_SIZE, env.rules.num_actions
-    state_size = STATE_SIZE if args.critic_state else 0
+    state_size = env.extra_size
     agent = Agent(obs_size, num_actions, args.width, obs_size + state_size)
     optimizer = torch.optim.Adam(agent.parameters(), lr=args.learning_rate, eps=1e-5)
     obs_buf = torch.zeros((t_len, n, obs_size))
@@ -293,14 +328,14 @@ def train(args: Args) -> list[dict[str, float]]:
     logp_buf, rew_buf = torch.zeros((t_len, n)), torch.zeros((t_len, n))
     done_buf, val_buf = torch.zeros((t_len, n)), torch.zeros((t_len, n))
     state_buf = torch.zeros((t_len, n, state_size))
-    next_state = torch.zeros((n, state_size))  # the env writes the global state into its memory
+    next_state = torch.zeros((n, state_size))  # the env writes the critic's inputs into it
 
     def critic_input(o: torch.Tensor, st: torch.Tensor) -> torch.Tensor:
         return torch.cat([o, st], dim=-1) if state_size else o
 
     obs, mask = env.reset()
     if state_size:
-        env.state(next_state.numpy())
+        env.critic_features(next_state.numpy())
     next_obs, next_mask, next_done = torch.from_numpy(obs), torch.from_numpy(mask), torch.zeros(n)
     batch = n * t_len
     minibatch = batch // args.num_minibatches
@@ -321,10 +356,10 @@ def train(args: Args) -> list[dict[str, float]]:
             if args.save and steps > 0:
                 save(agent, env.rules, obs_buf[0, :512], args, steps)
         if args.later_opponents and not switched and steps >= args.switch_at:
-            env = MixedEnv(args.later_opponents, n, args.reward, args.seed + 7)
+            env = MixedEnv(args.later_opponents, n, args.reward, args.seed + 7, args.critic_state)
             obs, mask = env.reset()
             if state_size:
-                env.state(next_state.numpy())
+                env.critic_features(next_state.numpy())
             next_obs, next_mask = torch.from_numpy(obs), torch.from_numpy(mask)
             next_done = torch.zeros(n)
             switched = True
@@ -346,7 +381,7 @@ def train(args: Args) -> list[dict[str, float]]:
             done = term | trunc
             results.extend(result[term].tolist())
             if state_size:
-                env.state(next_state.numpy())
+                env.critic_features(next_state.numpy())
             next_obs, next_mask = torch.from_numpy(obs), torch.from_numpy(mask)
             next_done = torch.from_numpy(done.astype(np.float32))
 
