@@ -10,14 +10,14 @@ normalisation and width, and the critic's input (an asymmetric actor-critic's pr
 critic; the actor sees the observation only): ``--critic-state 1``, the observation and the
 env's global state (every hand and the boneyard's contents, absolute seats); ``2``, the
 observation and the hidden tiles relative to the learner (the next seats' hands in turn order,
-then the boneyard's contents). Every ``--eval-every`` steps the
-deterministic policy (its most probable legal action, as a policy file plays) plays
-``--eval-matches`` fresh matches against random and greedy, and the heuristic with
-``--eval-heuristic 1`` (a learning curve, not duplicate: the final numbers come from
-``bergen_env.training.evaluate`` on the policy file that ``--save`` rewrites at every point;
-each point also gives the critic's mean explained variance since the last one, of the λ-returns
-it is trained on and of the outcomes: the discounted reward to the match's end, on the steps
-whose match ends within the rollout). One torch thread; the CPU time is reported.
+then the boneyard's contents). Every ``--eval-every`` steps the deterministic policy (its most
+probable legal action, as a policy file plays) plays ``--eval-matches`` fresh matches against
+random and greedy, and the heuristic with ``--eval-heuristic 1`` (a learning curve, not
+duplicate: the final numbers come from ``bergen_env.training.evaluate`` on the policy file that
+``--save`` rewrites at every point); each point also gives the critic's mean explained variance
+since the last one, of the λ-returns it is trained on and of the outcomes (the discounted
+reward to the match's end, on the steps whose match ends within the rollout). One torch thread;
+the CPU time is reported.
 
     python -m benchmarks.scratch_ppo --reward win --total-timesteps 2000000 --csv run.csv
 """
