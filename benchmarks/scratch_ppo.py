@@ -6,11 +6,18 @@
 :func:`bergen_env.agents.match_value.win_table`, as the single-agent env's ``reward="win"``),
 an opponent mix (rows split between batched opponents, e.g. ``random`` and ``greedy``,
 optionally switched to a second mix at a step count), the step size's schedule, advantage
-normalisation and width. Every ``--eval-every`` steps the deterministic policy (its most
+normalisation and width, and the critic's input (an asymmetric actor-critic's privileged
+critic; the actor sees the observation only): ``--critic-state 1``, the observation and the
+env's global state (every hand and the boneyard's contents, absolute seats); ``2``, the
+observation and the hidden tiles relative to the learner (the next seats' hands in turn order,
+then the boneyard's contents). Every ``--eval-every`` steps the deterministic policy (its most
 probable legal action, as a policy file plays) plays ``--eval-matches`` fresh matches against
 random and greedy, and the heuristic with ``--eval-heuristic 1`` (a learning curve, not
 duplicate: the final numbers come from ``bergen_env.training.evaluate`` on the policy file that
-``--save`` rewrites at every point). One torch thread; the CPU time is reported.
+``--save`` rewrites at every point); each point also gives the critic's mean explained variance
+since the last one, of the λ-returns it is trained on and of the outcomes (the discounted
+reward to the match's end, on the steps whose match ends within the rollout). One torch thread;
+the CPU time is reported.
 
     python -m benchmarks.scratch_ppo --reward win --total-timesteps 2000000 --csv run.csv
 """
@@ -30,9 +37,10 @@ from torch import nn
 from torch.distributions import Categorical
 
 from bergen_env.agents.match_value import win_table
-from bergen_env.observation import OBS_SLICES
+from bergen_env.observation import MAX_SEATS, OBS_SIZE, OBS_SLICES, STATE_SIZE, STATE_SLICES
 from bergen_env.policy_file import save_policy_file
 from bergen_env.rules import Rules
+from bergen_env.tiles import NUM_TILES
 from bergen_env.vector import BergenLearnerVectorEnv
 
 
@@ -58,6 +66,7 @@ class Args:
     max_grad_norm: float = 0.5
     norm_adv: int = 1
     width: int = 256
+    critic_state: int = 0  # 1: the critic also reads the global state; 2: the hidden tiles
     eval_every: int = 500_000
     eval_matches: int = 1000
     eval_heuristic: int = 0  # 1: the curve also plays the batched heuristic (needs it in the env)
@@ -70,6 +79,8 @@ def parse_args(argv: Sequence[str] | None = None) -> Args:
     for name, default in vars(Args()).items():
         parser.add_argument("--" + name.replace("_", "-"), type=type(default), default=default)
     args = Args(**vars(parser.parse_args(argv)))
+    if args.critic_state not in (0, 1, 2):
+        parser.error(f"--critic-state must be 0, 1 or 2, got {args.critic_state}")
     if args.reward not in ("match", "points", "win"):
         parser.error(f"--reward must be match, points or win, got {args.reward!r}")
     return args
@@ -85,16 +96,42 @@ def parse_mix(text: str, num_envs: int) -> list[tuple[str, int]]:
     return [(p[0], c) for p, c in zip(parts, counts, strict=True) if c > 0]
 
 
-class MixedEnv:
-    """Rows split between learner envs with different batched opponents; adds ``reward="win"``."""
+#: Entries of ``--critic-state 2``'s hidden tiles: 3 other seats' hands, the boneyard's contents.
+HIDDEN_SIZE = MAX_SEATS * NUM_TILES
 
-    def __init__(self, mix: str, num_envs: int, reward: str, seed: int) -> None:
+
+def hidden_columns(players: int) -> np.ndarray:
+    """``(players, HIDDEN_SIZE)``: per learner seat, the global state's columns of the next
+    seats' hands in turn order (an absent seat's all-zero block) and of the boneyard's contents."""
+    hands, bone = STATE_SLICES["hands"].start, STATE_SLICES["boneyard_tiles"]
+    out = []
+    for seat in range(players):
+        cols: list[int] = []
+        for k in range(1, MAX_SEATS):
+            other = (seat + k) % players if k < players else k
+            cols += range(hands + other * NUM_TILES, hands + (other + 1) * NUM_TILES)
+        out.append([*cols, *range(bone.start, bone.stop)])
+    return np.array(out, dtype=np.int64)
+
+
+class MixedEnv:
+    """Rows split between learner envs with different batched opponents; adds ``reward="win"``
+    and the critic's extra inputs (``critic_state``, as ``--critic-state``)."""
+
+    def __init__(
+        self, mix: str, num_envs: int, reward: str, seed: int, critic_state: int = 0
+    ) -> None:
         base = "match" if reward == "win" else reward
         self.envs = [
             BergenLearnerVectorEnv(num_envs=c, opponents=o, reward=base, seed=seed + 1000 * k)
             for k, (o, c) in enumerate(parse_mix(mix, num_envs))
         ]
         self.rules = self.envs[0].rules
+        self.critic_state = critic_state
+        self.extra_size = (0, STATE_SIZE, HIDDEN_SIZE)[critic_state]
+        if critic_state == 2:
+            self._state = np.zeros((num_envs, STATE_SIZE), dtype=np.float32)
+            self._hidden = hidden_columns(self.rules.num_players)
         self.win = reward == "win"
         if self.win:
             table = win_table(self.rules)
@@ -113,6 +150,17 @@ class MixedEnv:
         if self.win:
             self.value = self._chance(obs)
         return obs, np.concatenate([i["action_mask"] for _, i in outs]).astype(bool)
+
+    def critic_features(self, out: np.ndarray) -> None:
+        """Write every row's extra critic inputs into ``out`` (N, ``extra_size``), in place."""
+        states = out if self.critic_state == 1 else self._state
+        lo = 0
+        for e in self.envs:
+            e.state(out=states[lo : lo + e.num_envs])
+            lo += e.num_envs
+        if self.critic_state == 2:
+            seats = np.concatenate([e.seats for e in self.envs])
+            out[:] = np.take_along_axis(self._state, self._hidden[seats], axis=1)
 
     def step(self, actions: np.ndarray) -> tuple[np.ndarray, ...]:
         outs, lo = [], 0
@@ -137,7 +185,10 @@ class MixedEnv:
 
 
 class Agent(nn.Module):
-    def __init__(self, obs_size: int, num_actions: int, width: int) -> None:
+    """Actor and critic MLPs; the critic reads ``critic_size`` inputs (the observation, or the
+    observation and the global state)."""
+
+    def __init__(self, obs_size: int, num_actions: int, width: int, critic_size: int) -> None:
         super().__init__()
 
         def layer(i: int, o: int, std: float = np.sqrt(2)) -> nn.Linear:
@@ -147,7 +198,11 @@ class Agent(nn.Module):
             return lin
 
         self.critic = nn.Sequential(
-            layer(obs_size, width), nn.Tanh(), layer(width, width), nn.Tanh(), layer(width, 1, 1.0)
+            layer(critic_size, width),
+            nn.Tanh(),
+            layer(width, width),
+            nn.Tanh(),
+            layer(width, 1, 1.0),
         )
         self.actor = nn.Sequential(
             layer(obs_size, width),
@@ -161,13 +216,19 @@ class Agent(nn.Module):
         return self.critic(x).squeeze(-1)
 
     def act(
-        self, x: torch.Tensor, mask: torch.Tensor, action: torch.Tensor | None = None
+        self,
+        x: torch.Tensor,
+        mask: torch.Tensor,
+        c: torch.Tensor,
+        action: torch.Tensor | None = None,
     ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
+        """Action, log-probability, entropy from observations ``x``; value from critic inputs
+        ``c``."""
         logits = self.actor(x).masked_fill(~mask, -1e8)
         dist = Categorical(logits=logits)
         if action is None:
             action = dist.sample()
-        return action, dist.log_prob(action), dist.entropy(), self.value(x)
+        return action, dist.log_prob(action), dist.entropy(), self.value(c)
 
 
 def evaluate(agent: Agent, opponent: str, matches: int, seed: int) -> float:
@@ -187,6 +248,32 @@ def evaluate(agent: Agent, opponent: str, matches: int, seed: int) -> float:
     return float(result.mean())
 
 
+def _mean(pairs: Sequence[tuple[float, float]], k: int) -> float:
+    return round(float(np.mean([p[k] for p in pairs])), 3) if pairs else float("nan")
+
+
+def explained_variance(target: torch.Tensor, values: torch.Tensor) -> float:
+    var = target.var().item()
+    return 1.0 - (target - values).var().item() / var if var > 0 else 0.0
+
+
+def outcomes(
+    rewards: torch.Tensor, done_buf: torch.Tensor, next_done: torch.Tensor, gamma: float
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Per step of a rollout, the discounted reward to its match's end, and whether that end
+    falls within the rollout (``done_buf[t]``: a match ended before step ``t``)."""
+    out = torch.zeros_like(rewards)
+    known = torch.zeros_like(rewards, dtype=torch.bool)
+    run = torch.zeros(rewards.shape[1])
+    seen = torch.zeros(rewards.shape[1], dtype=torch.bool)
+    for step in reversed(range(rewards.shape[0])):
+        ended = (next_done if step == rewards.shape[0] - 1 else done_buf[step + 1]).bool()
+        run = rewards[step] + gamma * run * ~ended
+        seen = seen | ended
+        out[step], known[step] = run, seen
+    return out, known
+
+
 class Curve:
     """The learning curve's points: printed, kept and written to ``args.csv`` as they come."""
 
@@ -196,11 +283,17 @@ class Curve:
         self.handle = open(args.csv, "w", newline="") if args.csv else None  # noqa: SIM115
         self.writer: csv.DictWriter | None = None
 
-    def point(self, agent: Agent, steps: int, cpu: float) -> None:
+    def point(
+        self, agent: Agent, steps: int, cpu: float, explained: Sequence[tuple[float, float]]
+    ) -> None:
+        """Evaluate ``agent``; ``explained``: the critic's explained variance of the λ-returns
+        and of the outcomes in every update since the last point (their means are written)."""
         matches = self.args.eval_matches
         row = {
             "steps": steps,
             "cpu_s": round(cpu, 1),
+            "explained_var": _mean(explained, 0),
+            "explained_var_outcome": _mean(explained, 1),
             "vs_random": evaluate(agent, "random", matches, 10_000),
             "vs_greedy": evaluate(agent, "greedy", matches, 20_000),
         }
@@ -223,18 +316,26 @@ class Curve:
 def train(args: Args) -> list[dict[str, float]]:
     torch.set_num_threads(1)
     torch.manual_seed(args.seed)
-    env = MixedEnv(args.opponents, args.num_envs, args.reward, args.seed)
+    env = MixedEnv(args.opponents, args.num_envs, args.reward, args.seed, args.critic_state)
     n, t_len = args.num_envs, args.num_steps
-    obs_size, num_actions = 240, env.rules.num_actions
-    agent = Agent(obs_size, num_actions, args.width)
+    obs_size, num_actions = OBS_SIZE, env.rules.num_actions
+    state_size = env.extra_size
+    agent = Agent(obs_size, num_actions, args.width, obs_size + state_size)
     optimizer = torch.optim.Adam(agent.parameters(), lr=args.learning_rate, eps=1e-5)
     obs_buf = torch.zeros((t_len, n, obs_size))
     mask_buf = torch.zeros((t_len, n, num_actions), dtype=torch.bool)
     act_buf = torch.zeros((t_len, n), dtype=torch.long)
     logp_buf, rew_buf = torch.zeros((t_len, n)), torch.zeros((t_len, n))
     done_buf, val_buf = torch.zeros((t_len, n)), torch.zeros((t_len, n))
+    state_buf = torch.zeros((t_len, n, state_size))
+    next_state = torch.zeros((n, state_size))  # the env writes the critic's inputs into it
+
+    def critic_input(o: torch.Tensor, st: torch.Tensor) -> torch.Tensor:
+        return torch.cat([o, st], dim=-1) if state_size else o
 
     obs, mask = env.reset()
+    if state_size:
+        env.critic_features(next_state.numpy())
     next_obs, next_mask, next_done = torch.from_numpy(obs), torch.from_numpy(mask), torch.zeros(n)
     batch = n * t_len
     minibatch = batch // args.num_minibatches
@@ -243,18 +344,22 @@ def train(args: Args) -> list[dict[str, float]]:
     cpu0 = time.process_time()
     next_eval = 0
     switched = False
+    explained: list[tuple[float, float]] = []
     for iteration in range(1, iterations + 1):
         steps = (iteration - 1) * batch
         if steps >= next_eval:
             cpu = time.process_time() - cpu0
-            curve.point(agent, steps, cpu)
+            curve.point(agent, steps, cpu, explained)
+            explained.clear()
             cpu0 += time.process_time() - cpu0 - cpu  # evaluation CPU is not training CPU
             next_eval += args.eval_every
             if args.save and steps > 0:
                 save(agent, env.rules, obs_buf[0, :512], args, steps)
         if args.later_opponents and not switched and steps >= args.switch_at:
-            env = MixedEnv(args.later_opponents, n, args.reward, args.seed + 7)
+            env = MixedEnv(args.later_opponents, n, args.reward, args.seed + 7, args.critic_state)
             obs, mask = env.reset()
+            if state_size:
+                env.critic_features(next_state.numpy())
             next_obs, next_mask = torch.from_numpy(obs), torch.from_numpy(mask)
             next_done = torch.zeros(n)
             switched = True
@@ -265,18 +370,23 @@ def train(args: Args) -> list[dict[str, float]]:
         results: list[float] = []
         for step in range(t_len):
             obs_buf[step], mask_buf[step], done_buf[step] = next_obs, next_mask, next_done
+            state_buf[step] = next_state
             with torch.no_grad():
-                action, logp, _, value = agent.act(next_obs, next_mask)
+                action, logp, _, value = agent.act(
+                    next_obs, next_mask, critic_input(next_obs, next_state)
+                )
             act_buf[step], logp_buf[step], val_buf[step] = action, logp, value
             obs, reward, term, trunc, mask, result = env.step(action.numpy())
             rew_buf[step] = torch.from_numpy(reward)
             done = term | trunc
             results.extend(result[term].tolist())
+            if state_size:
+                env.critic_features(next_state.numpy())
             next_obs, next_mask = torch.from_numpy(obs), torch.from_numpy(mask)
             next_done = torch.from_numpy(done.astype(np.float32))
 
         with torch.no_grad():
-            next_value = agent.value(next_obs)
+            next_value = agent.value(critic_input(next_obs, next_state))
             adv = torch.zeros_like(rew_buf)
             last = torch.zeros(n)
             for step in reversed(range(t_len)):
@@ -291,6 +401,7 @@ def train(args: Args) -> list[dict[str, float]]:
 
         b_obs, b_mask = obs_buf.reshape(batch, -1), mask_buf.reshape(batch, -1)
         b_act, b_logp = act_buf.reshape(-1), logp_buf.reshape(-1)
+        b_state = state_buf.reshape(batch, -1)
         b_adv, b_ret = adv.reshape(-1), ret.reshape(-1)
         order = np.arange(batch)
         kls = []
@@ -298,7 +409,9 @@ def train(args: Args) -> list[dict[str, float]]:
             np.random.default_rng(args.seed * 100_003 + iteration * 31 + epoch).shuffle(order)
             for lo in range(0, batch, minibatch):
                 idx = torch.from_numpy(order[lo : lo + minibatch])
-                _, logp, entropy, value = agent.act(b_obs[idx], b_mask[idx], b_act[idx])
+                _, logp, entropy, value = agent.act(
+                    b_obs[idx], b_mask[idx], critic_input(b_obs[idx], b_state[idx]), b_act[idx]
+                )
                 logratio = logp - b_logp[idx]
                 ratio = logratio.exp()
                 with torch.no_grad():
@@ -316,17 +429,18 @@ def train(args: Args) -> list[dict[str, float]]:
                 loss.backward()
                 nn.utils.clip_grad_norm_(agent.parameters(), args.max_grad_norm)
                 optimizer.step()
-        var = b_ret.var().item()
-        explained = 1.0 - (b_ret - val_buf.reshape(-1)).var().item() / var if var > 0 else 0.0
+        ev = explained_variance(b_ret, val_buf.reshape(-1))
+        outcome, known = outcomes(rew_buf, done_buf, next_done, args.gamma)
+        explained.append((ev, explained_variance(outcome[known], val_buf[known])))
         if iteration % 10 == 0 or iteration == iterations:
             print(
                 f"iter {iteration}/{iterations} steps {iteration * batch:,} "
                 f"cpu {time.process_time() - cpu0:.0f}s "
                 f"result {np.mean(results) if results else float('nan'):+.3f} "
-                f"kl {np.mean(kls):.4f} ent {entropy.mean().item():.3f} ev {explained:.3f}",
+                f"kl {np.mean(kls):.4f} ent {entropy.mean().item():.3f} ev {ev:.3f}",
                 flush=True,
             )
-    curve.point(agent, iterations * batch, time.process_time() - cpu0)
+    curve.point(agent, iterations * batch, time.process_time() - cpu0, explained)
     curve.close()
     if args.save:
         save(agent, env.rules, b_obs[:512], args, iterations * batch)

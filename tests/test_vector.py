@@ -79,7 +79,7 @@ def record(env: BergenVectorEnv, steps: int, options: dict | None = None) -> dic
     n = env.num_envs
     matches: list[list[list[dict]]] = [[[env.current_deal(i)]] for i in range(n)]
     hands = env.hand_number.copy()
-    log = [dict(obs=obs, cur=info["current_player"])]
+    log = [dict(obs=obs, cur=info["current_player"], state=env.state())]
     for _ in range(steps):
         greedy = env.greedy_actions()
         actions = np.where(np.arange(n) % 2 == 0, greedy, env.random_actions(obs["action_mask"]))
@@ -88,6 +88,7 @@ def record(env: BergenVectorEnv, steps: int, options: dict | None = None) -> dic
             dict(
                 obs=obs,
                 cur=info["current_player"],
+                state=env.state(),
                 actions=actions,
                 rewards=rewards,
                 term=term,
@@ -123,6 +124,7 @@ def replay_row(rec: dict, i: int, preset: str, kwargs: dict, events: Counter | N
         view = aec.observe(aec.agent_selection)
         np.testing.assert_array_equal(entry["obs"]["action_mask"][i], view["action_mask"], where)
         np.testing.assert_array_equal(entry["obs"]["observation"][i], view["observation"], where)
+        np.testing.assert_array_equal(entry["state"][i], aec.state(), where)
         if t + 1 == len(log):
             break
         nxt = log[t + 1]
@@ -301,6 +303,27 @@ def test_copy_false_returns_the_env_s_buffers_with_the_same_values() -> None:
         b, rb, *_ = shared.step(shared.random_actions(b["action_mask"]))
         np.testing.assert_array_equal(ra, rb)
     assert b["observation"] is first  # one buffer, overwritten in place
+    state = shared.state()
+    assert shared.state() is state  # copy=False: the env's buffer
+    np.testing.assert_array_equal(state, copied.state())
+    assert copied.state() is not copied.state()
+
+
+def test_state_writes_into_a_given_array_and_names_a_wrong_one() -> None:
+    env = BergenVectorEnv(num_envs=4, seed=3, num_players=3)
+    with pytest.raises(RuntimeError, match="reset"):
+        env.state()
+    env.reset()
+    rows = np.zeros((2, 4, env.single_state_space.shape[0]), dtype=np.float32)
+    target = rows[1]
+    assert env.state(out=target) is target
+    np.testing.assert_array_equal(rows[1], env.state())
+    assert not rows[0].any()
+    for row in rows[1]:
+        assert env.single_state_space.contains(row)
+    for bad in (rows[1].astype(np.float64), rows[:, 0], rows[1][:3], [[0.0]]):
+        with pytest.raises(ValueError, match="out must be a C-contiguous float32 array"):
+            env.state(out=bad)
 
 
 def _run(code: str) -> subprocess.CompletedProcess:

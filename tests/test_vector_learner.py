@@ -14,6 +14,7 @@ pytest.importorskip("numba")
 from bergen_env import Rules  # noqa: E402
 from bergen_env.agents.base import Agent  # noqa: E402
 from bergen_env.errors import IllegalActionError, InvalidOptionError  # noqa: E402
+from bergen_env.observation import Encoder  # noqa: E402
 from bergen_env.single_agent import BergenSingleAgentEnv  # noqa: E402
 from bergen_env.vector import BergenLearnerVectorEnv  # noqa: E402
 from tests.scripted import random_deals  # noqa: E402
@@ -139,6 +140,7 @@ def test_final_obs_and_info_as_sync_vector_env_in_same_step_mode(
     np.testing.assert_array_equal(infos["action_mask"], s_infos["action_mask"])
     assert infos["_action_mask"].all() and infos["_seat"].all()
     live = np.ones(rows, dtype=bool)
+    encoder = Encoder(rules)  # the AEC env's state()
     pick = np.random.default_rng(1)
     ended_somewhere = {"terminated": False, "truncated": False}
     while live.any():
@@ -153,6 +155,10 @@ def test_final_obs_and_info_as_sync_vector_env_in_same_step_mode(
         assert ("final_obs" in infos) == (term | trunc).any()
         if not ended.any():
             np.testing.assert_array_equal(obs[live], s_obs[live])
+            state = env.state()
+            for i in np.flatnonzero(live):  # the global state: the AEC env's, row by row
+                game = sync.envs[i].unwrapped.game
+                np.testing.assert_array_equal(state[i], encoder.state(game))
             continue
         for key in ("_final_obs", "_final_info"):
             assert (infos[key] == (term | trunc)).all()

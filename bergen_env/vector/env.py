@@ -30,7 +30,7 @@ from bergen_env.actions import action_str
 from bergen_env.engine import validate_deal
 from bergen_env.env_options import DEFAULT_MAX_HANDS, EnvOptions, reset_deals
 from bergen_env.errors import IllegalActionError, InvalidOptionError
-from bergen_env.observation import OBS_SIZE, obs_bounds
+from bergen_env.observation import OBS_SIZE, STATE_SIZE, obs_bounds
 from bergen_env.rules import Rules
 from bergen_env.tiles import NUM_TILES
 from bergen_env.validation import check_bool, check_int, keyword_names
@@ -112,6 +112,7 @@ class BergenVectorEnv:
         self.agent_rng = np.zeros(n, dtype=np.uint64)
         self.deals = np.zeros((n, 0, self.rules.num_tiles), dtype=np.int8)
         self.obs_buffer = np.zeros((n, OBS_SIZE), dtype=np.float32)
+        self._state_buffer: np.ndarray | None = None  # made by the first state() call
         self.masks = np.zeros((n, self.num_actions), dtype=np.int8)
         self.current_player = np.zeros(n, dtype=np.int64)
         self.rewards_buffer = np.zeros((n, self.num_players), dtype=np.float32)
@@ -128,6 +129,9 @@ class BergenVectorEnv:
             row_obs["observation"] = spaces.Box(low, high, shape=(OBS_SIZE,), dtype=np.float32)
         self.single_observation_space = spaces.Dict(row_obs)
         self.single_action_space = spaces.Discrete(self.num_actions)
+        s_low, s_high = obs_bounds(self.rules, "state")
+        #: The space of one row of :meth:`state` (the AEC env's ``state_space``).
+        self.single_state_space = spaces.Box(s_low, s_high, shape=(STATE_SIZE,), dtype=np.float32)
         self.observation_space = batch_space(self.single_observation_space, n)
         self.action_space = batch_space(self.single_action_space, n)
         #: Whether ``masks`` holds every row's mask of the current state (reset and step).
@@ -224,6 +228,38 @@ class BergenVectorEnv:
         K.greedy_actions(
             self.rule_array, self.masks, self.all_rows, self.m, self.scores, self.hlen, out
         )
+        return out
+
+    def state(self, out: np.ndarray | None = None) -> np.ndarray:
+        """Every row's global state (the AEC env's ``state()``: all hands and the boneyard's
+        contents, absolute seats), ``(num_envs, STATE_SIZE)`` float32, for centralized critics.
+
+        ``out``: a C-contiguous float32 array of that shape to write into (and return), e.g. a
+        rollout buffer's row; without it, a new array (``copy=True``) or the env's buffer."""
+        self.check_open()
+        if not self.has_reset:
+            raise RuntimeError("call reset() before state()")
+        shape = (self.num_envs, STATE_SIZE)
+        if out is None and self.copy:
+            out = np.empty(shape, dtype=np.float32)
+        elif out is None:
+            if self._state_buffer is None:
+                self._state_buffer = np.zeros(shape, dtype=np.float32)
+            out = self._state_buffer
+        elif (
+            not isinstance(out, np.ndarray)
+            or out.shape != shape
+            or out.dtype != np.float32
+            or not out.flags.c_contiguous
+        ):
+            got = f"{out.dtype} {out.shape}" if isinstance(out, np.ndarray) else type(out).__name__
+            raise ValueError(
+                f"state: out must be a C-contiguous float32 array of shape {shape}, got {got}"
+            )
+        K.state_rows(
+            self.rule_array, self.m, self.scores, self.hands, self.hlen, self.voids,
+            self.line, self.bone, out,
+        )  # fmt: skip
         return out
 
     @property

@@ -37,7 +37,7 @@ from __future__ import annotations
 import numpy as np
 
 from bergen_env.actions import DOUBLE_PLAY, DRAW, NUM_PLAY_ACTIONS, PASS
-from bergen_env.observation import NEED_BINS, OBS_SIZE, OBS_SLICES
+from bergen_env.observation import NEED_BINS, OBS_SIZE, OBS_SLICES, STATE_SLICES
 from bergen_env.rules import BLOCKED_RULES, LEADS, Rules
 from bergen_env.scoring import (
     DOUBLE_PLAY_HEADER,
@@ -131,13 +131,15 @@ T_OUT_POINTS = np.array(
 
 # observation offsets
 O_HAND, O_LINE, O_UNSEEN = (OBS_SLICES[k].start for k in ("hand", "line", "unseen"))
-O_LEFT, O_RIGHT, O_DBL = (OBS_SLICES[k].start for k in ("left_end", "right_end", "end_doubles"))
-O_EMPTY, O_TO_MOVE, O_SEATS = (OBS_SLICES[k].start for k in ("line_empty", "to_move", "seats"))
-O_PARTNER, O_SIZES, O_VOIDS = (OBS_SLICES[k].start for k in ("partner", "hand_sizes", "voids"))
-O_BONE, O_SCORES, O_NEED, O_POINTS = (
-    OBS_SLICES[k].start for k in ("boneyard", "scores", "need", "play_points")
-)
+O_PARTNER, O_POINTS = OBS_SLICES["partner"].start, OBS_SLICES["play_points"].start
 OBS_LEN = OBS_SIZE
+# global-state offsets
+S_HANDS, S_LINE, S_BONE_TILES = (STATE_SLICES[k].start for k in ("hands", "line", "boneyard_tiles"))
+#: The offsets of the views both layouts share, in the order :func:`encode_shared` reads them.
+_SHARED = ("left_end", "right_end", "end_doubles", "line_empty", "to_move", "seats")
+_SHARED += ("hand_sizes", "voids", "boneyard", "scores", "need")
+O_SHARED = tuple(OBS_SLICES[k].start for k in _SHARED)
+S_SHARED = tuple(STATE_SLICES[k].start for k in _SHARED)
 
 _M1 = np.uint64(0x9E3779B97F4A7C15)
 _M2 = np.uint64(0xBF58476D1CE4E5B9)
@@ -694,11 +696,57 @@ def _end_hand(r, i, m, scores, hands, bits, hlen, voids, line, bone, rng, deals,
 
 
 @njit_inline
+def encode_shared(r, i, m, scores, hlen, voids, seat, out, starts):
+    """Write the views the observation and the global state share into row ``i`` of ``out``,
+    seen from ``seat`` (0: the global state's absolute seats and sides); ``starts``: their
+    offsets (``O_SHARED`` or ``S_SHARED``), as ``observation._fill_shared`` reads them."""
+    left, right, dbl, empty, to_move, seats, sizes, voids_at, bone_at, scores_at, need_at = starts
+    n = r[R_N]
+    laid = m[i, LLEN] != 0
+    e0 = m[i, E0] if laid else -1
+    e1 = m[i, E1] if laid else -1
+    for x in range(NUM_NUMBERS):
+        out[i, left + x] = x == e0
+        out[i, right + x] = x == e1
+    out[i, dbl] = m[i, D0] if laid else 0
+    out[i, dbl + 1] = m[i, D1] if laid else 0
+    out[i, empty] = not laid
+    rel = m[i, CUR] - seat
+    if rel < 0:
+        rel += n
+    for k in range(MAX_SEATS):
+        out[i, to_move + k] = k == rel
+        out[i, seats + k] = k < n
+        other = seat + k
+        if other >= n:
+            other -= n
+        v = voids[i, other] if k < n else 0
+        out[i, sizes + k] = hlen[i, other] if k < n else 0
+        for x in range(NUM_NUMBERS):
+            out[i, voids_at + k * NUM_NUMBERS + x] = (v >> x) & 1
+    limit = r[R_BONE] - r[R_RESERVE]
+    out[i, bone_at] = r[R_BONE] - m[i, BPOS]
+    out[i, bone_at + 1] = max(0, limit - m[i, BPOS])
+    sides = r[R_SIDES]
+    first = side_of(r, seat)
+    for k in range(MAX_SEATS * NEED_BINS):
+        out[i, need_at + k] = 0.0
+    for j in range(MAX_SEATS):
+        if j < sides:
+            score = scores[i, (first + j) % sides]
+            out[i, scores_at + j] = np.float32(min(1.0, max(-2.0, score / r[R_SCALE])))
+            if r[R_HAS_TARGET]:  # no target (Draw): need stays 0
+                need = min(max(r[R_TARGET] - score, 1), NEED_BINS)
+                out[i, need_at + j * NEED_BINS + need - 1] = 1.0
+        else:
+            out[i, scores_at + j] = 0.0
+
+
+@njit_inline
 def encode(r, i, m, scores, hands, hlen, voids, line, bone, masks, seat, obs):
     """Write ``Encoder.observe`` of ``seat`` into row ``i`` of ``obs``, every entry once (row
     ``i`` of ``masks``: the legal mask when ``seat`` is on turn, for ``play_points``; all zeros
     otherwise)."""
-    n = r[R_N]
     sets = r[R_SETS]
     for t in range(NUM_TILES):
         h = hands[i, seat, t]
@@ -706,54 +754,40 @@ def encode(r, i, m, scores, hands, hlen, voids, line, bone, masks, seat, obs):
         obs[i, O_HAND + t] = h
         obs[i, O_LINE + t] = ln
         obs[i, O_UNSEEN + t] = sets - h - ln
-    laid = m[i, LLEN] != 0
-    e0 = m[i, E0] if laid else -1
-    e1 = m[i, E1] if laid else -1
-    for x in range(NUM_NUMBERS):
-        obs[i, O_LEFT + x] = x == e0
-        obs[i, O_RIGHT + x] = x == e1
-    obs[i, O_DBL] = m[i, D0] if laid else 0
-    obs[i, O_DBL + 1] = m[i, D1] if laid else 0
-    obs[i, O_EMPTY] = not laid
-    rel = m[i, CUR] - seat
-    if rel < 0:
-        rel += n
+    encode_shared(r, i, m, scores, hlen, voids, seat, obs, O_SHARED)
     partners = r[R_PARTNERS] != 0
     for k in range(MAX_SEATS):
-        obs[i, O_TO_MOVE + k] = k == rel
-        obs[i, O_SEATS + k] = k < n
         obs[i, O_PARTNER + k] = partners and k == 2
-        other = seat + k
-        if other >= n:
-            other -= n
-        v = voids[i, other] if k < n else 0
-        obs[i, O_SIZES + k] = hlen[i, other] if k < n else 0
-        for x in range(NUM_NUMBERS):
-            obs[i, O_VOIDS + k * NUM_NUMBERS + x] = (v >> x) & 1
-    limit = r[R_BONE] - r[R_RESERVE]
-    obs[i, O_BONE] = r[R_BONE] - m[i, BPOS]
-    obs[i, O_BONE + 1] = max(0, limit - m[i, BPOS])
-    sides = r[R_SIDES]
-    target = r[R_TARGET]
-    scale = r[R_SCALE]
-    first = side_of(r, seat)
-    for k in range(MAX_SEATS * NEED_BINS):
-        obs[i, O_NEED + k] = 0.0
-    for j in range(MAX_SEATS):
-        if j < sides:
-            score = scores[i, (first + j) % sides]
-            obs[i, O_SCORES + j] = np.float32(min(1.0, max(-2.0, score / scale)))
-            if r[R_HAS_TARGET]:  # no target (Draw): need stays 0
-                need = min(max(target - score, 1), NEED_BINS)
-                obs[i, O_NEED + j * NEED_BINS + need - 1] = 1.0
-        else:
-            obs[i, O_SCORES + j] = 0.0
     actions = masks.shape[1]
     for a in range(OBS_LEN - O_POINTS):
         obs[i, O_POINTS + a] = 0.0
     for a in range(actions):
         if masks[i, a] and (a < DRAW or a > PASS):
             obs[i, O_POINTS + a] = action_points(r, i, m, scores, hlen, a)
+
+
+@njit_inline
+def encode_state(r, i, m, scores, hands, hlen, voids, line, bone, out):
+    """Write ``Encoder.state`` (absolute seats and sides, every hand and the boneyard's
+    contents) of row ``i`` into row ``i`` of ``out``, every entry once."""
+    n = r[R_N]
+    for k in range(MAX_SEATS):
+        for t in range(NUM_TILES):
+            out[i, S_HANDS + k * NUM_TILES + t] = hands[i, k, t] if k < n else 0
+    for t in range(NUM_TILES):
+        out[i, S_LINE + t] = line[i, t]
+        out[i, S_BONE_TILES + t] = 0.0
+    dealt = n * r[R_HAND]
+    for j in range(dealt + m[i, BPOS], dealt + r[R_BONE]):
+        out[i, S_BONE_TILES + bone[i, j]] += 1.0
+    encode_shared(r, i, m, scores, hlen, voids, 0, out, S_SHARED)
+
+
+@njit_borrowed
+def state_rows(r, m, scores, hands, hlen, voids, line, bone, out):
+    """:func:`encode_state` of every row into ``out`` (N, STATE_SIZE) float32."""
+    for i in range(out.shape[0]):
+        encode_state(r, i, m, scores, hands, hlen, voids, line, bone, out)
 
 
 # ================================================================ the batch

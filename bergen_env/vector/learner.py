@@ -144,6 +144,7 @@ class BergenLearnerVectorEnv(gym.vector.VectorEnv):
         low, high = obs_bounds(self.rules)
         self.single_observation_space = spaces.Box(low, high, shape=(OBS_SIZE,), dtype=np.float32)
         self.single_action_space = spaces.Discrete(self.rules.num_actions)
+        self.single_state_space = self.batch.single_state_space
         self.observation_space = gym.vector.utils.batch_space(
             self.single_observation_space, self.num_envs
         )
@@ -291,6 +292,13 @@ class BergenLearnerVectorEnv(gym.vector.VectorEnv):
             self._trunc.copy(),
             infos,
         )
+
+    def state(self, out: np.ndarray | None = None) -> np.ndarray:
+        """Every row's global state at the learner's decision, ``(num_envs, STATE_SIZE)``
+        float32: the AEC env's ``state()`` (all hands and the boneyard's contents, absolute
+        seats; ``single_state_space``), for a centralized critic. ``out``: an array to write
+        into, as :meth:`BergenVectorEnv.state`."""
+        return self.batch.state(out)
 
     def close(self, **kwargs: Any) -> None:
         """Close the env (it holds arrays only); ``reset``/``step`` afterwards raise."""
