@@ -344,6 +344,7 @@ class ArenaStore:
             rows = self._rows("SELECT data FROM policies WHERE sha256 = ?", (sha256,))
             if not rows:
                 raise KeyError(f"no stored policy file {sha256}")
+            self.files.mkdir(parents=True, exist_ok=True)
             write_bytes(path, rows[0][0])
         return path
 
@@ -458,15 +459,14 @@ class ArenaStore:
         )
         return [r[0] for r in rows]
 
-    def pending(self, key: str) -> dict[str, int]:
-        """Queued jobs of the rules ``key`` per agent id."""
-        out: dict[str, int] = {}
-        for a, b in self._rows(
-            "SELECT a, b FROM jobs WHERE rules_key = ? AND state = ?", (key, QUEUED)
-        ):
-            out[a] = out.get(a, 0) + 1
-            out[b] = out.get(b, 0) + 1
-        return out
+    def board_data(self, key: str) -> BoardData:
+        """The rows :func:`leaderboard` fits for the rules ``key``."""
+        pending: dict[str, int] = {}
+        sql = "SELECT a, b FROM jobs WHERE rules_key = ? AND state = ?"
+        for a, b in self._rows(sql, (key, QUEUED)):
+            pending[a] = pending.get(a, 0) + 1
+            pending[b] = pending.get(b, 0) + 1
+        return BoardData(key, self.results(key), self.policies(key), pending)
 
 
 _POLICY_COLUMNS = "sha256, name, anchor, rules_key, size, parameters, created"
@@ -503,14 +503,23 @@ def check_outcome(outcome: PairOutcome) -> None:
         raise ValueError(f"a stored result is damaged: {outcome!r:.200}")
 
 
-def leaderboard(
-    store: ArenaStore, key: str, *, bootstrap: int = 1000, seed: int = 0
-) -> dict[str, Any]:
-    """The leaderboard of the rules ``key``: every agent with a result, best first, with its
-    rating, 95% interval, matches, score against each anchor, and whether it is provisional."""
+@dataclass(frozen=True)
+class BoardData:
+    """What a leaderboard is fitted from: one set of rules' stored rows."""
+
+    key: str
+    pairs: list[StoredPair]
+    policies: list[PolicyEntry]
+    pending: dict[str, int]
+
+
+def leaderboard(data: BoardData, *, bootstrap: int = 1000, seed: int = 0) -> dict[str, Any]:
+    """The leaderboard of one set of rules: every agent with a result, best first, with its
+    rating, 95% interval, matches, score against each anchor, and whether it is provisional
+    (``seed`` seeds the bootstrap, so the same rows give the same board)."""
+    key, pairs = data.key, data.pairs
     rules = Rules.from_dict(json.loads(key))
-    pairs = store.results(key)
-    policies = {p.id: p for p in store.policies(key)}
+    policies = {p.id: p for p in data.policies}
     names = sorted({x for p in pairs for x in (p.a, p.b)})
     board: dict[str, Any] = {
         "id": board_id(key),
@@ -543,7 +552,7 @@ def leaderboard(
         matches[p.b] += n
         scores[p.a][p.b] = {"score": round(s, 4), "matches": n}
         scores[p.b][p.a] = {"score": round(1 - s, 4), "matches": n}
-    pending = store.pending(key)
+    pending = data.pending
     order = sorted(names, key=lambda n: (-fit.ratings[index[n]], n))
     for rank, n in enumerate(order, 1):
         k = index[n]

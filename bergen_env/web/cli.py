@@ -5,6 +5,9 @@
 ``--agent NAME=SPEC`` adds an agent to the menu a table may seat (any agent string the agent
 registry knows; a trained network as a portable ``policy:`` file). Only the server's operator
 names files: a person at a table picks from the menu.
+
+``--arena FILE`` also runs the policy arena (``docs/arena.md``): people submit policy files,
+which play duplicate matches against the anchors at the lowest priority and get a rating.
 """
 
 from __future__ import annotations
@@ -14,8 +17,10 @@ import sys
 from collections.abc import Sequence
 
 from bergen_env.agents.base import make_agent, parse_agent_spec, registered_agents
+from bergen_env.arena_store import ArenaStore, SubmissionError
 from bergen_env.errors import install_hint
 from bergen_env.web.agent_pool import AgentPool, default_workers
+from bergen_env.web.arena_runner import ArenaRunner, ArenaSettings
 from bergen_env.web.options import PERSON
 from bergen_env.web.store import SQLiteStore
 from bergen_env.web.tables import DEFAULT_AGENTS, Limits, TableManager
@@ -132,6 +137,56 @@ def parser() -> argparse.ArgumentParser:
         default="processes",
         help="where slow agents think: worker processes (default) or threads of the server",
     )
+    arena = p.add_argument_group("the policy arena (docs/arena.md)")
+    arena.add_argument(
+        "--arena",
+        metavar="FILE",
+        help="run the policy arena, kept in this SQLite file (/arena, /api/arena)",
+    )
+    arena.add_argument(
+        "--arena-anchor",
+        action="append",
+        default=[],
+        metavar="POLICY_FILE",
+        help="a policy file every submission of its rules plays besides the scripted anchors "
+        "(repeatable; e.g. each of policies/*.safetensors)",
+    )
+    arena.add_argument(
+        "--arena-workers",
+        type=int,
+        default=ArenaSettings.workers,
+        help="processes that play the arena's pairs, at the lowest priority",
+    )
+    arena.add_argument(
+        "--arena-matches",
+        type=int,
+        default=ArenaSettings.matches,
+        help="duplicate matches per pair (rounded up to whole deal groups)",
+    )
+    arena.add_argument(
+        "--arena-rivals",
+        type=int,
+        default=ArenaSettings.rivals,
+        help="other submissions each new policy plays (a random sample)",
+    )
+    arena.add_argument(
+        "--arena-bootstrap",
+        type=int,
+        default=ArenaSettings.bootstrap,
+        help="bootstrap replicates of each leaderboard's intervals",
+    )
+    arena.add_argument(
+        "--arena-per-hour",
+        type=int,
+        default=ArenaSettings.submissions_per_hour,
+        help="new policy files one client address may submit per hour",
+    )
+    arena.add_argument(
+        "--arena-max-queued",
+        type=int,
+        default=ArenaSettings.max_queued,
+        help="queued pairs beyond which new submissions are refused (503)",
+    )
     p.add_argument(
         "--forwarded-allow",
         default="",
@@ -161,6 +216,14 @@ def main(argv: Sequence[str] | None = None) -> None:
         )
     if args.workers < 0:
         p.error("--workers must be >= 0 (0: one per core)")
+    counts = (args.arena_workers, args.arena_matches, args.arena_bootstrap, args.arena_max_queued)
+    if min(counts) < 1 or args.arena_rivals < 0 or args.arena_per_hour < 0:
+        p.error(
+            "--arena-workers, --arena-matches, --arena-bootstrap and --arena-max-queued must be "
+            ">= 1; --arena-rivals and --arena-per-hour >= 0"
+        )
+    if args.arena_anchor and not args.arena:
+        p.error("--arena-anchor needs --arena FILE")
     agents = dict(DEFAULT_AGENTS)
     for name, spec in args.agent:
         _check_agent(name, spec)
@@ -187,12 +250,15 @@ def main(argv: Sequence[str] | None = None) -> None:
     )
     pool = AgentPool(args.workers or None, processes=args.agent_pool == "processes")
     manager = TableManager(agents=agents, limits=limits, pace=args.pace, store=store, pool=pool)
+    arena = None
+    if args.arena:
+        arena = _arena(args)
     proxies = [a.strip() for a in args.forwarded_allow.split(",") if a.strip()]
     print(f"Bergen in the browser: http://{args.host}:{args.port}/  (Ctrl+C stops)", flush=True)
     from bergen_env.web.serving import server_config
 
     config = server_config(
-        create_app(manager),
+        create_app(manager, arena=arena),
         limits,
         proxies,
         host=args.host,
@@ -201,6 +267,30 @@ def main(argv: Sequence[str] | None = None) -> None:
     )
     uvicorn.Server(config).run()  # the app's shutdown ends the agent pool's processes
     store.close()
+    if arena is not None:
+        arena.store.close()
+
+
+def _arena(args: argparse.Namespace) -> ArenaRunner:
+    """The arena the flags ask for, its anchors stored and queued; exits naming a problem."""
+    settings = ArenaSettings(
+        workers=args.arena_workers,
+        matches=args.arena_matches,
+        rivals=args.arena_rivals,
+        bootstrap=args.arena_bootstrap,
+        submissions_per_hour=args.arena_per_hour,
+        max_queued=args.arena_max_queued,
+    )
+    try:
+        runner = ArenaRunner(ArenaStore(args.arena), settings)
+    except OSError as exc:
+        sys.exit(str(exc))
+    for path in args.arena_anchor:
+        try:
+            runner.add_anchor_file(path)
+        except (OSError, SubmissionError) as exc:
+            sys.exit(f"--arena-anchor {path}: {exc}")
+    return runner
 
 
 if __name__ == "__main__":
