@@ -75,6 +75,7 @@ async def meta(request: Request) -> Response:
             # agents the page leaves out of the menu once an option differs from the preset
             "presets_only": sorted(n for n, spec in menu.items() if presets_only(spec)),
             "languages": LANGUAGES,
+            "arena": getattr(request.app.state, "arena", None) is not None,
             "limits": {
                 "max_tables": limits.max_tables,
                 "tables_per_address": limits.tables_per_address,
