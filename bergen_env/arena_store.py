@@ -52,8 +52,9 @@ from bergen_env.rules import Rules
 
 #: The largest policy file the arena takes (the largest shipped one is about 3 MB).
 MAX_FILE_BYTES = 4 * 1024 * 1024
-#: The most weights and biases a submitted network may hold (its decisions cost the arena CPU).
-MAX_PARAMETERS = 1_500_000
+#: The most weights and biases a submitted network may hold (its decisions cost the arena CPU;
+#: tensors narrower than float32 would hold more than the file bound allows).
+MAX_PARAMETERS = 1_000_000
 #: The most dense layers of a submitted network (its action scorer's included).
 MAX_LAYERS = 12
 #: The scripted anchors, each in every set of rules it can play.
@@ -98,16 +99,6 @@ def check_submission(
         raise SubmissionError(f"{label} is empty")
     if len(data) > max_bytes:
         raise SubmissionError(f"{label} has {len(data)} bytes; the arena takes at most {max_bytes}")
-    if data[:2] == b"PK":
-        raise SubmissionError(
-            f"{label} is a zip archive (a Stable-Baselines3 model?), not a portable policy "
-            f"file: convert it with `bergen-export-policy MODEL.zip`"
-        )
-    if data[:1] == b"\x80":
-        raise SubmissionError(
-            f"{label} is a Python pickle; the arena reads only portable policy files "
-            f"(safetensors and a JSON header: docs/policy-format.md)"
-        )
     with tempfile.TemporaryDirectory(prefix="bergen-arena-") as folder:
         path = Path(folder) / "submission.safetensors"
         path.write_bytes(data)
@@ -117,6 +108,8 @@ def check_submission(
             PolicyAgent.from_policy_file(policy).reset(policy.rules, 0, np.random.default_rng(0))
         except PolicyFileError as exc:
             message = str(exc).replace(f"policy file {str(path)!r}", label)
+            if "not a readable safetensors file" in message:
+                message = _not_safetensors(data, label) or message
             raise SubmissionError(_one_line(message)) from None
     network = policy.network
     layers = [network] + ([network.scorer] if network.scorer is not None else [])
@@ -133,6 +126,21 @@ def check_submission(
             f"{label}: its network has {depth} layers; the arena takes at most {MAX_LAYERS}"
         )
     return Submission(hashlib.sha256(data).hexdigest(), policy.rules, len(data), parameters, data)
+
+
+def _not_safetensors(data: bytes, label: str) -> str | None:
+    """What an unreadable file seems to be instead, if it is a zip or a pickle."""
+    if data[:4] == b"PK\x03\x04":
+        return (
+            f"{label} is a zip archive (a Stable-Baselines3 model?), not a portable policy file: "
+            f"convert it with `bergen-export-policy MODEL.zip`"
+        )
+    if data[:1] == b"\x80" and data[1:2] in (b"\x02", b"\x03", b"\x04", b"\x05"):
+        return (
+            f"{label} is a Python pickle; the arena reads only portable policy files "
+            f"(safetensors and a JSON header: docs/policy-format.md)"
+        )
+    return None
 
 
 def check_name(name: str | None) -> str:
