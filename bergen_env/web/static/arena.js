@@ -74,10 +74,12 @@ function renderBoards() {
     const wrap = document.createElement("div");
     wrap.className = "scroll";
     const table = document.createElement("table");
-    table.className = "board";
+    table.className = "arena-board";
     table.dataset.board = board.id;
     const head = table.createTHead().insertRow();
-    for (const key of ["arena_rank", "arena_agent", "arena_rating", "arena_interval", "arena_matches"]) cell(head, t(key));
+    for (const key of ["arena_rank", "arena_agent", "arena_rating", "arena_interval", "arena_matches"]) {
+      cell(head, t(key), key === "arena_agent" ? "" : "num");
+    }
     cell(head, "", "chart");
     const lo = Math.min(...board.entries.map((e) => e.interval[0]));
     const hi = Math.max(...board.entries.map((e) => e.interval[1]));
@@ -128,7 +130,9 @@ function renderPolicy() {
   const table = $("pairs");
   table.replaceChildren();
   const head = table.createTHead().insertRow();
-  for (const key of ["arena_opponent", "arena_matches", "arena_score", "arena_wins"]) cell(head, t(key));
+  for (const key of ["arena_opponent", "arena_matches", "arena_score", "arena_wins"]) {
+    cell(head, t(key), key === "arena_opponent" ? "" : "num");
+  }
   const body = table.createTBody();
   for (const pair of p.pairs) {
     const row = body.insertRow();
