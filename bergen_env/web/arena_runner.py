@@ -50,7 +50,7 @@ MAX_ATTEMPTS = 3
 #: Seconds between two refits of a board whose rules still have queued pairs.
 REFIT_S = 30.0
 #: Bits of a pair's deal seed.
-SEED_BITS = 63
+SEED_BITS = 128
 
 
 @dataclass
@@ -72,8 +72,8 @@ def agent_name(sha256: str) -> str:
     return AGENT_PREFIX + sha256[:12]
 
 
-def _play(a: str, b: str, rules: Any, matches: int) -> tuple[PairOutcome, float]:
-    """In a worker: one pair on a fresh secret seed; the outcome and its CPU seconds."""
+def play_secret_pair(a: str, b: str, rules: Any, matches: int) -> tuple[PairOutcome, float]:
+    """One pair (agent strings) on a fresh secret seed: the outcome and its CPU seconds."""
     start = time.process_time()
     outcome = play_pair_outcome(a, b, rules, matches, seed=secrets.randbits(SEED_BITS))
     return outcome, time.process_time() - start
@@ -187,7 +187,7 @@ class ArenaRunner:
                         await asyncio.to_thread(self.store.fail, job.id, str(exc))
                         continue
                     future = asyncio.ensure_future(
-                        self._in_pool(_play, a, b, job.rules, job.matches)
+                        self._in_pool(play_secret_pair, a, b, job.rules, job.matches)
                     )
                     playing[future] = job
                     self.running.add(job.id)
