@@ -14,9 +14,10 @@ import pytest
 pytest.importorskip("starlette", reason="the web extra: pip install 'bergen_env[web]'")
 pytest.importorskip("uvicorn", reason="the web extra: pip install 'bergen_env[web]'")
 httpx2 = pytest.importorskip("httpx2", reason="the web extra: pip install 'bergen_env[web]'")
-sync_api = pytest.importorskip("playwright.sync_api", reason="playwright drives the browser tests")
+pytest.importorskip("playwright.sync_api", reason="playwright drives the browser tests")
 
-from test_web_browser import ARGS, ARTIFACTS, CHROMIUM, PHONE, wait_until  # noqa: E402
+import test_web_browser as web_browser  # noqa: E402
+from test_web_browser import ARTIFACTS, CHROMIUM, PHONE, wait_until  # noqa: E402
 from web_server import running_server  # noqa: E402
 
 from bergen_env.arena_store import ArenaStore, check_submission  # noqa: E402
@@ -34,12 +35,8 @@ DESKTOP = {"width": 1366, "height": 900}
 STRENGTH = {"random": 1.0, "greedy": 2.0, "heuristic": 3.5, "tuned": 3.5}
 
 
-@pytest.fixture(scope="module")
-def browser():
-    with sync_api.sync_playwright() as p:
-        b = p.chromium.launch(executable_path=CHROMIUM, args=ARGS, headless=True)
-        yield b
-        b.close()
+#: The headless Chromium of the browser tests (a module-scoped fixture).
+browser = web_browser.browser
 
 
 def rated_arena() -> tuple[ArenaRunner, str]:

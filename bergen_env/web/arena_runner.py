@@ -157,9 +157,16 @@ class ArenaRunner:
         return self._boards.get(key)
 
     async def refit(self, key: str) -> None:
-        """Refit the leaderboard of the rules ``key`` (the bootstrap in a worker)."""
-        data = await asyncio.to_thread(self.store.board_data, key)
-        self._boards[key] = await self._in_pool(_fit, data, self.settings.bootstrap)
+        """Refit the leaderboard of the rules ``key`` (the bootstrap in a worker); a failure
+        is logged and the board it had is kept."""
+        try:
+            data = await asyncio.to_thread(self.store.board_data, key)
+            self._boards[key] = await self._in_pool(_fit, data, self.settings.bootstrap)
+        except BrokenProcessPool:
+            self._pool = None
+            logger.warning("the arena's worker died while fitting a board; it is fitted later")
+        except Exception:
+            logger.exception("the arena could not fit the board of %s", key)
         self._fitted[key] = time.monotonic()
 
     # ------------------------------------------------------------------ the loop
@@ -182,8 +189,8 @@ class ArenaRunner:
                     if job.id in self.running:
                         continue
                     try:
-                        a, b = self.store.agent_spec(job.a), self.store.agent_spec(job.b)
-                    except KeyError as exc:
+                        a, b = await asyncio.to_thread(self._specs, job)
+                    except (KeyError, OSError) as exc:
                         await asyncio.to_thread(self.store.fail, job.id, str(exc))
                         continue
                     future = asyncio.ensure_future(
@@ -202,6 +209,9 @@ class ArenaRunner:
             for future in waits - done:
                 if future not in playing:
                     future.cancel()
+
+    def _specs(self, job: Job) -> tuple[str, str]:
+        return self.store.agent_spec(job.a), self.store.agent_spec(job.b)
 
     async def _finish(self, job: Job, future: asyncio.Future) -> None:
         try:
