@@ -132,6 +132,21 @@ def test_quotas_per_address_and_a_bounded_queue() -> None:
         assert r.status_code == 503 and r.json()["code"] == "arena_busy"
 
 
+def test_the_upload_path_loosens_nothing_else() -> None:
+    """Another site's page may not submit; the file body and its larger bound hold for
+    ``/api/arena`` alone."""
+    big = b"x" * (Limits().max_body_bytes + 1)
+    with client() as c:
+        r = c.post("/api/arena", content=b"x", headers={**FILE, "origin": "http://evil.example"})
+        assert r.status_code == 403 and r.json()["code"] == "cross_site"
+        r = c.post("/api/replay", content=b"x", headers=FILE)
+        assert r.status_code == 415 and r.json()["code"] == "json_only"
+        r = c.post("/api/tables", content=big, headers={"content-type": "application/json"})
+        assert r.status_code == 413
+        r = c.post("/api/arena", content=big, headers=FILE)  # within the arena's 4 MiB
+        assert r.status_code == 400 and r.json()["code"] == "bad_policy"
+
+
 # ---------------------------------------------------------------------- a real server
 
 
