@@ -147,6 +147,18 @@ def test_the_upload_path_loosens_nothing_else() -> None:
         assert r.status_code == 400 and r.json()["code"] == "bad_policy"
 
 
+def test_load_benchmark_with_an_arena_flood() -> None:
+    """benchmarks/web_load.py on two tables while one address submits policy files: every
+    match finished and checked, the submissions met the per-address bound."""
+    pytest.importorskip("websockets", reason="the web extra: pip install 'bergen_env[web]'")
+    from benchmarks import web_load
+
+    out = web_load.main(["--tables", "2", "--timeout", "120", "--arena-flood", "2"])
+    assert out["unfinished"] == 0 and out["mismatched"] == 0 and out["person_moves"] > 0
+    statuses = out["arena_submissions_by_status"]
+    assert statuses.get("201", 0) >= 1 and set(statuses) <= {"201", "429"}, statuses
+
+
 # ---------------------------------------------------------------------- a real server
 
 
