@@ -57,7 +57,7 @@ MAX_FILE_BYTES = 4 * 1024 * 1024
 MAX_PARAMETERS = 1_000_000
 #: The most dense layers of a submitted network (its action scorer's included).
 MAX_LAYERS = 12
-#: The scripted anchors, each in every set of rules it can play.
+#: The scripted anchors, each in every set of rules it can play (a server may add others).
 SCRIPTED_ANCHORS = ("random", "greedy", "heuristic", "tuned")
 #: The agent every leaderboard pins, and its rating.
 PINNED = ("random", 1000.0)
@@ -364,11 +364,17 @@ class ArenaStore:
 
     # ------------------------------------------------------------------ the queue
 
-    def plan(self, entry: PolicyEntry, matches: int, rivals: int) -> list[Job]:
-        """Queue ``entry``'s pairs (see the module docstring) and, the first time its rules
-        appear, the pairs of their anchors; the jobs queued (those stored already are kept)."""
+    def plan(
+        self,
+        entry: PolicyEntry,
+        matches: int,
+        rivals: int,
+        agents: Sequence[str] = SCRIPTED_ANCHORS,
+    ) -> list[Job]:
+        """Queue ``entry``'s pairs (see the module docstring; ``agents``: the anchors given
+        by agent strings) and the anchors' pairs not stored yet; the jobs queued."""
         key = rules_key(entry.rules)
-        anchors = [a for a in SCRIPTED_ANCHORS if _plays(a, entry.rules)]
+        anchors = [a for a in agents if _plays(a, entry.rules)]
         others = [p for p in self.policies(key) if p.sha256 != entry.sha256]
         anchors += [p.id for p in others if p.anchor]
         # the anchors' round robin (pairs stored already are skipped), then the new policy's
@@ -488,7 +494,7 @@ def _policy(row: tuple) -> PolicyEntry:
 
 
 def _plays(spec: str, rules: Rules) -> bool:
-    """Whether the scripted agent ``spec`` can play ``rules`` (``tuned``: presets only)."""
+    """Whether the agent ``spec`` can play ``rules`` (``tuned``: presets only)."""
     try:
         make_agent(spec).reset(rules, 0, np.random.default_rng(0))
     except (ValueError, OSError):
@@ -551,7 +557,8 @@ def leaderboard(data: BoardData, *, bootstrap: int = 1000, seed: int = 0) -> dic
         anchor=index.get(PINNED[0]),
         anchor_rating=PINNED[1],
     )
-    anchors = [n for n in names if n in SCRIPTED_ANCHORS or (n in policies and policies[n].anchor)]
+    # every agent given by its string is an anchor, and the operator's files
+    anchors = [n for n in names if not n.startswith(FILE_PREFIX) or policies[n].anchor]
     matches = dict.fromkeys(names, 0)
     scores: dict[str, dict[str, dict[str, Any]]] = {n: {} for n in names}
     for p in pairs:

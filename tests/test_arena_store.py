@@ -176,6 +176,26 @@ def test_a_new_policy_costs_its_anchors_and_a_bounded_sample_of_rivals() -> None
     assert rules_key(fives) != rules_key(STANDARD)
 
 
+def test_a_server_may_name_other_anchor_agents() -> None:
+    store = ArenaStore(":memory:")
+    entry, _ = store.add_policy(check_submission(shipped("standard_2p")), "ada")
+    search = "search:samples=4"
+    jobs = store.plan(entry, 4, rivals=0, agents=("random", search))
+    assert [(j.a, j.b) for j in jobs] == [
+        ("random", search),
+        (entry.id, "random"),
+        (entry.id, search),
+    ]
+    rng = np.random.default_rng(0)
+    for job in jobs:
+        store.record(job.id, _fake_outcome(2.0, 1.0, 2, rng), 1.0)
+    board = leaderboard(store.board_data(rules_key(STANDARD)), bootstrap=10)
+    anchors = {e["agent"] for e in board["entries"] if e["anchor"]}
+    assert anchors == {"random", search}
+    mine = next(e for e in board["entries"] if e["agent"] == entry.id)
+    assert set(mine["against_anchors"]) == {"random", search}
+
+
 def _fake_outcome(strength_a: float, strength_b: float, groups: int, rng) -> PairOutcome:
     """Two-player duplicate outcomes drawn from Bradley-Terry odds (two seatings a group)."""
     p = strength_a / (strength_a + strength_b)

@@ -26,6 +26,7 @@ from typing import Any
 
 from bergen_env.arena_store import (
     MAX_FILE_BYTES,
+    SCRIPTED_ANCHORS,
     ArenaStore,
     BoardData,
     Job,
@@ -65,6 +66,7 @@ class ArenaSettings:
     uploads_per_minute: float = 4.0  # upload requests of one address (refused ones too)
     max_queued: int = 2000  # queued pairs beyond which new files wait (503)
     max_file_bytes: int = MAX_FILE_BYTES
+    anchors: tuple[str, ...] = SCRIPTED_ANCHORS  # agent strings every policy plays
 
 
 def agent_name(sha256: str) -> str:
@@ -126,7 +128,9 @@ class ArenaRunner:
         jobs = []
         if new:
             matches = whole_groups(self.settings.matches, entry.rules)
-            jobs = await asyncio.to_thread(self.store.plan, entry, matches, self.settings.rivals)
+            jobs = await asyncio.to_thread(
+                self.store.plan, entry, matches, self.settings.rivals, self.settings.anchors
+            )
             self._wake.set()
         return entry, new, len(jobs)
 
@@ -137,7 +141,8 @@ class ArenaRunner:
         sub = check_submission(path.read_bytes(), label=f"anchor {str(path)!r}")
         entry, new = self.store.add_policy(sub, path.stem, "operator", anchor=True)
         if new:
-            self.store.plan(entry, whole_groups(self.settings.matches, entry.rules), 0)
+            matches = whole_groups(self.settings.matches, entry.rules)
+            self.store.plan(entry, matches, 0, self.settings.anchors)
         return entry
 
     def agents(self) -> dict[str, str]:

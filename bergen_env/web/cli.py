@@ -17,7 +17,7 @@ import sys
 from collections.abc import Sequence
 
 from bergen_env.agents.base import make_agent, parse_agent_spec, registered_agents
-from bergen_env.arena_store import ArenaStore, SubmissionError
+from bergen_env.arena_store import SCRIPTED_ANCHORS, ArenaStore, SubmissionError
 from bergen_env.errors import install_hint
 from bergen_env.web.agent_pool import AgentPool, default_workers
 from bergen_env.web.arena_runner import ArenaRunner, ArenaSettings
@@ -152,6 +152,14 @@ def parser() -> argparse.ArgumentParser:
         "(repeatable; e.g. each of policies/*.safetensors)",
     )
     arena.add_argument(
+        "--arena-anchor-agent",
+        action="append",
+        default=[],
+        metavar="SPEC",
+        help="an agent string every submission plays besides random, greedy, heuristic and "
+        "tuned (repeatable; e.g. search:samples=100, without a time budget)",
+    )
+    arena.add_argument(
         "--arena-workers",
         type=int,
         default=ArenaSettings.workers,
@@ -222,8 +230,15 @@ def main(argv: Sequence[str] | None = None) -> None:
             "--arena-workers, --arena-matches, --arena-bootstrap and --arena-max-queued must be "
             ">= 1; --arena-rivals and --arena-per-hour >= 0"
         )
-    if args.arena_anchor and not args.arena:
-        p.error("--arena-anchor needs --arena FILE")
+    if (args.arena_anchor or args.arena_anchor_agent) and not args.arena:
+        p.error("--arena-anchor and --arena-anchor-agent need --arena FILE")
+    for spec in args.arena_anchor_agent:
+        try:
+            if parse_agent_spec(spec)[0] == "policy":
+                raise ValueError("a policy file is an anchor by --arena-anchor FILE")
+            make_agent(spec)
+        except (ValueError, OSError) as exc:
+            p.error(f"--arena-anchor-agent {spec}: {exc}")
     agents = dict(DEFAULT_AGENTS)
     for name, spec in args.agent:
         _check_agent(name, spec)
@@ -280,6 +295,7 @@ def _arena(args: argparse.Namespace) -> ArenaRunner:
         bootstrap=args.arena_bootstrap,
         submissions_per_hour=args.arena_per_hour,
         max_queued=args.arena_max_queued,
+        anchors=tuple(dict.fromkeys([*SCRIPTED_ANCHORS, *args.arena_anchor_agent])),
     )
     try:
         runner = ArenaRunner(ArenaStore(args.arena), settings)
