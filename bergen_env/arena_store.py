@@ -13,10 +13,11 @@ and its result in the same transaction that marks it done, so after a restart th
 jobs without a result: nothing finished is lost and nothing is counted twice.
 
 A new policy costs the pairs :meth:`ArenaStore.plan` queues: against each *anchor* that can play
-its rules (the scripted ``random``, ``greedy``, ``heuristic``, ``tuned`` and the operator's
-policy files of the same rules) and against at most ``rivals`` other submissions of the same
-rules, drawn with the operating system's randomness; the anchors of a rules set play each other
-once, when that set's first policy arrives. :func:`leaderboard` fits the Bradley-Terry ratings of
+its rules (the scripted ``random``, ``greedy``, ``heuristic``, ``tuned``, any other agent
+string the server names, and the operator's policy files of the same rules) and against at most
+``rivals`` other submissions of the same rules, drawn with the operating system's randomness;
+the anchors of a set of rules play each other once (the pairs not stored yet, when a policy of
+those rules arrives). :func:`leaderboard` fits the Bradley-Terry ratings of
 every stored result of one set of rules (:func:`bergen_env.ratings.fit_with_intervals`, random
 pinned at 1000, the tournaments' prior of one virtual game a pair), so the numbers can be
 refitted offline from the file alone (``bergen-arena ratings --db FILE``).

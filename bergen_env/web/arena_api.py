@@ -30,6 +30,7 @@ from bergen_env.arena_store import (
     rules_key,
 )
 from bergen_env.rules import RULE_OPTIONS, Rules
+from bergen_env.web.api import address as client_address
 from bergen_env.web.arena_runner import ArenaRunner, agent_name, check_upload
 from bergen_env.web.errors import TableError
 from bergen_env.web.i18n import STATIC
@@ -44,10 +45,6 @@ def arena(request: Request) -> ArenaRunner:
     if runner is None:
         raise TableError(404, "no_arena", "this server runs no arena (start it with --arena FILE)")
     return runner
-
-
-def _address(request: Request) -> str:
-    return quota_key(request.client.host if request.client else "unknown")
 
 
 def play_link(rules: Rules, sha256: str) -> str:
@@ -87,7 +84,7 @@ def _entry_json(entry: PolicyEntry) -> dict[str, Any]:
 async def submit(request: Request) -> Response:
     runner = arena(request)
     settings = runner.settings
-    address = _address(request)
+    address = quota_key(client_address(request))
     tables: TableManager = request.app.state.tables
     tables.charge(address, settings.uploads_per_minute, "policy uploads")
     try:
