@@ -95,6 +95,7 @@ def test_one_entry_per_file_its_page_and_its_play_link() -> None:
         for path in ("/arena", f"/arena/{sha}"):
             html = c.get(path)
             assert html.status_code == 200 and "/static/arena.js" in html.text
+        assert c.get("/arena/<script>").status_code == 404
         meta = c.get("/api/meta").json()
         assert meta["arena"] and not [a for a in meta["agents"] if a.startswith(AGENT_PREFIX)]
         # the play link opens a table with the policy in the other seat

@@ -18,7 +18,7 @@ import urllib.parse
 from typing import Any
 
 from starlette.requests import Request
-from starlette.responses import FileResponse, JSONResponse, Response
+from starlette.responses import FileResponse, HTMLResponse, JSONResponse, Response
 from starlette.routing import Route
 
 from bergen_env.arena_store import (
@@ -178,6 +178,14 @@ async def policy(request: Request) -> Response:
 
 
 async def page(request: Request) -> Response:
+    """``/arena`` and ``/arena/{sha256}``: one page that scripts itself (another path: 404)."""
+    sha = request.path_params.get("sha256")
+    if sha is not None and not (len(sha) == 64 and set(sha) <= SHA_CHARS):
+        return HTMLResponse(
+            "<!doctype html><meta charset=utf-8><title>Bergen</title>"
+            "<p>No such policy. <a href='/arena'>Arena</a>",
+            status_code=404,
+        )
     return FileResponse(STATIC / "arena.html", headers={"cache-control": "no-store"})
 
 
