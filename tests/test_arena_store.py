@@ -327,3 +327,27 @@ def test_the_module_bounds_are_what_the_docs_say() -> None:
     assert len(shipped("expert_3p")) <= arena_store.MAX_FILE_BYTES  # every shipped file fits
     for path in POLICIES.glob("*.safetensors"):
         check_submission(path.read_bytes())
+
+
+def test_bergen_arena_needs_no_web_framework() -> None:
+    """``bergen-arena`` (submit and ratings) runs on the base install: it imports neither
+    Starlette, uvicorn nor torch."""
+    code = (
+        "import sys\n"
+        "class Block:\n"
+        "    def find_spec(self, name, path=None, target=None):\n"
+        "        if name.split('.')[0] in ('starlette', 'uvicorn', 'httpx2', 'torch'):\n"
+        "            raise ImportError('blocked ' + name)\n"
+        "sys.meta_path.insert(0, Block())\n"
+        "from bergen_env.web.arena_cli import main\n"
+        "main(sys.argv[1:])\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code, "submit", str(POLICIES / "standard_2p.zip")]
+        + ["--server", "http://127.0.0.1:9"],
+        capture_output=True,
+        text=True,
+        env={"PYTHONPATH": str(ROOT), "PATH": ""},
+    )
+    assert out.returncode == 1 and "is a zip archive" in out.stderr, out.stderr
+    assert "Traceback" not in out.stderr
