@@ -42,7 +42,8 @@ from bergen_env.parent_watch import die_with_parent
 
 logger = logging.getLogger(__name__)
 
-#: The arena's workers' niceness: the lowest priority there is.
+#: How much lower the arena's workers' scheduling priority is than the server's by default
+#: (``os.nice``; 19 from a server at 0: the lowest priority there is).
 ARENA_NICENESS = 19
 #: The prefix of an arena policy's name in the tables' agent menu (left out of the menu list).
 AGENT_PREFIX = "arena-"
@@ -67,6 +68,7 @@ class ArenaSettings:
     max_queued: int = 2000  # queued pairs beyond which new files wait (503)
     max_file_bytes: int = MAX_FILE_BYTES
     anchors: tuple[str, ...] = SCRIPTED_ANCHORS  # agent strings every policy plays
+    niceness: int = ARENA_NICENESS  # added to the workers' niceness
 
 
 def agent_name(sha256: str) -> str:
@@ -111,7 +113,10 @@ class ArenaRunner:
                 "forkserver" if "forkserver" in multiprocessing.get_all_start_methods() else "spawn"
             )
             self._pool = ProcessPoolExecutor(
-                self.settings.workers, mp_context=context, initializer=_worker_start
+                self.settings.workers,
+                mp_context=context,
+                initializer=_worker_start,
+                initargs=(self.settings.niceness,),
             )
         return self._pool
 
@@ -255,11 +260,11 @@ def _fit(data: BoardData, bootstrap: int) -> dict[str, Any]:
     return leaderboard(data, bootstrap=bootstrap)
 
 
-def _worker_start() -> None:
+def _worker_start(niceness: int) -> None:
     """In a new worker: end with the process that started it; yield the CPU to everyone."""
     die_with_parent(os.getppid())
     with contextlib.suppress(OSError, AttributeError):
-        os.nice(ARENA_NICENESS)
+        os.nice(niceness)
 
 
 def _terminate(pool: Executor) -> None:

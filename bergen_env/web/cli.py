@@ -166,6 +166,13 @@ def parser() -> argparse.ArgumentParser:
         help="processes that play the arena's pairs, at the lowest priority",
     )
     arena.add_argument(
+        "--arena-niceness",
+        type=int,
+        default=ArenaSettings.niceness,
+        help="how much lower the arena workers' scheduling priority is than the server's "
+        "(19: they take only CPU nothing else wants; 0 on a machine that only rates)",
+    )
+    arena.add_argument(
         "--arena-matches",
         type=int,
         default=ArenaSettings.matches,
@@ -230,6 +237,8 @@ def main(argv: Sequence[str] | None = None) -> None:
             "--arena-workers, --arena-matches, --arena-bootstrap and --arena-max-queued must be "
             ">= 1; --arena-rivals and --arena-per-hour >= 0"
         )
+    if not 0 <= args.arena_niceness <= 19:
+        p.error(f"--arena-niceness must be in 0..19, got {args.arena_niceness}")
     if (args.arena_anchor or args.arena_anchor_agent) and not args.arena:
         p.error("--arena-anchor and --arena-anchor-agent need --arena FILE")
     for spec in args.arena_anchor_agent:
@@ -295,6 +304,7 @@ def _arena(args: argparse.Namespace) -> ArenaRunner:
         bootstrap=args.arena_bootstrap,
         submissions_per_hour=args.arena_per_hour,
         max_queued=args.arena_max_queued,
+        niceness=args.arena_niceness,
         anchors=tuple(dict.fromkeys([*SCRIPTED_ANCHORS, *args.arena_anchor_agent])),
     )
     try:
