@@ -41,6 +41,7 @@ import argparse
 import asyncio
 import contextlib
 import dataclasses
+import itertools
 import json
 import os
 import resource
@@ -50,6 +51,7 @@ import sys
 import tempfile
 import time
 from collections import Counter
+from collections.abc import Awaitable, Callable
 
 import httpx2
 import numpy as np
@@ -176,22 +178,29 @@ async def one_upload(base: str, text: str, server_pid: int | None) -> dict:
     }
 
 
+async def keep_sending(
+    send: Callable[[], Awaitable[httpx2.Response]], stop: asyncio.Event, counts: Counter
+) -> None:
+    """``send()`` over and over until ``stop`` is set, counting the answers by status and
+    waiting as long as a refusal's ``Retry-After`` says."""
+    while not stop.is_set():
+        try:
+            r = await send()
+            counts[r.status_code] += 1
+            if r.status_code in (429, 503):
+                wait = float(r.headers.get("retry-after", 1))
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(stop.wait(), wait)
+        except httpx2.HTTPError:
+            counts["error"] += 1
+            await asyncio.sleep(0.1)
+
+
 async def uploader(base: str, k: int, text: str, stop: asyncio.Event, counts: Counter) -> None:
-    """Upload ``text`` over and over from address 127.0.2.k until ``stop`` is set, waiting
-    as long as a refusal's ``Retry-After`` says."""
+    """Upload ``text`` from address 127.0.2.k until ``stop`` is set."""
     transport = httpx2.AsyncHTTPTransport(local_address=f"127.0.2.{k + 1}")
     async with httpx2.AsyncClient(base_url=base, transport=transport, timeout=120) as http:
-        while not stop.is_set():
-            try:
-                r = await http.post("/api/replay", json={"text": text})
-                counts[r.status_code] += 1
-                if r.status_code == 429:
-                    wait = float(r.headers.get("retry-after", 1))
-                    with contextlib.suppress(TimeoutError):
-                        await asyncio.wait_for(stop.wait(), wait)
-            except httpx2.HTTPError:
-                counts["error"] += 1
-                await asyncio.sleep(0.1)
+        await keep_sending(lambda: http.post("/api/replay", json={"text": text}), stop, counts)
 
 
 def policy_files(count: int) -> list[bytes]:
@@ -213,24 +222,14 @@ def policy_files(count: int) -> list[bytes]:
 
 
 async def flooder(base: str, files: list[bytes], stop: asyncio.Event, counts: Counter) -> None:
-    """Submit ``files`` in turn from 127.0.3.1 until ``stop`` is set, waiting as long as a
-    refusal's ``Retry-After`` says."""
+    """Submit ``files`` in turn from 127.0.3.1 until ``stop`` is set."""
     transport = httpx2.AsyncHTTPTransport(local_address="127.0.3.1")
     headers = {"content-type": "application/octet-stream"}
+    turn = itertools.cycle(files)
     async with httpx2.AsyncClient(base_url=base, transport=transport, timeout=120) as http:
-        k = 0
-        while not stop.is_set():
-            try:
-                r = await http.post("/api/arena", content=files[k % len(files)], headers=headers)
-                counts[r.status_code] += 1
-                k += 1
-                if r.status_code in (429, 503):
-                    wait = float(r.headers.get("retry-after", 1))
-                    with contextlib.suppress(TimeoutError):
-                        await asyncio.wait_for(stop.wait(), wait)
-            except httpx2.HTTPError:
-                counts["error"] += 1
-                await asyncio.sleep(0.1)
+        await keep_sending(
+            lambda: http.post("/api/arena", content=next(turn), headers=headers), stop, counts
+        )
 
 
 async def run(args: argparse.Namespace, base: str, server_pid: int | None = None) -> dict:
