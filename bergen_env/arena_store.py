@@ -248,6 +248,20 @@ CREATE TABLE IF NOT EXISTS results (
     seconds REAL NOT NULL,
     played REAL NOT NULL
 );
+CREATE TABLE IF NOT EXISTS exploits (
+    sha256 TEXT PRIMARY KEY REFERENCES policies (sha256),
+    gain REAL NOT NULL,
+    gain_lo REAL NOT NULL,
+    gain_hi REAL NOT NULL,
+    win_rate REAL NOT NULL,
+    win_lo REAL NOT NULL,
+    win_hi REAL NOT NULL,
+    matches INTEGER NOT NULL,
+    best_response TEXT,
+    seed INTEGER,
+    result TEXT NOT NULL,
+    measured REAL NOT NULL
+);
 """
 
 
@@ -362,6 +376,53 @@ class ArenaStore:
         if agent.startswith(FILE_PREFIX):
             return f"policy:{self.policy_path(agent[len(FILE_PREFIX) :])}"
         return agent
+
+    def set_exploit(self, sha256: str, record: dict[str, Any]) -> None:
+        """Keep the exploitability measured for the stored policy ``sha256`` (a record of
+        :func:`bergen_env.arena_exploit.check_exploit`), replacing an earlier one."""
+        lo, hi = record["gain_ci95"]
+        win_lo, win_hi = record["best_response_win_rate_ci95"]
+        with self._transaction() as db:
+            if not db.execute("SELECT 1 FROM policies WHERE sha256 = ?", (sha256,)).fetchone():
+                raise KeyError(f"no stored policy file {sha256}")
+            db.execute(
+                "INSERT OR REPLACE INTO exploits VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (
+                    sha256,
+                    record["gain"],
+                    lo,
+                    hi,
+                    record["best_response_win_rate"],
+                    win_lo,
+                    win_hi,
+                    record["matches"],
+                    record["best_response"],
+                    record["seed"],
+                    record["result"],
+                    time.time(),
+                ),
+            )
+
+    def exploits(self) -> dict[str, dict[str, Any]]:
+        """Every stored exploitability measurement by its policy's SHA-256 (without the
+        whole ``bergen-exploit`` result, which stays in the file)."""
+        rows = self._rows(
+            "SELECT sha256, gain, gain_lo, gain_hi, win_rate, win_lo, win_hi, matches, "
+            "best_response, seed, measured FROM exploits"
+        )
+        return {
+            r[0]: {
+                "gain": r[1],
+                "gain_ci95": [r[2], r[3]],
+                "best_response_win_rate": r[4],
+                "best_response_win_rate_ci95": [r[5], r[6]],
+                "matches": r[7],
+                "best_response": r[8],
+                "seed": r[9],
+                "measured": r[10],
+            }
+            for r in rows
+        }
 
     # ------------------------------------------------------------------ the queue
 
@@ -599,19 +660,22 @@ def _label(agent: str, policies: dict[str, PolicyEntry]) -> str:
 
 
 def leaderboard_markdown(board: dict[str, Any]) -> str:
-    """A leaderboard as a Markdown table (the offline command prints this)."""
+    """A leaderboard as a Markdown table (the offline command prints this); an entry's
+    ``exploit`` (:func:`bergen_env.arena_exploit.with_exploits`) is its gain and interval."""
     lines = [
         f"### {board['description']}",
         "",
-        "| rank | agent | rating | 95% interval | matches | file |",
-        "|---|---|---|---|---|---|",
+        "| rank | agent | rating | 95% interval | matches | exploitability (gain) | file |",
+        "|---|---|---|---|---|---|---|",
     ]
     for e in board["entries"]:
         lo, hi = e["interval"]
         mark = " (provisional)" if e["provisional"] else ""
         sha = f"`{e['sha256'][:12]}`" if e["sha256"] else ""
+        x = e.get("exploit")
+        gain = f"{x['gain']:+.3f} [{x['gain_ci95'][0]:+.3f}, {x['gain_ci95'][1]:+.3f}]" if x else ""
         lines.append(
             f"| {e['rank']} | {e['name']}{mark} | {e['rating']:.0f} | [{lo:.0f}, {hi:.0f}] "
-            f"| {e['matches']} | {sha} |"
+            f"| {e['matches']} | {gain} | {sha} |"
         )
     return "\n".join(lines)

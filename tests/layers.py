@@ -114,6 +114,7 @@ LAYERS: tuple[Layer, ...] = (
             "bergen_env.ray_tasks",
             "bergen_env.duplicate_pairs",
             "bergen_env.arena_store",
+            "bergen_env.arena_exploit",
         ),
         ("torch", "stable_baselines3", "sb3_contrib", *_WEB),
     ),

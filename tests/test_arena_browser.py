@@ -17,9 +17,11 @@ httpx2 = pytest.importorskip("httpx2", reason="the web extra: pip install 'berge
 pytest.importorskip("playwright.sync_api", reason="playwright drives the browser tests")
 
 import test_web_browser as web_browser  # noqa: E402
+from test_arena_exploit import exploit_result  # noqa: E402
 from test_web_browser import ARTIFACTS, CHROMIUM, PHONE, wait_until  # noqa: E402
 from web_server import running_server  # noqa: E402
 
+from bergen_env.arena_exploit import check_exploit  # noqa: E402
 from bergen_env.arena_store import ArenaStore, check_submission  # noqa: E402
 from bergen_env.duplicate_pairs import PairOutcome  # noqa: E402
 from bergen_env.web import TableManager  # noqa: E402
@@ -50,6 +52,7 @@ def rated_arena() -> tuple[ArenaRunner, str]:
         p = strength[job.a] / (strength[job.a] + strength[job.b])
         chars = "".join("2" if rng.random() < p else "0" for _ in range(400))
         store.record(job.id, PairOutcome(chars, (chars.count("2"), 0), 2, 1, 1), 1.0)
+    store.set_exploit(entry.sha256, check_exploit(exploit_result(), entry, base=ROOT))
     return ArenaRunner(store, ArenaSettings(matches=4, bootstrap=100)), entry.sha256
 
 
@@ -76,6 +79,8 @@ def test_the_leaderboard_and_a_policy_page_on_a_phone_and_a_desktop(browser, vie
         assert rows.count() == 5
         text = page.locator("#boards").inner_text()
         assert "Ada Lovelace" in text and "1000" in text and "[1000, 1000]" in text
+        gains = page.locator("td.exploit").all_inner_texts()  # measured for the policy alone
+        assert sorted(gains) == ["", "", "", "", "+0.180 [+0.040, +0.320]"]
         if lang == "ru":
             assert "Рейтинг" in text and "Арена стратегий" in page.title()
         else:
@@ -90,6 +95,7 @@ def test_the_leaderboard_and_a_policy_page_on_a_phone_and_a_desktop(browser, vie
         assert page.locator("#pairs tbody tr").count() == 4
         assert sha in page.locator("#policy-facts").inner_text()
         assert "1" in page.locator("#policy-rating").inner_text()
+        assert "+0.180 [+0.040, +0.320]" in page.locator("#policy-exploit").inner_text()
         assert page.evaluate("document.documentElement.scrollWidth") <= viewport["width"]
         page.screenshot(path=str(ARTIFACTS / f"arena-policy-{lang}.png"), full_page=True)
         page.locator("#play").click()  # a table against the policy, the person's seat

@@ -16,6 +16,7 @@ import numpy as np
 import pytest
 
 from bergen_env import arena_store
+from bergen_env.arena_exploit import with_exploits
 from bergen_env.arena_store import (
     PINNED,
     ArenaStore,
@@ -304,7 +305,8 @@ def test_ratings_command_refits_offline(tmp_path: Path) -> None:
         check=True,
         env={"PYTHONPATH": str(ROOT), "PATH": ""},
     )
-    assert json.loads(out.stdout)["boards"] == [json.loads(json.dumps(board))]
+    expected = with_exploits([board], {})  # nothing measured: every entry's exploit is None
+    assert json.loads(out.stdout)["boards"] == json.loads(json.dumps(expected))
     text = subprocess.run(
         [sys.executable, "-m", "bergen_env.web.arena_cli", "ratings", "--db", str(path)]
         + ["--bootstrap", "50"],

@@ -108,6 +108,31 @@ def test_one_entry_per_file_its_page_and_its_play_link() -> None:
         assert AGENT_PREFIX + sha[:12] in json.dumps(view)
 
 
+def test_the_api_shows_the_exploitability_measured_and_nothing_elsewhere() -> None:
+    from test_arena_exploit import exploit_result
+
+    from bergen_env.arena_exploit import check_exploit
+
+    with client() as c:
+        sha = c.post("/api/arena", content=shipped("standard_2p"), headers=FILE).json()["sha256"]
+        store = c.app.state.arena.store
+        entry = store.policy(sha)
+        store.set_exploit(sha, check_exploit(exploit_result(), entry, base=ROOT))
+        page = c.get(f"/api/arena/{sha}").json()
+        assert page["exploit"]["gain"] == 0.18 and page["exploit"]["gain_ci95"] == [0.04, 0.32]
+        assert page["exploit"]["matches"] == 200 and "result" not in page["exploit"]
+        deadline = time.monotonic() + 240
+        while time.monotonic() < deadline:  # the pairs are played and the board is fitted
+            boards = c.get("/api/arena").json()["boards"]
+            entries = {e["agent"]: e for b in boards for e in b["entries"]}
+            if f"file:{sha}" in entries and not c.get("/api/arena").json()["queued"]:
+                break
+            time.sleep(0.5)
+        shown = {a: e["exploit"] for a, e in entries.items()}
+        assert shown.pop(f"file:{sha}")["gain_ci95"] == [0.04, 0.32]
+        assert shown and set(shown.values()) == {None}  # the anchors: nothing measured
+
+
 def test_a_changed_option_travels_in_the_play_link() -> None:
     from bergen_env.rules import Rules
     from bergen_env.web.arena_api import play_link

@@ -5,8 +5,9 @@
 worker (a bad file is a 400 whose ``error`` names the problem in one line), kept by its SHA-256
 (201; the same file again: 200 and the entry it already has) and its pairs are queued. Quotas per
 client address: upload requests per minute and new files per hour (429 with ``Retry-After``),
-and a bound on the queue (503). ``GET /api/arena`` gives every leaderboard; ``GET
-/api/arena/{sha256}`` one policy's entry, its pairs and the link that opens a table against it.
+and a bound on the queue (503). ``GET /api/arena`` gives every leaderboard (with the
+exploitability measured for an entry, if any); ``GET /api/arena/{sha256}`` one policy's entry,
+its pairs, its exploitability and the link that opens a table against it.
 ``/arena`` and ``/arena/{sha256}`` are the pages. A server without an arena answers 404.
 """
 
@@ -21,6 +22,7 @@ from starlette.requests import Request
 from starlette.responses import FileResponse, HTMLResponse, JSONResponse, Response
 from starlette.routing import Route
 
+from bergen_env.arena_exploit import with_exploits
 from bergen_env.arena_store import (
     PolicyEntry,
     SubmissionError,
@@ -131,9 +133,10 @@ async def _count(runner: ArenaRunner, address: str) -> int:
 async def boards(request: Request) -> Response:
     runner = arena(request)
     settings = runner.settings
+    exploits = await asyncio.to_thread(runner.store.exploits)
     return JSONResponse(
         {
-            "boards": runner.boards(),
+            "boards": with_exploits(runner.boards(), exploits),
             "queued": runner.store.queued_count(),
             "settings": {
                 "matches": settings.matches,
@@ -170,8 +173,10 @@ async def policy(request: Request) -> Response:
                 "wins": p.outcome.wins[0 if first else 1],
             }
         )
+    exploits = await asyncio.to_thread(runner.store.exploits)
     out = _entry_json(entry)
     out["entry"] = next((e for e in board["entries"] if e["agent"] == me), None)
+    out["exploit"] = exploits.get(sha)
     out["pairs"] = pairs
     out["queued"] = data.pending.get(me, 0)
     return JSONResponse(out)

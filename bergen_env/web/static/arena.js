@@ -57,6 +57,12 @@ function intervalChart(entry, lo, hi) {
   return svg;
 }
 
+// A best response's gain against the policy with its 95% interval (blank where not measured).
+function gainText(x) {
+  const f = (v) => (v >= 0 ? "+" : "") + v.toFixed(3);
+  return `${f(x.gain)} [${f(x.gain_ci95[0])}, ${f(x.gain_ci95[1])}]`;
+}
+
 function renderBoards() {
   const box = $("boards");
   box.replaceChildren();
@@ -77,7 +83,7 @@ function renderBoards() {
     table.className = "arena-board";
     table.dataset.board = board.id;
     const head = table.createTHead().insertRow();
-    for (const key of ["arena_rank", "arena_agent", "arena_rating", "arena_interval", "arena_matches"]) {
+    for (const key of ["arena_rank", "arena_agent", "arena_rating", "arena_interval", "arena_matches", "arena_exploit"]) {
       cell(head, t(key), key === "arena_agent" ? "" : "num");
     }
     cell(head, "", "chart");
@@ -104,6 +110,7 @@ function renderBoards() {
       cell(row, e.rating.toFixed(0), "num");
       cell(row, `[${e.interval[0].toFixed(0)}, ${e.interval[1].toFixed(0)}]`, "num");
       cell(row, String(e.matches), "num");
+      cell(row, e.exploit ? gainText(e.exploit) : "", "num exploit");
       cell(row, intervalChart(e, lo, hi), "chart");
     }
     wrap.appendChild(table);
@@ -126,6 +133,9 @@ function renderPolicy() {
         rating: e.rating.toFixed(0), lo: e.interval[0].toFixed(0), hi: e.interval[1].toFixed(0), matches: e.matches,
       }) + (e.provisional ? ` (${t("arena_provisional")})` : "")
     : t("arena_waiting", { n: p.queued });
+  $("policy-exploit").textContent = p.exploit
+    ? t("arena_exploit_line", { gain: gainText(p.exploit), matches: p.exploit.matches })
+    : "";
   $("play").href = `${p.play}&lang=${lang}`;
   const table = $("pairs");
   table.replaceChildren();
