@@ -2,8 +2,10 @@
 
 :class:`ArenaRunner` owns a pool of ``workers`` processes at the lowest scheduling priority
 (niceness 19: below the agents' pool, so a rating never takes CPU a table wants), started at the
-first job. One asyncio task keeps up to ``workers`` queued pairs (:class:`~bergen_env.arena_store.
-ArenaStore`) playing; each pair's deals come from a fresh secret seed (``secrets``) that is
+first job; with ``ray`` set, the pairs and fits are Ray tasks instead (a
+:class:`~bergen_env.ray_tasks.RayExecutor` on a local Ray instance or a cluster). One asyncio
+task keeps up to ``workers`` queued pairs (:class:`~bergen_env.arena_store.ArenaStore`)
+playing; each pair's deals come from a fresh secret seed (``secrets``) that is
 never stored or shown. A finished pair is stored in one transaction, then its leaderboard is
 refitted in the pool and replaces the one :meth:`ArenaRunner.boards` serves. Stopping cancels
 what is being played: those pairs are still queued, and the next start plays them again.
@@ -39,6 +41,7 @@ from bergen_env.arena_store import (
 )
 from bergen_env.duplicate_pairs import PairOutcome, play_pair_outcome, whole_groups
 from bergen_env.parent_watch import die_with_parent
+from bergen_env.ray_tasks import LOCAL, RayExecutor
 
 logger = logging.getLogger(__name__)
 
@@ -59,7 +62,7 @@ SEED_BITS = 128
 class ArenaSettings:
     """How much the arena plays and takes."""
 
-    workers: int = 1  # processes playing pairs at once
+    workers: int = 1  # processes (or Ray tasks) playing pairs at once
     matches: int = 400  # per pair, rounded up to whole deal groups
     rivals: int = 4  # other submissions each new policy plays
     bootstrap: int = 1000  # replicates of each leaderboard's intervals
@@ -69,6 +72,7 @@ class ArenaSettings:
     max_file_bytes: int = MAX_FILE_BYTES
     anchors: tuple[str, ...] = SCRIPTED_ANCHORS  # agent strings every policy plays
     niceness: int = ARENA_NICENESS  # added to the workers' niceness
+    ray: str | None = None  # play on Ray: "local" (a local instance), "auto" or HOST:PORT
 
 
 def agent_name(sha256: str) -> str:
@@ -108,7 +112,13 @@ class ArenaRunner:
     # ------------------------------------------------------------------ the pool
 
     def _executor(self) -> Executor:
-        if self._pool is None:
+        if self._pool is None and self.settings.ray is not None:
+            self._pool = RayExecutor(
+                None if self.settings.ray == LOCAL else self.settings.ray,
+                initializer=_lower_priority,
+                initargs=(self.settings.niceness,),
+            )
+        elif self._pool is None:
             context = multiprocessing.get_context(
                 "forkserver" if "forkserver" in multiprocessing.get_all_start_methods() else "spawn"
             )
@@ -263,6 +273,12 @@ def _fit(data: BoardData, bootstrap: int) -> dict[str, Any]:
 def _worker_start(niceness: int) -> None:
     """In a new worker: end with the process that started it; yield the CPU to everyone."""
     die_with_parent(os.getppid())
+    _lower_priority(niceness)
+
+
+def _lower_priority(niceness: int) -> None:
+    """Raise this process's niceness by ``niceness`` (a Ray worker: once, before its first
+    task; Ray ends its workers itself)."""
     with contextlib.suppress(OSError, AttributeError):
         os.nice(niceness)
 

@@ -7,7 +7,8 @@ registry knows; a trained network as a portable ``policy:`` file). Only the serv
 names files: a person at a table picks from the menu.
 
 ``--arena FILE`` also runs the policy arena (``docs/arena.md``): people submit policy files,
-which play duplicate matches against the anchors at the lowest priority and get a rating.
+which play duplicate matches against the anchors at the lowest priority and get a rating
+(``--arena-ray [ADDRESS]``: as Ray tasks, on a local Ray instance or a cluster).
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from collections.abc import Sequence
 from bergen_env.agents.base import make_agent, parse_agent_spec, registered_agents
 from bergen_env.arena_store import SCRIPTED_ANCHORS, ArenaStore, SubmissionError
 from bergen_env.errors import install_hint
+from bergen_env.ray_tasks import LOCAL, RayJoinError, cluster_cpus, join
 from bergen_env.web.agent_pool import AgentPool, default_workers
 from bergen_env.web.arena_runner import ArenaRunner, ArenaSettings
 from bergen_env.web.options import PERSON
@@ -162,8 +164,20 @@ def parser() -> argparse.ArgumentParser:
     arena.add_argument(
         "--arena-workers",
         type=int,
-        default=ArenaSettings.workers,
-        help="processes that play the arena's pairs, at the lowest priority",
+        default=None,
+        help=f"processes that play the arena's pairs, at the lowest priority (default "
+        f"{ArenaSettings.workers})",
+    )
+    arena.add_argument(
+        "--arena-ray",
+        nargs="?",
+        const=LOCAL,
+        default=None,
+        metavar="ADDRESS",
+        help="play the arena's pairs as Ray tasks, as many at once as the cluster has CPUs "
+        "(instead of --arena-workers): a local Ray instance without ADDRESS (or 'local'), "
+        "'auto' for the cluster this machine joined with 'ray start', or a cluster's HOST:PORT "
+        "(needs the [ray] extra)",
     )
     arena.add_argument(
         "--arena-niceness",
@@ -231,6 +245,12 @@ def main(argv: Sequence[str] | None = None) -> None:
         )
     if args.workers < 0:
         p.error("--workers must be >= 0 (0: one per core)")
+    if args.arena_ray is not None and args.arena_workers is not None:
+        p.error("--arena-ray replaces --arena-workers (Ray plays a pair on every CPU it has)")
+    if args.arena_ray is not None and not args.arena:
+        p.error("--arena-ray needs --arena FILE")
+    if args.arena_workers is None:
+        args.arena_workers = ArenaSettings.workers
     counts = (args.arena_workers, args.arena_matches, args.arena_bootstrap, args.arena_max_queued)
     if min(counts) < 1 or args.arena_rivals < 0 or args.arena_per_hour < 0:
         p.error(
@@ -256,6 +276,11 @@ def main(argv: Sequence[str] | None = None) -> None:
         import uvicorn
     except ImportError:
         sys.exit(f"bergen-web needs the web extra: {install_hint('web')}")
+    if args.arena_ray is not None:  # before any file is opened: a missing Ray is one line
+        try:
+            join(args.arena_ray, "--arena-ray")
+        except RayJoinError as exc:
+            sys.exit(f"bergen-web: {exc}")
     from bergen_env.web.app import create_app
 
     try:
@@ -298,7 +323,8 @@ def main(argv: Sequence[str] | None = None) -> None:
 def _arena(args: argparse.Namespace) -> ArenaRunner:
     """The arena the flags ask for, its anchors stored and queued; exits naming a problem."""
     settings = ArenaSettings(
-        workers=args.arena_workers,
+        workers=args.arena_workers if args.arena_ray is None else cluster_cpus(),
+        ray=args.arena_ray,
         matches=args.arena_matches,
         rivals=args.arena_rivals,
         bootstrap=args.arena_bootstrap,
