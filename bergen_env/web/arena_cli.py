@@ -77,15 +77,22 @@ def submit(path: str, server: str, name: str | None) -> int:
     return 0
 
 
-def ratings(db: str, bootstrap: int, as_json: bool) -> int:
-    """Print every leaderboard of the arena file ``db``, refitted from its stored results."""
+def _open(db: str) -> ArenaStore | None:
+    """The arena file ``db``, or None after a one-line error (no such file, or unusable)."""
     if not Path(db).is_file():
         print(f"bergen-arena: no arena database {db!r}", file=sys.stderr)
-        return 1
+        return None
     try:
-        store = ArenaStore(db)
+        return ArenaStore(db)
     except OSError as exc:
         print(f"bergen-arena: {exc}", file=sys.stderr)
+        return None
+
+
+def ratings(db: str, bootstrap: int, as_json: bool) -> int:
+    """Print every leaderboard of the arena file ``db``, refitted from its stored results."""
+    store = _open(db)
+    if store is None:
         return 1
     try:
         boards = [
@@ -104,9 +111,6 @@ def ratings(db: str, bootstrap: int, as_json: bool) -> int:
 def exploit(db: str, sha256: str, result_path: str) -> int:
     """Attach the ``bergen-exploit --json`` result at ``result_path`` to the policy ``sha256``
     of the arena file ``db``; 0 when it was stored, 1 otherwise."""
-    if not Path(db).is_file():
-        print(f"bergen-arena: no arena database {db!r}", file=sys.stderr)
-        return 1
     try:
         result = json.loads(Path(result_path).read_text(encoding="utf-8"))
     except OSError as exc:
@@ -115,10 +119,8 @@ def exploit(db: str, sha256: str, result_path: str) -> int:
     except ValueError as exc:
         print(f"bergen-arena: {result_path!r} is not JSON: {exc}", file=sys.stderr)
         return 1
-    try:
-        store = ArenaStore(db)
-    except OSError as exc:
-        print(f"bergen-arena: {exc}", file=sys.stderr)
+    store = _open(db)
+    if store is None:
         return 1
     try:
         entry = store.policy(sha256.lower())
