@@ -47,10 +47,11 @@ import numpy as np
 
 from benchmarks.rating_table_ray import play_pairs
 from bergen_env.agents import make_agent, parse_agent_spec
-from bergen_env.arena import RATING_PRIOR, placed_ahead, run_tournament, seat_lineups
+from bergen_env.arena import RATING_PRIOR, seat_lineups
 from bergen_env.atomic_files import OutputError, check_writable, write_text
+from bergen_env.duplicate_pairs import OUTCOME_CHARS, group_points, pair_lineups, play_pair_outcome
 from bergen_env.errors import BergenError
-from bergen_env.ratings import ELO_CENTER, elo_ratings, expected_score
+from bergen_env.ratings import ELO_CENTER, PairPoints, expected_score, fit_with_intervals
 from bergen_env.rules import Rules
 from bergen_env.stats import wilson_interval
 from bergen_env.training.cli import ArgumentParser, UsageError, run
@@ -61,10 +62,7 @@ FORMAT = "bergen_env rating results"
 VERSION = 2
 #: Versions read: 1 stored only two-sided pairs (one comparison a match, one lineup).
 READABLE_VERSIONS = (1, 2)
-#: Seed stream of the bootstrap (the arena uses 0 for deals and 1 for agents).
-BOOTSTRAP_STREAM = 2
 DEFAULT_ANCHOR = ("random", 1000.0)
-OUTCOME_CHARS = "0123456"  # the first agent's half-points per match (at most 2 a comparison)
 
 
 # ---------------------------------------------------------------------- stored pairs
@@ -104,8 +102,7 @@ class PairResult:
 
     def group_points(self) -> np.ndarray:
         """The first agent's half-points per deal group (the bootstrap's resampling unit)."""
-        points = np.frombuffer(self.outcomes.encode("ascii"), dtype=np.uint8) - ord("0")
-        return points.reshape(-1, self.rotations).sum(axis=1).astype(np.int64)
+        return group_points(self.outcomes, self.rotations)
 
     def to_json(self) -> dict[str, Any]:
         d = asdict(self)
@@ -273,15 +270,6 @@ def check_setup(specs: Sequence[str], rules: Rules, playing: Sequence[str] | Non
             raise ValueError(message if spec in message else f"agent {spec!r}: {message}") from None
 
 
-def pair_lineups(a: str, b: str, rules: Rules) -> list[list[str]]:
-    """The agents of each tournament a pair plays: ``[a, b]`` with two sides; with three or four
-    individual players, ``a`` alone against copies of ``b``, then ``b`` alone against ``a``'s."""
-    if rules.num_players == 2 or rules.partnerships:
-        return [[a, b]]
-    others = rules.num_players - 1
-    return [[a] + [b] * others, [b] + [a] * others]
-
-
 def pair_matches(
     a: str, b: str, matches: int, matches_for: Mapping[str, int], rotations: int, lineups: int = 1
 ) -> int:
@@ -319,45 +307,20 @@ def play_pair(
     """One pair's duplicate tournaments (:func:`pair_lineups`, the same deals in each), reduced
     to what is stored (``commit``: the code's; ``backend``: :func:`run_tournament`'s)."""
     start = time.perf_counter()
-    side_of = rules.side_of
-    lineups = pair_lineups(a, b, rules)
-    outcomes: list[str] = []
-    wins = [0, 0]
-    comparisons = rotations = 0
-    for k, agents in enumerate(lineups):
-        result = run_tournament(
-            agents,
-            rules,
-            matches=matches // len(lineups),
-            seed=seed,
-            workers=workers,
-            backend=backend,
-        )
-        rotations = int(result.config["rotations"])
-        mine = {i for i, spec in enumerate(agents) if spec == a}  # agent indices of a's seats
-        for r in result.records:
-            sides_a = sorted({side_of[s] for s, i in enumerate(r.lineup) if i in mine})
-            sides_b = sorted({side_of[s] for s, i in enumerate(r.lineup) if i not in mine})
-            comparisons = len(sides_a) * len(sides_b)
-            half = sum(2 * placed_ahead(r, x, y) for x in sides_a for y in sides_b)
-            outcomes.append(OUTCOME_CHARS[int(half)])
-            if k == 0:  # a alone (or, with two sides, every match)
-                wins[0] += r.winner in sides_a
-            if k == len(lineups) - 1:
-                wins[1] += r.winner in sides_b
+    out = play_pair_outcome(a, b, rules, matches, seed, workers, backend)
     return PairResult(
         agents=(a, b),
         files={**agent_files(a), **agent_files(b)},
         rules=rules.to_dict(),
         seed=seed,
-        matches=len(outcomes),
-        rotations=rotations,
-        outcomes="".join(outcomes),
-        wins=(wins[0], wins[1]),
+        matches=out.matches,
+        rotations=out.rotations,
+        outcomes=out.outcomes,
+        wins=out.wins,
         seconds=round(time.perf_counter() - start, 2),
         commit=commit,
-        comparisons=comparisons,
-        lineups=len(lineups),
+        comparisons=out.comparisons,
+        lineups=out.lineups,
     )
 
 
@@ -512,13 +475,6 @@ class RatingTable:
         return "\n".join(lines)
 
 
-def _elo(wins: np.ndarray, anchor_index: int | None, anchor_rating: float) -> np.ndarray:
-    elo = elo_ratings(wins, prior=RATING_PRIOR)
-    if anchor_index is None:
-        return elo
-    return elo - elo[anchor_index] + anchor_rating
-
-
 def rating_table(
     run: RoundRobin,
     *,
@@ -531,8 +487,6 @@ def rating_table(
     ``anchor`` pins one agent's rating; an anchor agent that is not playing is ignored only
     for the default (``random``), otherwise an error. ``None`` centres the mean on 1500.
     """
-    if not isinstance(bootstrap, int) or isinstance(bootstrap, bool) or bootstrap < 1:
-        raise ValueError(f"bootstrap must be an integer >= 1, got {bootstrap!r}")
     names = list(run.agents)
     index = {name: k for k, name in enumerate(names)}
     if anchor is not None and anchor[0] not in index:
@@ -540,28 +494,24 @@ def rating_table(
             raise ValueError(f"anchor {anchor[0]!r} is not one of the agents {names}")
         anchor = None
     anchor_index = None if anchor is None else index[anchor[0]]
-    anchor_rating = ELO_CENTER if anchor is None else anchor[1]
-    k = len(names)
-    wins = np.zeros((k, k))
-    groups = []
-    for p in run.pairs:
-        i, j = index[p.agents[0]], index[p.agents[1]]
-        points = p.group_points()
-        per_group = p.rotations * p.comparisons  # comparisons in one deal group
-        groups.append((i, j, points, per_group))
-        wins[i, j] += points.sum() / 2
-        wins[j, i] += p.matches * p.comparisons - points.sum() / 2
-    point = _elo(wins, anchor_index, anchor_rating)
-    rng = np.random.default_rng(np.random.SeedSequence(seed, spawn_key=(BOOTSTRAP_STREAM,)))
-    samples = np.empty((bootstrap, k))
-    for b in range(bootstrap):
-        w = np.zeros((k, k))
-        for i, j, points, per_group in groups:
-            total = points[rng.integers(0, len(points), len(points))].sum() / 2
-            w[i, j] += total
-            w[j, i] += len(points) * per_group - total
-        samples[b] = _elo(w, anchor_index, anchor_rating)
-    lo, hi = np.percentile(samples, [2.5, 97.5], axis=0)
+    fit = fit_with_intervals(
+        len(names),
+        [
+            PairPoints(
+                index[p.agents[0]],
+                index[p.agents[1]],
+                p.group_points(),
+                p.rotations * p.comparisons,
+            )
+            for p in run.pairs
+        ],
+        prior=RATING_PRIOR,
+        bootstrap=bootstrap,
+        seed=seed,
+        anchor=anchor_index,
+        anchor_rating=ELO_CENTER if anchor is None else anchor[1],
+    )
+    point, lo, hi = fit.ratings, fit.low, fit.high
     order = sorted(names, key=lambda n: (-point[index[n]], n))
     score: dict[str, dict[str, float]] = {n: {} for n in names}
     count: dict[str, dict[str, int]] = {n: {} for n in names}

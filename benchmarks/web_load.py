@@ -17,6 +17,14 @@ the tables play, as fast as the server's rate limit lets them (after a 429 they 
 ``Retry-After``); before the tables start, one upload's wall time, the server's CPU time for it
 (its process and worker processes) and the answer's size are measured.
 
+``--arena-flood K`` starts the server with a policy arena (one rating worker, no per-hour
+bound) whose queue is kept busy, and adds K clients on one address (127.0.3.1) that submit
+distinct valid policy files to ``/api/arena`` over and over while the tables play (after a 429
+they wait its ``Retry-After``); the result counts the submissions by status and the arena's
+queued pairs at the end.
+
+    python -m benchmarks.web_load --tables 20 --arena-flood 4
+
 ``--slow N`` measures connections instead of moves: N connections that send nothing and N that
 send a header line every 2 s, each from its own loopback address (127.0.1.x), plus 100 silent
 connections from one address; it reports how many the server still holds after 1 s and after
@@ -33,6 +41,7 @@ import argparse
 import asyncio
 import contextlib
 import dataclasses
+import itertools
 import json
 import os
 import resource
@@ -42,6 +51,7 @@ import sys
 import tempfile
 import time
 from collections import Counter
+from collections.abc import Awaitable, Callable
 
 import httpx2
 import numpy as np
@@ -168,22 +178,58 @@ async def one_upload(base: str, text: str, server_pid: int | None) -> dict:
     }
 
 
+async def keep_sending(
+    send: Callable[[], Awaitable[httpx2.Response]], stop: asyncio.Event, counts: Counter
+) -> None:
+    """``send()`` over and over until ``stop`` is set, counting the answers by status and
+    waiting as long as a refusal's ``Retry-After`` says."""
+    while not stop.is_set():
+        try:
+            r = await send()
+            counts[r.status_code] += 1
+            if r.status_code in (429, 503):
+                wait = float(r.headers.get("retry-after", 1))
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(stop.wait(), wait)
+        except httpx2.HTTPError:
+            counts["error"] += 1
+            await asyncio.sleep(0.1)
+
+
 async def uploader(base: str, k: int, text: str, stop: asyncio.Event, counts: Counter) -> None:
-    """Upload ``text`` over and over from address 127.0.2.k until ``stop`` is set, waiting
-    as long as a refusal's ``Retry-After`` says."""
+    """Upload ``text`` from address 127.0.2.k until ``stop`` is set."""
     transport = httpx2.AsyncHTTPTransport(local_address=f"127.0.2.{k + 1}")
     async with httpx2.AsyncClient(base_url=base, transport=transport, timeout=120) as http:
-        while not stop.is_set():
-            try:
-                r = await http.post("/api/replay", json={"text": text})
-                counts[r.status_code] += 1
-                if r.status_code == 429:
-                    wait = float(r.headers.get("retry-after", 1))
-                    with contextlib.suppress(TimeoutError):
-                        await asyncio.wait_for(stop.wait(), wait)
-            except httpx2.HTTPError:
-                counts["error"] += 1
-                await asyncio.sleep(0.1)
+        await keep_sending(lambda: http.post("/api/replay", json={"text": text}), stop, counts)
+
+
+def policy_files(count: int) -> list[bytes]:
+    """``count`` distinct valid policy files: the shipped 2-player policy, each with another
+    provenance in its header (so another SHA-256)."""
+    from safetensors import safe_open
+    from safetensors.numpy import save
+
+    from bergen_env.policy_file import HEADER_KEY
+
+    with safe_open("policies/standard_2p.safetensors", framework="numpy") as f:
+        header = json.loads(f.metadata()[HEADER_KEY])
+        tensors = {k: f.get_tensor(k) for k in f.keys()}  # noqa: SIM118 (not a dict)
+    out = []
+    for i in range(count):
+        header["provenance"] = {"source": f"web_load flood {i}"}
+        out.append(save(tensors, metadata={HEADER_KEY: json.dumps(header)}))
+    return out
+
+
+async def flooder(base: str, files: list[bytes], stop: asyncio.Event, counts: Counter) -> None:
+    """Submit ``files`` in turn from 127.0.3.1 until ``stop`` is set."""
+    transport = httpx2.AsyncHTTPTransport(local_address="127.0.3.1")
+    headers = {"content-type": "application/octet-stream"}
+    turn = itertools.cycle(files)
+    async with httpx2.AsyncClient(base_url=base, transport=transport, timeout=120) as http:
+        await keep_sending(
+            lambda: http.post("/api/arena", content=next(turn), headers=headers), stop, counts
+        )
 
 
 async def run(args: argparse.Namespace, base: str, server_pid: int | None = None) -> dict:
@@ -245,11 +291,19 @@ async def run(args: argparse.Namespace, base: str, server_pid: int | None = None
                 asyncio.ensure_future(uploader(base, k, text, stop, counts))
                 for k in range(args.uploaders)
             ]
+        floods: Counter = Counter()
+        if args.arena_flood:
+            files = policy_files(64)
+            uploads += [
+                asyncio.ensure_future(flooder(base, files[k :: args.arena_flood], stop, floods))
+                for k in range(args.arena_flood)
+            ]
         start = time.perf_counter()
         finals = await asyncio.gather(*jobs)
         elapsed = time.perf_counter() - start
         stop.set()
         await asyncio.gather(*uploads)
+        arena_queued = (await http.get("/api/arena")).json()["queued"] if args.arena_flood else 0
         moves = 0
         lost = 0
         for t in tables:
@@ -286,6 +340,9 @@ async def run(args: argparse.Namespace, base: str, server_pid: int | None = None
         "uploaders": args.uploaders,
         **upload,
         "uploads_by_status": {str(k): v for k, v in sorted(counts.items(), key=str)},
+        "arena_flooders": args.arena_flood,
+        "arena_submissions_by_status": {str(k): v for k, v in sorted(floods.items(), key=str)},
+        "arena_queued_at_end": arena_queued,
     }
 
 
@@ -389,6 +446,12 @@ def main(argv: list[str] | None = None) -> dict:
         "--upload-events", type=int, default=35000, help="events of the uploaded match"
     )
     parser.add_argument(
+        "--arena-flood",
+        type=int,
+        default=0,
+        help="clients on one address submitting policy files to the server's arena",
+    )
+    parser.add_argument(
         "--slow", type=int, default=0, help="measure N silent and N dripping connections"
     )
     parser.add_argument("--hold", type=float, default=150.0, help="seconds --slow waits")
@@ -427,6 +490,11 @@ def serve_and_run(args: argparse.Namespace) -> dict:
         extra = ["--connections-per-address", many] if not args.slow else []
         if args.nofile:  # the server's connections stay well under its open files
             extra += ["--max-connections", str(args.nofile // 2)]
+
+    if args.arena_flood:  # a rating worker always busy; the flood meets the per-minute bound
+        arena = ":memory:" if args.db == ":memory:" else args.db + ".arena"
+        extra += ["--arena", arena]
+        extra += ["--arena-per-hour", "100000", "--arena-max-queued", "100000"]
 
     def nofile() -> None:
         if args.nofile:

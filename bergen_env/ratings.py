@@ -18,6 +18,9 @@ On the Elo scale a 400-point gap means 10:1 odds: ``P(i beats j) = 1 / (1 + 10**
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from dataclasses import dataclass
+
 import numpy as np
 
 ELO_CENTER = 1500.0
@@ -67,3 +70,72 @@ def elo_ratings(wins: np.ndarray, prior: float = 1.0) -> np.ndarray:
 def expected_score(rating: float, other: float) -> float:
     """The share of points an Elo-scale ``rating`` is expected to take against ``other``."""
     return 1.0 / (1.0 + 10.0 ** ((other - rating) / 400.0))
+
+
+#: Seed stream of the bootstrap (the tournaments use 0 for deals and 1 for agents).
+BOOTSTRAP_STREAM = 2
+
+
+@dataclass(frozen=True)
+class PairPoints:
+    """One pair's duplicate results as the fit reads them: agent ``i``'s half-points in each
+    deal group against agent ``j`` (a comparison placed ahead gives 2, level 1, behind 0) and
+    the comparisons in one deal group (its seatings times the comparisons of a match)."""
+
+    i: int
+    j: int
+    points: np.ndarray
+    per_group: int
+
+
+@dataclass(frozen=True)
+class RatingFit:
+    """Elo-scale ratings with the percentile interval of a bootstrap, one entry per agent."""
+
+    ratings: np.ndarray
+    low: np.ndarray
+    high: np.ndarray
+
+
+def _pinned(wins: np.ndarray, prior: float, anchor: int | None, anchor_rating: float) -> np.ndarray:
+    elo = elo_ratings(wins, prior=prior)
+    return elo if anchor is None else elo - elo[anchor] + anchor_rating
+
+
+def fit_with_intervals(
+    num_agents: int,
+    pairs: Sequence[PairPoints],
+    *,
+    prior: float,
+    bootstrap: int = 1000,
+    seed: int = 0,
+    anchor: int | None = None,
+    anchor_rating: float = ELO_CENTER,
+    level: float = 0.95,
+) -> RatingFit:
+    """The Bradley-Terry fit of every pair's results (``prior`` virtual games a pair) with a
+    ``level`` percentile interval from ``bootstrap`` replicates, each redrawing every pair's
+    deal groups with replacement (seeded by ``seed``); agent ``anchor`` is pinned at
+    ``anchor_rating`` (``None``: the mean rating is ``anchor_rating``)."""
+    if not isinstance(bootstrap, int) or isinstance(bootstrap, bool) or bootstrap < 1:
+        raise ValueError(f"bootstrap must be an integer >= 1, got {bootstrap!r}")
+    k = num_agents
+    wins = np.zeros((k, k))
+    for p in pairs:
+        total = p.points.sum() / 2
+        wins[p.i, p.j] += total
+        wins[p.j, p.i] += len(p.points) * p.per_group - total
+    point = _pinned(wins, prior, anchor, anchor_rating)
+    rng = np.random.default_rng(np.random.SeedSequence(seed, spawn_key=(BOOTSTRAP_STREAM,)))
+    samples = np.empty((bootstrap, k))
+    for b in range(bootstrap):
+        w = np.zeros((k, k))
+        for p in pairs:
+            n = len(p.points)
+            total = p.points[rng.integers(0, n, n)].sum() / 2
+            w[p.i, p.j] += total
+            w[p.j, p.i] += n * p.per_group - total
+        samples[b] = _pinned(w, prior, anchor, anchor_rating)
+    tail = 100 * (1 - level) / 2
+    low, high = np.percentile(samples, [tail, 100 - tail], axis=0)
+    return RatingFit(point, low, high)

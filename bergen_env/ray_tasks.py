@@ -6,10 +6,12 @@
 
 The tournament (``run_tournament(..., backend="ray")``), the rating table's round robin and
 expert iteration's labelling hand their work to :func:`task_results` or :func:`in_order`: one
-Ray task per item, the shared part stored once in Ray's object store. A task is a pure function
-of its arguments (every seed comes from the work's index), so a task whose worker died is
-simply run again (Ray's ``max_retries``): its result is taken once, when it finishes, and
-nothing is counted twice or lost. Ray is imported only when one of these functions is called;
+Ray task per item, the shared part stored once in Ray's object store. Code written against a
+:class:`concurrent.futures.Executor` (the web arena's runner) takes a :class:`RayExecutor`
+instead of a process pool. A task is a pure function of its arguments (every seed comes
+from the work's index), so a task whose worker died is simply run again (Ray's
+``max_retries``): its result is taken once, when it finishes, and nothing is counted twice or
+lost. Ray is imported only when one of these functions is called;
 without it they raise :class:`ModuleNotFoundError` naming the ``[ray]`` extra.
 """
 
@@ -17,7 +19,9 @@ from __future__ import annotations
 
 import math
 import socket
+import threading
 from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import Executor, Future
 from typing import Any
 
 from bergen_env.errors import install_hint
@@ -32,6 +36,12 @@ MIN_TASK_MATCHES = 64
 TASKS_PER_CPU = 4
 
 INSTALL_HINT = f"install it with: {install_hint('ray')}"
+#: The address of a program's ``--ray`` flag that asks for a local Ray instance.
+LOCAL = "local"
+
+
+class RayJoinError(RuntimeError):
+    """Ray is missing or cannot be joined; the message is one line naming the flag."""
 
 
 def import_ray() -> Any:
@@ -60,6 +70,23 @@ def connect(address: str | None = None, **init_kwargs: Any) -> Any:
             check_reachable(address)
         ray.init(address=address, **init_kwargs)
     return ray
+
+
+def join(address: str | None, flag: str = "--ray") -> Any:
+    """:func:`connect` for a program's ``flag`` (``address`` :data:`LOCAL` or None: a local
+    instance); a missing Ray or a cluster that cannot be joined is a :class:`RayJoinError`."""
+    try:
+        return connect(None if address in (None, LOCAL) else address)
+    except ModuleNotFoundError as exc:
+        raise RayJoinError(f"{flag}: {exc}") from None
+    except (ConnectionError, RuntimeError, ValueError) as exc:
+        where = (
+            "a local Ray instance"
+            if address in (None, LOCAL)
+            else f"the Ray cluster at {address!r}"
+        )
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise RayJoinError(f"{flag}: cannot join {where}: {first}") from None
 
 
 def check_reachable(address: str, timeout: float = 10.0) -> None:
@@ -134,3 +161,67 @@ def in_order(
         while next_k in waiting:
             yield waiting.pop(next_k)
             next_k += 1
+
+
+#: The initializers that have run in this process (a Ray worker runs many tasks).
+_STARTED: set[tuple[Callable[..., Any], tuple[Any, ...]]] = set()
+
+
+def _initialized_call(
+    start: tuple[Callable[..., Any], tuple[Any, ...]] | None,
+    fn: Callable[..., Any],
+    args: tuple[Any, ...],
+    kwargs: dict[str, Any],
+) -> Any:
+    """In a Ray worker: run ``start`` once per process, then ``fn(*args, **kwargs)``."""
+    if start is not None and start not in _STARTED:
+        start[0](*start[1])
+        _STARTED.add(start)
+    return fn(*args, **kwargs)
+
+
+class RayExecutor(Executor):
+    """A :class:`concurrent.futures.Executor` whose calls run as Ray tasks (``max_retries``:
+    a task whose worker died runs again), for code written against a process pool (e.g.
+    ``loop.run_in_executor``). ``initializer(*initargs)`` runs once in each Ray worker process
+    before its first call, as a process pool's does. Joins Ray (:func:`connect`) at creation;
+    ``shutdown(cancel_futures=True)`` ends the tasks not finished, those running included."""
+
+    def __init__(
+        self,
+        address: str | None = None,
+        *,
+        initializer: Callable[..., Any] | None = None,
+        initargs: tuple[Any, ...] = (),
+        num_cpus: float = 1,
+        max_retries: int = MAX_RETRIES,
+    ) -> None:
+        self._ray = connect(address)
+        self._remote = self._ray.remote(_initialized_call).options(
+            num_cpus=num_cpus, max_retries=max_retries
+        )
+        self._start = None if initializer is None else (initializer, tuple(initargs))
+        self._refs: set[Any] = set()
+        self._lock = threading.Lock()
+
+    def submit(self, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Future:
+        ref = self._remote.remote(self._start, fn, args, kwargs)
+        with self._lock:
+            self._refs.add(ref)
+        future = ref.future()
+        future.add_done_callback(lambda _: self._forget(ref))
+        return future
+
+    def _forget(self, ref: Any) -> None:
+        with self._lock:
+            self._refs.discard(ref)
+
+    def shutdown(self, wait: bool = True, *, cancel_futures: bool = False) -> None:
+        with self._lock:
+            refs = list(self._refs)
+            self._refs.clear()
+        if cancel_futures:
+            for ref in refs:
+                self._ray.cancel(ref, force=True)
+        elif wait and refs:
+            self._ray.wait(refs, num_returns=len(refs))

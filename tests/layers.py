@@ -108,7 +108,14 @@ LAYERS: tuple[Layer, ...] = (
     Layer(
         "arena",
         "matches, tournaments, ratings, exploitability, on processes or Ray",
-        ("bergen_env.arena", "bergen_env.exploit", "bergen_env.ray_tasks"),
+        (
+            "bergen_env.arena",
+            "bergen_env.exploit",
+            "bergen_env.ray_tasks",
+            "bergen_env.duplicate_pairs",
+            "bergen_env.arena_store",
+            "bergen_env.arena_exploit",
+        ),
         ("torch", "stable_baselines3", "sb3_contrib", *_WEB),
     ),
     Layer("web", "the browser game", ("bergen_env.web", "bergen_env.web.*"), ("torch", "ray")),

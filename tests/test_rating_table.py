@@ -82,13 +82,15 @@ def test_rerun_plays_nothing_and_a_new_agent_plays_only_its_pairs(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     calls: list[list[str]] = []
-    real = rt.run_tournament
+    from bergen_env import duplicate_pairs
+
+    real = duplicate_pairs.run_tournament
 
     def counting(agents: list[str], *args: object, **kwargs: object) -> object:
         calls.append(list(agents))
         return real(agents, *args, **kwargs)  # type: ignore[arg-type]
 
-    monkeypatch.setattr(rt, "run_tournament", counting)
+    monkeypatch.setattr(duplicate_pairs, "run_tournament", counting)
     path = tmp_path / "r.json"
     first = _run(path, ["random", "greedy"])
     assert first.played == [("greedy", "random")] and len(calls) == 1

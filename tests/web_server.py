@@ -13,6 +13,7 @@ import uvicorn
 
 from bergen_env.web import TableManager
 from bergen_env.web.app import create_app
+from bergen_env.web.arena_runner import ArenaRunner
 from bergen_env.web.serving import server_config
 
 
@@ -23,11 +24,12 @@ def free_port() -> int:
 
 
 @contextmanager
-def running_server(manager: TableManager) -> Iterator[str]:
-    """Serve ``manager``'s app on 127.0.0.1; yields the base URL; stops it at the end."""
+def running_server(manager: TableManager, arena: ArenaRunner | None = None) -> Iterator[str]:
+    """Serve ``manager``'s app (with ``arena``) on 127.0.0.1; yields the base URL; stops it at
+    the end."""
     port = free_port()
     config = server_config(
-        create_app(manager),
+        create_app(manager, arena=arena),
         manager.limits,
         host="127.0.0.1",
         port=port,

@@ -10,10 +10,9 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from .cli import UsageError, require_extra
+from bergen_env.ray_tasks import LOCAL, RayJoinError, join
 
-#: Value of ``args.ray`` when ``--ray`` is given without an address: a local Ray instance.
-LOCAL = "local"
+from .cli import UsageError, require_extra
 
 
 def add_ray_argument(parser: argparse.ArgumentParser, what: str) -> None:
@@ -35,11 +34,7 @@ def join_ray(address: str | None, flag: str = "--ray") -> Any:
     """Join Ray for ``flag`` (``address`` :data:`LOCAL`: a local instance); a missing extra or
     a cluster that cannot be joined is a one-line :class:`UsageError`."""
     require_extra("ray", flag, ["ray"])
-    from bergen_env.ray_tasks import connect
-
     try:
-        return connect(None if address == LOCAL else address)
-    except (ConnectionError, RuntimeError, ValueError) as exc:
-        where = "a local Ray instance" if address == LOCAL else f"the Ray cluster at {address!r}"
-        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        raise UsageError(f"{flag}: cannot join {where}: {first}") from None
+        return join(address, flag)
+    except RayJoinError as exc:
+        raise UsageError(str(exc)) from None

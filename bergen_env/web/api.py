@@ -20,6 +20,7 @@ from bergen_env import rules as rules_module
 from bergen_env.errors import InvalidOptionError
 from bergen_env.rules import PRESETS, RULE_OPTIONS, Rules
 from bergen_env.web import replay_frames
+from bergen_env.web.arena_runner import AGENT_PREFIX
 from bergen_env.web.errors import TableError, excerpt
 from bergen_env.web.guard import read_json
 from bergen_env.web.i18n import LANGUAGES
@@ -62,16 +63,19 @@ async def meta(request: Request) -> Response:
         if isinstance(values, tuple) and all(isinstance(v, str) for v in values):
             choices[name] = list(values)
     limits = tables.limits
+    # the arena's policies sit at tables by its play links, not from the menu
+    menu = {n: spec for n, spec in tables.agents.items() if not n.startswith(AGENT_PREFIX)}
     return JSONResponse(
         {
             "presets": presets,
             "options": list(RULE_OPTIONS),
             "option_limits": OPTION_LIMITS,
             "choices": choices,
-            "agents": sorted(tables.agents),
+            "agents": sorted(menu),
             # agents the page leaves out of the menu once an option differs from the preset
-            "presets_only": sorted(n for n, spec in tables.agents.items() if presets_only(spec)),
+            "presets_only": sorted(n for n, spec in menu.items() if presets_only(spec)),
             "languages": LANGUAGES,
+            "arena": getattr(request.app.state, "arena", None) is not None,
             "limits": {
                 "max_tables": limits.max_tables,
                 "tables_per_address": limits.tables_per_address,

@@ -5,6 +5,10 @@
 ``--agent NAME=SPEC`` adds an agent to the menu a table may seat (any agent string the agent
 registry knows; a trained network as a portable ``policy:`` file). Only the server's operator
 names files: a person at a table picks from the menu.
+
+``--arena FILE`` also runs the policy arena (``docs/arena.md``): people submit policy files,
+which play duplicate matches against the anchors at the lowest priority and get a rating
+(``--arena-ray [ADDRESS]``: as Ray tasks, on a local Ray instance or a cluster).
 """
 
 from __future__ import annotations
@@ -14,8 +18,11 @@ import sys
 from collections.abc import Sequence
 
 from bergen_env.agents.base import make_agent, parse_agent_spec, registered_agents
+from bergen_env.arena_store import SCRIPTED_ANCHORS, ArenaStore, SubmissionError
 from bergen_env.errors import install_hint
+from bergen_env.ray_tasks import LOCAL, RayJoinError, cluster_cpus, join
 from bergen_env.web.agent_pool import AgentPool, default_workers
+from bergen_env.web.arena_runner import ArenaRunner, ArenaSettings
 from bergen_env.web.options import PERSON
 from bergen_env.web.store import SQLiteStore
 from bergen_env.web.tables import DEFAULT_AGENTS, Limits, TableManager
@@ -132,6 +139,83 @@ def parser() -> argparse.ArgumentParser:
         default="processes",
         help="where slow agents think: worker processes (default) or threads of the server",
     )
+    arena = p.add_argument_group("the policy arena (docs/arena.md)")
+    arena.add_argument(
+        "--arena",
+        metavar="FILE",
+        help="run the policy arena, kept in this SQLite file (/arena, /api/arena)",
+    )
+    arena.add_argument(
+        "--arena-anchor",
+        action="append",
+        default=[],
+        metavar="POLICY_FILE",
+        help="a policy file every submission of its rules plays besides the scripted anchors "
+        "(repeatable; e.g. each of policies/*.safetensors)",
+    )
+    arena.add_argument(
+        "--arena-anchor-agent",
+        action="append",
+        default=[],
+        metavar="SPEC",
+        help="an agent string every submission plays besides random, greedy, heuristic and "
+        "tuned (repeatable; e.g. search:samples=100, without a time budget)",
+    )
+    arena.add_argument(
+        "--arena-workers",
+        type=int,
+        default=None,
+        help=f"processes that play the arena's pairs, at the lowest priority (default "
+        f"{ArenaSettings.workers})",
+    )
+    arena.add_argument(
+        "--arena-ray",
+        nargs="?",
+        const=LOCAL,
+        default=None,
+        metavar="ADDRESS",
+        help="play the arena's pairs as Ray tasks, as many at once as the cluster has CPUs "
+        "(instead of --arena-workers): a local Ray instance without ADDRESS (or 'local'), "
+        "'auto' for the cluster this machine joined with 'ray start', or a cluster's HOST:PORT "
+        "(needs the [ray] extra)",
+    )
+    arena.add_argument(
+        "--arena-niceness",
+        type=int,
+        default=ArenaSettings.niceness,
+        help="how much lower the arena workers' scheduling priority is than the server's "
+        "(19: they take only CPU nothing else wants; 0 on a machine that only rates)",
+    )
+    arena.add_argument(
+        "--arena-matches",
+        type=int,
+        default=ArenaSettings.matches,
+        help="duplicate matches per pair (rounded up to whole deal groups)",
+    )
+    arena.add_argument(
+        "--arena-rivals",
+        type=int,
+        default=ArenaSettings.rivals,
+        help="other submissions each new policy plays (a random sample)",
+    )
+    arena.add_argument(
+        "--arena-bootstrap",
+        type=int,
+        default=ArenaSettings.bootstrap,
+        help="bootstrap replicates of each leaderboard's intervals",
+    )
+    arena.add_argument(
+        "--arena-per-hour",
+        type=int,
+        default=ArenaSettings.submissions_per_hour,
+        help="new policy files one client address may submit per hour",
+    )
+    arena.add_argument(
+        "--arena-max-queued",
+        type=int,
+        default=ArenaSettings.max_queued,
+        help="queued pairs beyond which new submissions are refused (503)",
+    )
     p.add_argument(
         "--forwarded-allow",
         default="",
@@ -161,6 +245,29 @@ def main(argv: Sequence[str] | None = None) -> None:
         )
     if args.workers < 0:
         p.error("--workers must be >= 0 (0: one per core)")
+    if args.arena_ray is not None and args.arena_workers is not None:
+        p.error("--arena-ray replaces --arena-workers (Ray plays a pair on every CPU it has)")
+    if args.arena_ray is not None and not args.arena:
+        p.error("--arena-ray needs --arena FILE")
+    if args.arena_workers is None:
+        args.arena_workers = ArenaSettings.workers
+    counts = (args.arena_workers, args.arena_matches, args.arena_bootstrap, args.arena_max_queued)
+    if min(counts) < 1 or args.arena_rivals < 0 or args.arena_per_hour < 0:
+        p.error(
+            "--arena-workers, --arena-matches, --arena-bootstrap and --arena-max-queued must be "
+            ">= 1; --arena-rivals and --arena-per-hour >= 0"
+        )
+    if not 0 <= args.arena_niceness <= 19:
+        p.error(f"--arena-niceness must be in 0..19, got {args.arena_niceness}")
+    if (args.arena_anchor or args.arena_anchor_agent) and not args.arena:
+        p.error("--arena-anchor and --arena-anchor-agent need --arena FILE")
+    for spec in args.arena_anchor_agent:
+        try:
+            if parse_agent_spec(spec)[0] == "policy":
+                raise ValueError("a policy file is an anchor by --arena-anchor FILE")
+            make_agent(spec)
+        except (ValueError, OSError) as exc:
+            p.error(f"--arena-anchor-agent {spec}: {exc}")
     agents = dict(DEFAULT_AGENTS)
     for name, spec in args.agent:
         _check_agent(name, spec)
@@ -169,6 +276,11 @@ def main(argv: Sequence[str] | None = None) -> None:
         import uvicorn
     except ImportError:
         sys.exit(f"bergen-web needs the web extra: {install_hint('web')}")
+    if args.arena_ray is not None:  # before any file is opened: a missing Ray is one line
+        try:
+            join(args.arena_ray, "--arena-ray")
+        except RayJoinError as exc:
+            sys.exit(f"bergen-web: {exc}")
     from bergen_env.web.app import create_app
 
     try:
@@ -187,12 +299,15 @@ def main(argv: Sequence[str] | None = None) -> None:
     )
     pool = AgentPool(args.workers or None, processes=args.agent_pool == "processes")
     manager = TableManager(agents=agents, limits=limits, pace=args.pace, store=store, pool=pool)
+    arena = None
+    if args.arena:
+        arena = _arena(args)
     proxies = [a.strip() for a in args.forwarded_allow.split(",") if a.strip()]
     print(f"Bergen in the browser: http://{args.host}:{args.port}/  (Ctrl+C stops)", flush=True)
     from bergen_env.web.serving import server_config
 
     config = server_config(
-        create_app(manager),
+        create_app(manager, arena=arena),
         limits,
         proxies,
         host=args.host,
@@ -201,6 +316,33 @@ def main(argv: Sequence[str] | None = None) -> None:
     )
     uvicorn.Server(config).run()  # the app's shutdown ends the agent pool's processes
     store.close()
+    if arena is not None:
+        arena.store.close()
+
+
+def _arena(args: argparse.Namespace) -> ArenaRunner:
+    """The arena the flags ask for, its anchors stored and queued; exits naming a problem."""
+    settings = ArenaSettings(
+        workers=args.arena_workers if args.arena_ray is None else cluster_cpus(),
+        ray=args.arena_ray,
+        matches=args.arena_matches,
+        rivals=args.arena_rivals,
+        bootstrap=args.arena_bootstrap,
+        submissions_per_hour=args.arena_per_hour,
+        max_queued=args.arena_max_queued,
+        niceness=args.arena_niceness,
+        anchors=tuple(dict.fromkeys([*SCRIPTED_ANCHORS, *args.arena_anchor_agent])),
+    )
+    try:
+        runner = ArenaRunner(ArenaStore(args.arena), settings)
+    except OSError as exc:
+        sys.exit(str(exc))
+    for path in args.arena_anchor:
+        try:
+            runner.add_anchor_file(path)
+        except (OSError, SubmissionError) as exc:
+            sys.exit(f"--arena-anchor {path}: {exc}")
+    return runner
 
 
 if __name__ == "__main__":

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+from collections.abc import Mapping
 from typing import Any
 
 from starlette.requests import Request
@@ -69,12 +70,23 @@ def cross_site(scope: Scope) -> bool:
 
 
 class Guard:
-    """ASGI middleware: security headers, same-origin JSON for state changes, body limits."""
+    """ASGI middleware: security headers, same-origin JSON for state changes, body limits.
 
-    def __init__(self, app: ASGIApp, max_body_bytes: int, body_seconds: float = 60.0) -> None:
+    ``uploads`` maps a path that takes a file (``application/octet-stream``) instead of JSON to
+    its own body limit in bytes.
+    """
+
+    def __init__(
+        self,
+        app: ASGIApp,
+        max_body_bytes: int,
+        body_seconds: float = 60.0,
+        uploads: Mapping[str, int] | None = None,
+    ) -> None:
         self.app = app
         self.max_body_bytes = max_body_bytes
         self.body_seconds = body_seconds
+        self.uploads = dict(uploads or {})
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "websocket":
@@ -100,7 +112,7 @@ class Guard:
             await error_response(refusal)(scope, receive, send_with_headers)
             return
         seen = 0
-        limit = self.max_body_bytes
+        limit = self.uploads.get(scope["path"], self.max_body_bytes)
         deadline = asyncio.get_running_loop().time() + self.body_seconds
         arrived = False
 
@@ -129,8 +141,8 @@ class Guard:
 
     def _refusal(self, scope: Scope) -> TableError | None:
         length = _header(scope, b"content-length")
-        if length is not None and (not length.isdigit() or int(length) > self.max_body_bytes):
-            limit = self.max_body_bytes
+        limit = self.uploads.get(scope["path"], self.max_body_bytes)
+        if length is not None and (not length.isdigit() or int(length) > limit):
             return TableError(413, "body_too_large", _too_large(limit), limit=limit)
         if scope["method"] not in UNSAFE_METHODS:
             return None
@@ -139,7 +151,15 @@ class Guard:
                 403, "cross_site", "requests that change state must come from this site's pages"
             )
         kind = (_header(scope, b"content-type") or "").split(";")[0].strip().lower()
-        if kind != "application/json":
+        if scope["path"] in self.uploads:
+            if kind != "application/octet-stream":
+                return TableError(
+                    415,
+                    "file_only",
+                    f"send the file as the body with content-type application/octet-stream, "
+                    f"not {excerpt(kind)}",
+                )
+        elif kind != "application/json":
             return TableError(
                 415,
                 "json_only",

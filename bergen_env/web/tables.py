@@ -784,9 +784,14 @@ class TableManager:
 
     def charge_replay(self, address: str) -> None:
         """Spend one of ``address``'s replay uploads; 429 with ``Retry-After`` when none left."""
-        address, rate = quota_key(address), self.limits.replays_per_minute
-        self._check_rate(address, rate, "too_many_requests", "replay files")
-        self._spend(address, rate)
+        self.charge(address, self.limits.replays_per_minute, "replay files")
+
+    def charge(self, address: str, per_minute: float, what: str) -> None:
+        """Spend one of ``address``'s requests of a kind allowed ``per_minute`` (a burst of as
+        many); 429 ``too_many_requests`` with ``Retry-After`` naming ``what`` when none left."""
+        address = quota_key(address)
+        self._check_rate(address, per_minute, "too_many_requests", what)
+        self._spend(address, per_minute)
 
     async def rematch(self, table: Table) -> Table:
         """The next match at a finished table: it takes a live slot again, within the quotas

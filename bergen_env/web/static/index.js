@@ -93,6 +93,8 @@ function renderOptions() {
 function render() {
   translatePage();
   $("rules-link").href = `/rules?lang=${lang}`;
+  $("arena-link").href = `/arena?lang=${lang}`;
+  $("arena-link").hidden = !meta.arena;
   $("quick").href = `/play?num_players=2&opponents=greedy&lang=${lang}`;
   $("watch").href = `/play?seats=heuristic,search&lang=${lang}`;
   const preset = $("preset");
