@@ -163,7 +163,8 @@ def test_shipped_expert_policy_says_how_it_was_made(name: str) -> None:
 
 
 def test_shipped_scratch_policy_says_how_it_was_made() -> None:
-    """PPO from a random network (benchmarks/scratch_ppo.py), tanh layers, legal choices only."""
+    """PPO from a random network (the training program, configs/scratch_2p.yaml), tanh layers,
+    legal choices only."""
     path = shipped("scratch_2p")
     assert path.stat().st_size < 700_000
     policy = read_policy_file(path)
@@ -174,8 +175,11 @@ def test_shipped_scratch_policy_says_how_it_was_made() -> None:
         "identity",
     ]
     prov = policy.provenance
-    assert prov["source"].startswith("benchmarks/scratch_ppo.py") and prov["timesteps"] > 0
-    assert prov["config"]["width"] == 256 and prov["config"]["reward"] == "win"
+    assert prov["source"].startswith("bergen_env.training.train") and prov["timesteps"] > 0
+    assert prov["command"].endswith("--config configs/scratch_2p.yaml --seed 0")
+    config = prov["config"]
+    assert config["net_arch"] == [256, 256] and config["reward"] == "win"
+    assert config["imitation_teacher"] is None
     assert prov["evaluation"]["matches"] >= 2000 and prov["evaluation"]["opponents"] == [
         "heuristic"
     ]
