@@ -102,7 +102,7 @@ def check_submission(
         raise SubmissionError(f"{label} has {len(data)} bytes; the arena takes at most {max_bytes}")
     with tempfile.TemporaryDirectory(prefix="bergen-arena-") as folder:
         path = Path(folder) / "submission.safetensors"
-        path.write_bytes(data)
+        write_bytes(path, data)
         try:
             policy = read_policy_file(path)
             # the policy plays the rules it records (a scorer's feature set, the seating, ...)
