@@ -83,7 +83,9 @@ def handle_stop_signals() -> Iterator[None]:
 
 def next_result(results: Iterator[T]) -> T:
     """The next item of a ``multiprocessing`` pool's ``imap`` iterator, checking for a stop
-    while it waits (``StopIteration`` at its end)."""
+    before it takes one and while it waits (``StopIteration`` at its end): a backlog of
+    finished items does not hold a stop up."""
+    check_stop()
     while True:
         try:
             return results.next(timeout=POLL_S)  # type: ignore[attr-defined]
@@ -101,7 +103,9 @@ def pool_results(results: Iterator[T]) -> Iterator[T]:
 
 
 def future_result(future: concurrent.futures.Future[T]) -> T:
-    """``future.result()``, checking for a stop while it waits."""
+    """``future.result()``, checking for a stop before it takes the result and while it
+    waits."""
+    check_stop()
     while True:
         try:
             return future.result(timeout=POLL_S)

@@ -764,3 +764,28 @@ def test_every_file_is_written_through_the_atomic_helper() -> None:
                 match = [d for f, d in DIRECT_WRITES if f == name and d in line]
                 found.add((name, match[0] if match else line.strip()))
     assert found == DIRECT_WRITES
+
+
+def test_a_stop_is_not_held_up_by_finished_results() -> None:
+    """``next_result`` and ``future_result`` honour a stop before taking an item that is
+    already there: a backlog of finished jobs (each saved with an fsync) once kept an expert
+    iteration running for a minute and a half after ``SIGTERM``."""
+    import concurrent.futures
+    import multiprocessing
+
+    from bergen_env.stop import Terminated, future_result, handle_stop_signals, next_result
+
+    with multiprocessing.get_context("fork").Pool(1) as pool:
+        results = pool.imap(abs, range(-8, 0))
+        assert next_result(results) == 8
+        pool.close()
+        pool.join()  # every other result is finished and waiting
+        with handle_stop_signals():
+            os.kill(os.getpid(), signal.SIGTERM)
+            with pytest.raises(Terminated):
+                next_result(results)
+            done: concurrent.futures.Future[int] = concurrent.futures.Future()
+            done.set_result(1)
+            with pytest.raises(Terminated):
+                future_result(done)
+        assert next_result(results) == 7  # the flag is cleared when the block ends
