@@ -33,8 +33,7 @@ import tempfile
 import threading
 import time
 import unicodedata
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -50,6 +49,7 @@ from bergen_env.errors import BergenError
 from bergen_env.policy_file import PolicyFileError, describe_rules, read_policy_file
 from bergen_env.ratings import fit_with_intervals
 from bergen_env.rules import Rules
+from bergen_env.sqlite_files import connect, immediate
 
 #: The largest policy file the arena takes (the largest shipped one is about 3 MB).
 MAX_FILE_BYTES = 4 * 1024 * 1024
@@ -275,13 +275,7 @@ class ArenaStore:
         self.path = str(path)
         self._lock = threading.Lock()
         try:
-            self._db = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None)
-            problems = [r[0] for r in self._db.execute("PRAGMA quick_check(3)").fetchall()]
-            if problems != ["ok"]:
-                raise sqlite3.DatabaseError("; ".join(problems))
-            if self.path != ":memory:":
-                self._db.execute("PRAGMA journal_mode=WAL")
-            self._db.execute("PRAGMA synchronous=FULL")
+            self._db = connect(self.path)
             self._db.executescript(SCHEMA)
         except sqlite3.Error as exc:
             raise OSError(f"arena database {self.path!r} cannot be used: {exc}") from None
@@ -292,17 +286,6 @@ class ArenaStore:
             else:
                 files = Path(self.path).with_name(Path(self.path).name + ".files")
         self.files = Path(files)
-
-    @contextmanager
-    def _transaction(self) -> Iterator[sqlite3.Connection]:
-        with self._lock:
-            self._db.execute("BEGIN IMMEDIATE")
-            try:
-                yield self._db
-            except BaseException:
-                self._db.execute("ROLLBACK")
-                raise
-            self._db.execute("COMMIT")
 
     def _rows(self, sql: str, args: Sequence[Any] = ()) -> list[tuple]:
         with self._lock:
@@ -319,7 +302,7 @@ class ArenaStore:
     ) -> tuple[PolicyEntry, bool]:
         """Keep a checked file; ``(entry, True)`` if new, the existing entry and False if a
         file with the same bytes is stored already."""
-        with self._transaction() as db:
+        with immediate(self._db, self._lock) as db:
             if db.execute("SELECT 1 FROM policies WHERE sha256 = ?", (sub.sha256,)).fetchone():
                 created = False
             else:
@@ -382,7 +365,7 @@ class ArenaStore:
         :func:`bergen_env.arena_exploit.check_exploit`), replacing an earlier one."""
         lo, hi = record["gain_ci95"]
         win_lo, win_hi = record["best_response_win_rate_ci95"]
-        with self._transaction() as db:
+        with immediate(self._db, self._lock) as db:
             if not db.execute("SELECT 1 FROM policies WHERE sha256 = ?", (sha256,)).fetchone():
                 raise KeyError(f"no stored policy file {sha256}")
             db.execute(
@@ -451,7 +434,7 @@ class ArenaStore:
     def add_jobs(self, rules: Rules, pairs: Sequence[tuple[str, str]], matches: int) -> list[Job]:
         """Queue each pair not stored yet (in either order) under ``rules``; the new jobs."""
         key, now, new = rules_key(rules), time.time(), []
-        with self._transaction() as db:
+        with immediate(self._db, self._lock) as db:
             for a, b in pairs:
                 if a == b:
                     continue
@@ -484,7 +467,7 @@ class ArenaStore:
     def record(self, job: int, outcome: PairOutcome, seconds: float) -> bool:
         """Store a played job's result and mark it done, in one transaction; False (nothing
         stored) when the job is not queued any more (its result is stored already)."""
-        with self._transaction() as db:
+        with immediate(self._db, self._lock) as db:
             row = db.execute("SELECT state FROM jobs WHERE id = ?", (job,)).fetchone()
             if row is None or row[0] != QUEUED:
                 return False
@@ -507,7 +490,7 @@ class ArenaStore:
 
     def fail(self, job: int, error: str) -> None:
         """Mark a job that cannot be played (it leaves the queue; its error is kept)."""
-        with self._transaction() as db:
+        with immediate(self._db, self._lock) as db:
             db.execute(
                 "UPDATE jobs SET state = ?, error = ? WHERE id = ? AND state = ?",
                 (FAILED, error[:500], job, QUEUED),

@@ -75,6 +75,7 @@ LAYERS: tuple[Layer, ...] = (
             "bergen_env.replay",
             "bergen_env.policy_file",
             "bergen_env.atomic_files",
+            "bergen_env.sqlite_files",
             "bergen_env.stats",
             "bergen_env.ratings",
             "bergen_env.parent_watch",

@@ -21,6 +21,8 @@ from contextlib import nullcontext
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from bergen_env.sqlite_files import connect, immediate
+
 #: Table states as stored.
 LIVE, FINISHED, EXPIRED = "live", "finished", "expired"
 
@@ -124,14 +126,6 @@ MEND = (
 )
 
 
-def _check_integrity(db: sqlite3.Connection) -> None:
-    """Refuse a damaged database file (SQLite's ``quick_check``) before the server uses it."""
-    problems = [r[0] for r in db.execute("PRAGMA quick_check(3)").fetchall()]
-    if problems != ["ok"]:
-        first = " ".join(" ".join(problems).split())[:160]
-        raise sqlite3.DatabaseError(f"the file is damaged: {first}")
-
-
 class SQLiteStore:
     """:class:`TableStore` in one SQLite file (WAL); ``":memory:"`` keeps nothing."""
 
@@ -140,11 +134,7 @@ class SQLiteStore:
         self.durable = self.path != ":memory:"
         self._lock = threading.Lock()
         try:
-            self._db = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None)
-            if self.durable:
-                _check_integrity(self._db)
-                self._db.execute("PRAGMA journal_mode=WAL")
-                self._db.execute("PRAGMA synchronous=FULL")
+            self._db = connect(self.path)
             self._db.executescript(SCHEMA)
             # reads (on the server's event loop) have their own connection and lock: in WAL
             # mode they never wait for a write being committed in the writer thread
@@ -160,33 +150,21 @@ class SQLiteStore:
             ) from None
 
     def _write(self, sql: str, *rows: tuple[Any, ...]) -> None:
-        with self._lock:
-            self._db.execute("BEGIN IMMEDIATE")
-            try:
-                for params in rows:
-                    self._db.execute(sql, params)
-            except BaseException:
-                self._db.execute("ROLLBACK")
-                raise
-            self._db.execute("COMMIT")
+        with immediate(self._db, self._lock) as db:
+            for params in rows:
+                db.execute(sql, params)
 
     def save(self, row: TableRow) -> None:
         text = json.dumps(row.__dict__, separators=(",", ":"))
-        with self._lock:
-            self._db.execute("BEGIN IMMEDIATE")
-            try:
-                self._db.execute(
-                    "INSERT OR REPLACE INTO tables (id, status, row, ended) VALUES (?, ?, ?, ?)",
-                    (row.id, row.status, text, row.ended),
-                )
-                self._db.executemany(
-                    "INSERT OR REPLACE INTO tokens (token, table_id) VALUES (?, ?)",
-                    [(t, row.id) for t in row.tokens if t is not None],
-                )
-            except BaseException:
-                self._db.execute("ROLLBACK")
-                raise
-            self._db.execute("COMMIT")
+        with immediate(self._db, self._lock) as db:
+            db.execute(
+                "INSERT OR REPLACE INTO tables (id, status, row, ended) VALUES (?, ?, ?, ?)",
+                (row.id, row.status, text, row.ended),
+            )
+            db.executemany(
+                "INSERT OR REPLACE INTO tokens (token, table_id) VALUES (?, ?)",
+                [(t, row.id) for t in row.tokens if t is not None],
+            )
 
     def add_move(self, table: str, match: int, number: int, seat: int, action: int) -> None:
         self._write(
