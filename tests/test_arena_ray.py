@@ -65,13 +65,13 @@ def ray_instance():
 
 
 def test_a_pair_on_ray_is_the_pair_of_local_workers(ray_instance) -> None:
-    from bergen_env.web.arena_runner import _lower_priority
+    from bergen_env.web.agent_pool import lower_priority
 
     rules = Rules.preset("standard")
     args = ("heuristic", "greedy", rules, 8)
     with ProcessPoolExecutor(1) as pool:
         local = pool.submit(play_pair_outcome, *args, seed=11).result()
-    ray_pool = ray_tasks.RayExecutor(initializer=_lower_priority, initargs=(3,))
+    ray_pool = ray_tasks.RayExecutor(initializer=lower_priority, initargs=(3,))
     on_ray = ray_pool.submit(play_pair_outcome, *args, seed=11).result()
     assert on_ray == local == play_pair_outcome(*args, seed=11)
     # its workers yield the CPU: the initializer's step at least (Ray starts them niced too)

@@ -43,10 +43,19 @@ def default_workers() -> int:
 WORKER_NICENESS = 10
 
 
-def _lower_priority() -> None:
-    """In a new worker: yield the CPU to the server's event loop when both want it."""
+def lower_priority(niceness: int = WORKER_NICENESS) -> None:
+    """In a new worker: raise this process's niceness by ``niceness``, so that it yields the CPU
+    to the server's event loop when both want it."""
     with contextlib.suppress(OSError, AttributeError):
-        os.nice(WORKER_NICENESS)
+        os.nice(niceness)
+
+
+def worker_context() -> multiprocessing.context.BaseContext:
+    """How the server starts worker processes: forkserver where there is one (a fork of the
+    server would copy its threads and sockets), else spawn."""
+    return multiprocessing.get_context(
+        "forkserver" if "forkserver" in multiprocessing.get_all_start_methods() else "spawn"
+    )
 
 
 def _decide(agent: Any, obs: Any, mask: Any, view: Any) -> tuple[int, Any]:
@@ -67,12 +76,10 @@ class AgentPool:
         self._processes: Executor | None = None
         self._requests: Executor | None = None  # started at the first heavy request
         self._picklable: dict[type, bool] = {}
-        self._context = multiprocessing.get_context(
-            "forkserver" if "forkserver" in multiprocessing.get_all_start_methods() else "spawn"
-        )
+        self._context = worker_context()
         if processes:
             self._processes = ProcessPoolExecutor(
-                self.workers, mp_context=self._context, initializer=_lower_priority
+                self.workers, mp_context=self._context, initializer=lower_priority
             )
 
     async def act(self, agent: Any, obs: Any, mask: Any, view: Any) -> tuple[int, Any]:
@@ -89,7 +96,7 @@ class AgentPool:
             return await asyncio.to_thread(fn, *args)
         if self._requests is None:
             self._requests = ProcessPoolExecutor(
-                1, mp_context=self._context, initializer=_lower_priority
+                1, mp_context=self._context, initializer=lower_priority
             )
         return await asyncio.get_running_loop().run_in_executor(self._requests, fn, *args)
 

@@ -16,7 +16,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import multiprocessing
 import os
 import secrets
 import time
@@ -42,6 +41,7 @@ from bergen_env.arena_store import (
 from bergen_env.duplicate_pairs import PairOutcome, play_pair_outcome, whole_groups
 from bergen_env.parent_watch import die_with_parent
 from bergen_env.ray_tasks import LOCAL, RayExecutor
+from bergen_env.web.agent_pool import lower_priority, worker_context
 
 logger = logging.getLogger(__name__)
 
@@ -115,16 +115,13 @@ class ArenaRunner:
         if self._pool is None and self.settings.ray is not None:
             self._pool = RayExecutor(
                 None if self.settings.ray == LOCAL else self.settings.ray,
-                initializer=_lower_priority,
+                initializer=lower_priority,  # a Ray worker: once, before its first task
                 initargs=(self.settings.niceness,),
             )
         elif self._pool is None:
-            context = multiprocessing.get_context(
-                "forkserver" if "forkserver" in multiprocessing.get_all_start_methods() else "spawn"
-            )
             self._pool = ProcessPoolExecutor(
                 self.settings.workers,
-                mp_context=context,
+                mp_context=worker_context(),
                 initializer=_worker_start,
                 initargs=(self.settings.niceness,),
             )
@@ -273,14 +270,7 @@ def _fit(data: BoardData, bootstrap: int) -> dict[str, Any]:
 def _worker_start(niceness: int) -> None:
     """In a new worker: end with the process that started it; yield the CPU to everyone."""
     die_with_parent(os.getppid())
-    _lower_priority(niceness)
-
-
-def _lower_priority(niceness: int) -> None:
-    """Raise this process's niceness by ``niceness`` (a Ray worker: once, before its first
-    task; Ray ends its workers itself)."""
-    with contextlib.suppress(OSError, AttributeError):
-        os.nice(niceness)
+    lower_priority(niceness)
 
 
 def _terminate(pool: Executor) -> None:
