@@ -6,6 +6,7 @@ from __future__ import annotations
 import importlib.util
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -39,3 +40,13 @@ def pytest_configure(config: pytest.Config) -> None:
                 pytest.PytestWarning(f"numba warm-up {group!r} failed:\n{output[-2000:]}"),
                 stacklevel=2,
             )
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _sb3_logs_in_the_test_tree(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """A model trained without a logger of its own makes an SB3 log folder; keep those under
+    pytest's temporary tree (SB3 reads ``SB3_LOGDIR``) instead of one new folder in /tmp each."""
+    mp = pytest.MonkeyPatch()
+    mp.setenv("SB3_LOGDIR", str(tmp_path_factory.mktemp("sb3_logs")))
+    yield
+    mp.undo()
