@@ -2,6 +2,8 @@
 
 - Every relative link in ``README.md`` and ``docs/**/*.md`` points at a file or folder of the
   repository, and a ``#anchor`` at a heading of the target page (GitHub's heading slugs).
+- Every stored result a page names (``benchmarks/results/...``, braces expanded) is in the
+  repository: a figure's data cannot be cited and missing.
 - Every ``python`` block of the README and of ``docs/`` runs as written, from the repository
   root (one interpreter per page, a fresh namespace per block). A block preceded by the line
   ``<!-- no-test -->`` is skipped.
@@ -114,6 +116,43 @@ def test_relative_link_resolves(page: Path, target: str) -> None:
             f"{page.relative_to(ROOT)}: link {target!r}: no heading with anchor #{anchor} in "
             f"{dest.relative_to(ROOT)}"
         )
+
+
+_STORED = re.compile(r"benchmarks/results/[\w./{},-]*[\w}]")
+
+
+def _expand_braces(path: str) -> list[str]:
+    """``a{0,1}b`` -> ``[a0b, a1b]``, nested left to right."""
+    m = re.search(r"\{([^{}]*)\}", path)
+    if m is None:
+        return [path]
+    return [
+        q
+        for alt in m.group(1).split(",")
+        for q in _expand_braces(path[: m.start()] + alt + path[m.end() :])
+    ]
+
+
+def stored_results_named() -> list[tuple[Path, str]]:
+    """``(page, path)`` for every stored result file or folder a page names; a path a command
+    writes (``--json PATH``) is output, not a citation."""
+    named = []
+    for page in PAGES:
+        text = page.read_text(encoding="utf-8")
+        for m in _STORED.finditer(text):
+            if text[: m.start()].rstrip().endswith("--json"):
+                continue
+            named += [(page, q) for q in _expand_braces(m.group(0))]
+    return named
+
+
+def test_stored_results_the_docs_name_are_in_the_repository() -> None:
+    named = stored_results_named()
+    assert len(named) > 10
+    missing = sorted(
+        {f"{page.relative_to(ROOT)}: {q}" for page, q in named if not (ROOT / q).exists()}
+    )
+    assert not missing, "named in the docs but not stored:\n" + "\n".join(missing)
 
 
 def test_slug_follows_github() -> None:
