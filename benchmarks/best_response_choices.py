@@ -1,14 +1,16 @@
 """The best response's choices against a policy in the full game, beside plain search's.
 
     python -m benchmarks.best_response_choices --policy policy:policies/standard_2p.safetensors
-        [--rules standard] [--matches 12] [--every 3] [--samples 30] [--seed 5] [--json PATH]
+        [--rules standard] [--matches 12] [--every 3] [--samples 30] [--responder-samples N]
+        [--seed 5] [--json PATH]
 
 Positions: every ``--every``-th real choice of each of ``--matches`` two-player matches of the
 policy against itself (it plays its most probable action), once the other seat has played in the
 hand. At each, three players choose from the same public view: the best response to the policy
-(:class:`~bergen_env.agents.best_response.BestResponseAgent`, ``--samples`` deals a decision, the
-heuristic in its own playouts), plain search with the same budget and playouts
-(``search:samples=N,rollout=heuristic``) and the heuristic. Reported:
+(:class:`~bergen_env.agents.best_response.BestResponseAgent`, ``--responder-samples`` deals a
+decision, by default ``--samples``; the heuristic in its own playouts), plain search with
+``--samples`` deals and the same playouts (``search:samples=N,rollout=heuristic``) and the
+heuristic. Reported:
 
 - how often they choose alike;
 - each choice's value on the true deal, the mover then playing the heuristic and the other seat
@@ -168,10 +170,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--rules", default="standard")
     p.add_argument("--matches", type=int, default=12)
     p.add_argument("--every", type=int, default=3, help="every n-th real choice of a match")
-    p.add_argument("--samples", type=int, default=30)
+    p.add_argument("--samples", type=int, default=30, help="plain search's deals a decision")
+    p.add_argument("--responder-samples", type=int, help="the best response's (default: --samples)")
     p.add_argument("--seed", type=int, default=5, help="the searches' seed")
     p.add_argument("--json", type=Path)
     args = p.parse_args(argv)
+    responder_samples = args.responder_samples or args.samples
     rules = Rules.preset(args.rules)
     if rules.num_players != 2 or rules.free_lead:
         raise SystemExit("this benchmark reads two-player rules with a forced lead")
@@ -189,7 +193,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         picks = []
         for model in ("policy", "uniform"):
             responder = RecordingResponse(
-                policy=args.policy if model == "policy" else "random", samples=args.samples
+                policy=args.policy if model == "policy" else "random", samples=responder_samples
             )
             responder.reset(rules, view.seat, np.random.default_rng(rng))
             action = responder.act(None, None, view)
@@ -211,6 +215,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "rules": args.rules,
         "positions": len(found),
         "samples": args.samples,
+        "responder_samples": responder_samples,
         "agree_best_response_search": float(np.mean(c[:, 0] == c[:, 1])),
         "agree_best_response_heuristic": float(np.mean(c[:, 0] == c[:, 2])),
         "agree_search_heuristic": float(np.mean(c[:, 1] == c[:, 2])),
