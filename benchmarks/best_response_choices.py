@@ -5,10 +5,11 @@
         [--seed 5] [--json PATH]
 
 Positions: every ``--every``-th real choice of each of ``--matches`` two-player matches of the
-policy against itself (it plays its most probable action), once the other seat has played in the
-hand. At each, three players choose from the same public view: the best response to the policy
-(:class:`~bergen_env.agents.best_response.BestResponseAgent`, ``--responder-samples`` deals a
-decision, by default ``--samples``; the heuristic in its own playouts), plain search with
+policy against itself (it plays its most probable action), once the other seat has played a tile
+after the lead of the hand. At each, three players choose from the same public view: the best
+response to the policy (:class:`~bergen_env.agents.best_response.BestResponseAgent`,
+``--responder-samples`` deals a decision, by default ``--samples``; the heuristic in its own
+playouts), plain search with
 ``--samples`` deals and the same playouts (``search:samples=N,rollout=heuristic``) and the
 heuristic. Reported:
 
@@ -65,8 +66,8 @@ def self_play(policy: Agent, rules: Rules, seeds: Iterable[int]) -> Iterator[Ber
 def positions(
     states: Iterable[BergenState], every: int
 ) -> list[tuple[BergenState, list[BergenState]]]:
-    """At every ``every``-th real choice of a match made after another seat's first play of the
-    hand: the state and the states before each move of the hand so far."""
+    """At every ``every``-th real choice of a match made once another seat has played a tile
+    after the lead of the hand: the state and the states before each move of the hand so far."""
     out: list[tuple[BergenState, list[BergenState]]] = []
     before: list[BergenState] = []
     choices = 0
