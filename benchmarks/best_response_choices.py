@@ -9,9 +9,8 @@ policy against itself (it plays its most probable action), once the other seat h
 after the lead of the hand. At each, three players choose from the same public view: the best
 response to the policy (:class:`~bergen_env.agents.best_response.BestResponseAgent`,
 ``--responder-samples`` deals a decision, by default ``--samples``; the heuristic in its own
-playouts), plain search with
-``--samples`` deals and the same playouts (``search:samples=N,rollout=heuristic``) and the
-heuristic. Reported:
+playouts), plain search with ``--samples`` deals and the same playouts
+(``search:samples=N,rollout=heuristic``) and the heuristic. Reported:
 
 - how often they choose alike;
 - each choice's value on the true deal, the mover then playing the heuristic and the other seat
