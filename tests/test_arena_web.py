@@ -160,6 +160,87 @@ def test_quotas_per_address_and_a_bounded_queue() -> None:
         assert r.status_code == 503 and r.json()["code"] == "arena_busy"
 
 
+def _raw_upload(app, data: bytes, length: int) -> tuple[int, int, dict]:
+    """POST ``data`` to ``/api/arena`` as an ASGI server would (from 10.0.0.1, saying
+    ``length`` bytes): the answer's status, how many times the app read the body, the answer."""
+    import asyncio
+
+    reads, sent = 0, []
+
+    async def receive() -> dict:
+        nonlocal reads
+        reads += 1
+        return {"type": "http.request", "body": data, "more_body": False}
+
+    async def send(message: dict) -> None:
+        sent.append(message)
+
+    headers = [(b"host", b"testserver"), (b"content-length", str(length).encode())]
+    scope = {
+        "type": "http",
+        "asgi": {"version": "3.0"},
+        "http_version": "1.1",
+        "method": "POST",
+        "scheme": "http",
+        "path": "/api/arena",
+        "raw_path": b"/api/arena",
+        "root_path": "",
+        "query_string": b"",
+        "headers": headers + [(b"content-type", b"application/octet-stream")],
+        "client": ("10.0.0.1", 5000),
+        "server": ("testserver", 80),
+        "state": {},
+    }
+    asyncio.run(app(scope, receive, send))
+    body = b"".join(m.get("body", b"") for m in sent if m["type"] == "http.response.body")
+    return sent[0]["status"], reads, json.loads(body)
+
+
+def test_an_upload_over_its_quota_or_size_is_refused_before_its_body_is_read() -> None:
+    """A flood costs the server no reading: an address past its uploads a minute, and a body
+    that says it is larger than the bound, are answered before the app reads a byte."""
+    runner = ArenaRunner(ArenaStore(":memory:"), ArenaSettings(uploads_per_minute=1))
+    app = create_app(TableManager(limits=Limits()), arena=runner)
+    status, reads, _ = _raw_upload(app, b"", 0)
+    assert status == 400 and reads >= 1  # the first is read (and refused: empty)
+    data = shipped("standard_2p")
+    status, reads, answer = _raw_upload(app, data, len(data))
+    assert (status, reads, answer["code"]) == (429, 0, "too_many_requests")
+    status, reads, answer = _raw_upload(app, data, runner.settings.max_file_bytes + 1)
+    assert (status, reads, answer["code"]) == (413, 0, "body_too_large")
+    runner.store.close()
+
+
+def test_an_arena_without_workers_takes_and_queues_but_plays_nothing() -> None:
+    with client(workers=0) as c:
+        r = c.post("/api/arena", content=shipped("standard_2p"), headers=FILE)
+        assert r.status_code == 201 and r.json()["queued"] == 10
+        time.sleep(0.5)
+        assert c.get("/api/arena").json()["queued"] == 10
+        assert c.app.state.arena._pool is None  # no worker was started
+
+
+@pytest.mark.skipif(not hasattr(os, "SCHED_IDLE"), reason="SCHED_IDLE is a Linux policy")
+@pytest.mark.parametrize(("niceness", "idle"), [(19, True), (5, False)])
+def test_rating_workers_take_the_idle_policy_at_the_lowest_priority(
+    niceness: int, idle: bool
+) -> None:
+    """At the default niceness a rating worker runs only on a core nothing else wants
+    (``SCHED_IDLE``); an operator's lower niceness keeps the usual policy."""
+    from bergen_env.web.arena_runner import _terminate
+
+    runner = ArenaRunner(ArenaStore(":memory:"), ArenaSettings(niceness=niceness))
+    pool = runner._executor()
+    try:
+        policy = pool.submit(os.sched_getscheduler, 0).result()
+        nice = pool.submit(os.nice, 0).result()
+    finally:
+        _terminate(pool)
+        runner.store.close()
+    assert (policy == os.SCHED_IDLE) == idle
+    assert nice == min(19, os.nice(0) + niceness)
+
+
 def test_the_upload_path_loosens_nothing_else() -> None:
     """Another site's page may not submit; the file body and its larger bound hold for
     ``/api/arena`` alone."""

@@ -101,7 +101,8 @@ async def submit(request: Request) -> Response:
         sub, problem = await asyncio.to_thread(check_upload, data, settings.max_file_bytes)
     if sub is None:
         raise TableError(400, "bad_policy", str(problem))
-    known = runner.store.policy(sub.sha256)
+    # the store's calls in threads: a write being committed (its fsync) never holds the loop
+    known = await asyncio.to_thread(runner.store.policy, sub.sha256)
     if known is None:
         hour = await _count(runner, address)
         if hour >= settings.submissions_per_hour:
@@ -112,7 +113,7 @@ async def submit(request: Request) -> Response:
                 "try again later",
                 retry_after=600,
             )
-        if runner.store.queued_count() >= settings.max_queued:
+        if await asyncio.to_thread(runner.store.queued_count) >= settings.max_queued:
             raise TableError(
                 503,
                 "arena_busy",
@@ -134,10 +135,11 @@ async def boards(request: Request) -> Response:
     runner = arena(request)
     settings = runner.settings
     exploits = await asyncio.to_thread(runner.store.exploits)
+    fitted = await asyncio.to_thread(runner.boards)
     return JSONResponse(
         {
-            "boards": with_exploits(runner.boards(), exploits),
-            "queued": runner.store.queued_count(),
+            "boards": with_exploits(fitted, exploits),
+            "queued": await asyncio.to_thread(runner.store.queued_count),
             "settings": {
                 "matches": settings.matches,
                 "rivals": settings.rivals,
@@ -151,7 +153,9 @@ async def boards(request: Request) -> Response:
 async def policy(request: Request) -> Response:
     runner = arena(request)
     sha = request.path_params["sha256"]
-    entry = runner.store.policy(sha) if len(sha) == 64 and set(sha) <= SHA_CHARS else None
+    entry = None
+    if len(sha) == 64 and set(sha) <= SHA_CHARS:
+        entry = await asyncio.to_thread(runner.store.policy, sha)
     if entry is None:
         raise TableError(404, "no_policy", "no policy with this SHA-256 in the arena")
     key = rules_key(entry.rules)
