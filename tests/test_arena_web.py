@@ -365,7 +365,7 @@ def test_a_real_server_rates_two_policies_across_a_restart(tmp_path: Path) -> No
         server = _serve(port, db)
         c = _up(base)
         refused = _submit(base, broken, "x")
-        assert refused.returncode == 1 and "not a readable safetensors file" in refused.stderr
+        assert refused.returncode == 2 and "not a readable safetensors file" in refused.stderr
         raw = c.post("/api/arena", content=broken.read_bytes(), headers=FILE)
         assert raw.status_code == 400 and "\n" not in raw.json()["error"]
         deadline = time.monotonic() + 240
