@@ -160,6 +160,48 @@ def test_quotas_per_address_and_a_bounded_queue() -> None:
         assert r.status_code == 503 and r.json()["code"] == "arena_busy"
 
 
+def _form(data: bytes, name: str | None = None, field: str = "file") -> dict:
+    """The ``files`` and ``data`` of a multipart form holding ``data`` as a file."""
+    return {
+        "files": {field: ("mine.safetensors", data, "application/octet-stream")},
+        "data": {"name": name} if name is not None else {},
+    }
+
+
+def test_a_multipart_form_is_taken_as_the_raw_file_is() -> None:
+    """The file field of a form (the /arena page's form) is checked, kept and refused as the raw
+    body is, under the same quotas; a browser asking for HTML is sent to the policy's page."""
+    pytest.importorskip("python_multipart", reason="the web extra: pip install 'bergen_env[web]'")
+    with client(uploads_per_minute=7) as c:
+        r = c.post("/api/arena", **_form(shipped("standard_2p"), "Ada"))
+        assert r.status_code == 201 and r.json()["name"] == "Ada" and r.json()["queued"] == 10
+        raw = c.post("/api/arena", content=shipped("standard_2p"), headers=FILE)
+        assert raw.status_code == 200 and raw.json()["sha256"] == r.json()["sha256"]
+        pickled = b"\x80\x04\x95junk"
+        by_form = c.post("/api/arena", **_form(pickled))
+        by_body = c.post("/api/arena", content=pickled, headers=FILE)
+        assert by_form.status_code == by_body.status_code == 400
+        assert by_form.json() == by_body.json() and "pickle" in by_form.json()["error"]
+        missing = c.post("/api/arena", **_form(shipped("scratch_2p"), field="policy"))
+        assert missing.status_code == 400 and "no file field 'file'" in missing.json()["error"]
+        bad_name = c.post("/api/arena", **_form(shipped("scratch_2p"), "x" * 41))
+        assert bad_name.status_code == 400 and bad_name.json()["code"] == "bad_name"
+        html = c.post(
+            "/api/arena",
+            **_form(shipped("scratch_2p")),
+            headers={"accept": "text/html,application/xhtml+xml"},
+            follow_redirects=False,
+        )
+        assert html.status_code == 303 and html.headers["location"].startswith("/arena/")
+        sha = html.headers["location"].removeprefix("/arena/")
+        assert c.get(f"/api/arena/{sha}").json()["name"] == "anonymous"
+        over = c.post("/api/arena", **_form(shipped("scratch_2p")))  # the 8th this minute
+        assert over.status_code == 429 and over.json()["code"] == "too_many_requests"
+    with client(max_file_bytes=100_000) as c:
+        r = c.post("/api/arena", **_form(shipped("standard_2p")))
+        assert r.status_code == 413 and r.json()["code"] == "body_too_large"
+
+
 def _raw_upload(app, data: bytes, length: int) -> tuple[int, int, dict]:
     """POST ``data`` to ``/api/arena`` as an ASGI server would (from 10.0.0.1, saying
     ``length`` bytes): the answer's status, how many times the app read the body, the answer."""
