@@ -597,8 +597,8 @@ def compare(args: argparse.Namespace, configs: list[tuple[str, int]]) -> dict:
     lines = [
         "| round | arena | flooders | load avg | "
         + " | ".join(h for h, _ in COLUMNS)
-        + " | rating CPU s | files 201 / 429 |",
-        "|---" * (len(COLUMNS) + 6) + "|",
+        + " | person moves | rating CPU s | files 201 / 429 |",
+        "|---" * (len(COLUMNS) + 7) + "|",
     ]
     for r in runs:
         statuses = r["arena_submissions_by_status"]
@@ -608,7 +608,7 @@ def compare(args: argparse.Namespace, configs: list[tuple[str, int]]) -> dict:
         lines.append(
             f"| {r['round'] + 1} | {r['arena']} | {r['arena_flooders']} | {r['load']:.1f} | "
             + " | ".join(f"{r[k]:.0f}" for _, k in COLUMNS)
-            + f" | {r['rating_cpu_s']:.1f} | {files} |"
+            + f" | {r['person_moves']} | {r['rating_cpu_s']:.1f} | {files} |"
         )
     medians = {}
     lines += ["", "| arena | flooders | " + " | ".join(h for h, _ in COLUMNS) + " |"]
