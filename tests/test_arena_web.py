@@ -310,6 +310,17 @@ def test_load_benchmark_with_an_arena_flood() -> None:
     assert statuses.get("201", 0) >= 1 and set(statuses) <= {"201", "429"}, statuses
 
 
+def test_load_benchmark_configurations_are_named() -> None:
+    pytest.importorskip("websockets", reason="the web extra: pip install 'bergen_env[web]'")
+    from benchmarks.web_load import parse_config
+
+    assert parse_config("off") == ("off", 0) and parse_config(" busy+4") == ("busy", 4)
+    assert parse_config("queue+0") == ("queue", 0) and parse_config("niced") == ("niced", 0)
+    for bad in ("off+2", "fast", "busy+x", "busy+-1"):
+        with pytest.raises(ValueError, match="MODE|flooders need an arena"):
+            parse_config(bad)
+
+
 # ---------------------------------------------------------------------- a real server
 
 
