@@ -17,13 +17,26 @@ the tables play, as fast as the server's rate limit lets them (after a 429 they 
 ``Retry-After``); before the tables start, one upload's wall time, the server's CPU time for it
 (its process and worker processes) and the answer's size are measured.
 
-``--arena-flood K`` starts the server with a policy arena (one rating worker, no per-hour
-bound) whose queue is kept busy, and adds K clients on one address (127.0.3.1) that submit
-distinct valid policy files to ``/api/arena`` over and over while the tables play (after a 429
-they wait its ``Retry-After``); the result counts the submissions by status and the arena's
-queued pairs at the end.
+``--arena MODE`` starts the server with a policy arena (no per-hour bound): ``busy``, one rating
+worker kept busy from the start (an anchor file's pairs are queued at start-up) at the server's
+default priority for it (niceness 19 and ``SCHED_IDLE``); ``niced``, the same at niceness 18
+without ``SCHED_IDLE`` (a niceness alone: 18's weight is 18 against a niceness-0 process's
+1024, 19's is 15); or ``queue``, an arena without rating workers (``--arena-workers 0``:
+submissions are checked, kept and queued, nothing is played). ``--arena-flood K`` adds K
+clients on one address (127.0.3.1), in a process of their own, that submit distinct valid
+policy files to ``/api/arena`` over and over while the tables play (after a 429 they wait its
+``Retry-After``); the result counts the submissions by status, the arena's queued pairs at the
+end and the CPU seconds of the server's processes at niceness 18 or more (the rating workers;
+measured when the benchmark runs at niceness 0) while the tables played.
 
-    python -m benchmarks.web_load --tables 20 --arena-flood 4
+    python -m benchmarks.web_load --tables 20 --arena busy --arena-flood 4
+
+``--compare`` runs several such configurations in turn, ``--rounds`` times (A, B, C, A, B, C,
+...: the machine's load drifts alike over all of them), each with a new server and the same
+tables and seed, and prints one line per run and the median of each configuration's
+percentiles. A configuration is ``MODE`` or ``MODE+K`` (K flooders); ``off`` is no arena.
+
+    python -m benchmarks.web_load --tables 50 --compare off,busy,queue+4,busy+4 --rounds 3
 
 ``--slow N`` measures connections instead of moves: N connections that send nothing and N that
 send a header line every 2 s, each from its own loopback address (127.0.1.x), plus 100 silent
@@ -43,6 +56,7 @@ import contextlib
 import dataclasses
 import itertools
 import json
+import multiprocessing
 import os
 import resource
 import socket
@@ -52,6 +66,7 @@ import tempfile
 import time
 from collections import Counter
 from collections.abc import Awaitable, Callable
+from typing import Any
 
 import httpx2
 import numpy as np
@@ -139,8 +154,9 @@ def replay_text(events: int, seed: int) -> str:
     return json.dumps(record, separators=(",", ":")) + "\n"
 
 
-def tree_cpu(pid: int) -> float:
-    """CPU seconds (user and system) of process ``pid`` and the processes below it."""
+def tree_cpu(pid: int, min_nice: int | None = None) -> float:
+    """CPU seconds (user and system) of process ``pid`` and the processes below it (only those
+    at niceness ``min_nice`` or more, if given)."""
     ticks = os.sysconf("SC_CLK_TCK")
     stats = {}
     for entry in os.listdir("/proc"):
@@ -154,6 +170,8 @@ def tree_cpu(pid: int) -> float:
     while frontier:
         frontier = {p for p, st in stats.items() if int(st[1]) in frontier} - tree
         tree |= frontier
+    if min_nice is not None:  # field 19 of /proc/PID/stat: the niceness
+        tree = {p for p in tree if p in stats and int(stats[p][16]) >= min_nice}
     return sum(int(stats[p][11]) + int(stats[p][12]) for p in tree if p in stats) / ticks
 
 
@@ -203,6 +221,14 @@ async def uploader(base: str, k: int, text: str, stop: asyncio.Event, counts: Co
         await keep_sending(lambda: http.post("/api/replay", json={"text": text}), stop, counts)
 
 
+#: The arenas ``--arena`` starts (see the module's docstring).
+ARENA_MODES = ("off", "busy", "niced", "queue")
+#: The least niceness of the server's rating workers (the server runs at 0).
+RATING_NICE = 18
+#: The anchor file whose pairs keep an ``--arena busy`` server's rating worker busy.
+BUSY_ANCHOR = "policies/standard_2p.safetensors"
+
+
 def policy_files(count: int) -> list[bytes]:
     """``count`` distinct valid policy files: the shipped 2-player policy, each with another
     provenance in its header (so another SHA-256)."""
@@ -230,6 +256,29 @@ async def flooder(base: str, files: list[bytes], stop: asyncio.Event, counts: Co
         await keep_sending(
             lambda: http.post("/api/arena", content=next(turn), headers=headers), stop, counts
         )
+
+
+def flood_process(base: str, flooders: int, ready: Any, stop: Any, answers: Any) -> None:
+    """In a process of its own (a flood comes from elsewhere, not from the clients that time
+    the moves): ``flooders`` clients submit until ``stop`` is set; then their answers' counts
+    by status go to the queue ``answers``. ``ready`` is set once the files are made."""
+    files = policy_files(64)
+    counts: Counter = Counter()
+
+    async def flood() -> None:
+        done = asyncio.Event()
+
+        async def watch() -> None:
+            while not stop.is_set():
+                await asyncio.sleep(0.1)
+            done.set()
+
+        sending = [flooder(base, files[k::flooders], done, counts) for k in range(flooders)]
+        ready.set()
+        await asyncio.gather(watch(), *sending)
+
+    asyncio.run(flood())
+    answers.put(dict(counts))
 
 
 async def run(args: argparse.Namespace, base: str, server_pid: int | None = None) -> dict:
@@ -293,17 +342,28 @@ async def run(args: argparse.Namespace, base: str, server_pid: int | None = None
             ]
         floods: Counter = Counter()
         if args.arena_flood:
-            files = policy_files(64)
-            uploads += [
-                asyncio.ensure_future(flooder(base, files[k :: args.arena_flood], stop, floods))
-                for k in range(args.arena_flood)
-            ]
+            context = multiprocessing.get_context("spawn")
+            ready, stop_flood, answers = context.Event(), context.Event(), context.Queue()
+            flood = context.Process(
+                target=flood_process, args=(base, args.arena_flood, ready, stop_flood, answers)
+            )
+            flood.start()
+            if not await asyncio.to_thread(ready.wait, 120):
+                raise RuntimeError("the flooding process did not start")
+        # the rating workers are told apart by their niceness only when the server's is 0
+        measure_idle = server_pid is not None and os.nice(0) == 0
+        idle_cpu = tree_cpu(server_pid, RATING_NICE) if measure_idle else float("nan")
         start = time.perf_counter()
         finals = await asyncio.gather(*jobs)
         elapsed = time.perf_counter() - start
+        idle_cpu = tree_cpu(server_pid, RATING_NICE) - idle_cpu if measure_idle else idle_cpu
         stop.set()
         await asyncio.gather(*uploads)
-        arena_queued = (await http.get("/api/arena")).json()["queued"] if args.arena_flood else 0
+        if args.arena_flood:
+            stop_flood.set()
+            floods.update(await asyncio.to_thread(answers.get, True, 120))
+            flood.join()
+        arena_queued = (await http.get("/api/arena")).json()["queued"] if args.arena != "off" else 0
         moves = 0
         lost = 0
         for t in tables:
@@ -340,9 +400,11 @@ async def run(args: argparse.Namespace, base: str, server_pid: int | None = None
         "uploaders": args.uploaders,
         **upload,
         "uploads_by_status": {str(k): v for k, v in sorted(counts.items(), key=str)},
+        "arena": args.arena,
         "arena_flooders": args.arena_flood,
         "arena_submissions_by_status": {str(k): v for k, v in sorted(floods.items(), key=str)},
         "arena_queued_at_end": arena_queued,
+        "rating_cpu_s": round(idle_cpu, 2),
     }
 
 
@@ -446,11 +508,23 @@ def main(argv: list[str] | None = None) -> dict:
         "--upload-events", type=int, default=35000, help="events of the uploaded match"
     )
     parser.add_argument(
+        "--arena",
+        choices=ARENA_MODES,
+        help="the server's policy arena: busy (a rating worker busy from the start), niced (the "
+        "same at niceness 18, without SCHED_IDLE), queue (no rating workers) or off (default: "
+        "busy with --arena-flood, else off)",
+    )
+    parser.add_argument(
         "--arena-flood",
         type=int,
         default=0,
         help="clients on one address submitting policy files to the server's arena",
     )
+    parser.add_argument(
+        "--compare",
+        help="configurations run in turn, e.g. off,busy,queue+4,busy+4 (MODE or MODE+FLOODERS)",
+    )
+    parser.add_argument("--rounds", type=int, default=3, help="rounds of --compare")
     parser.add_argument(
         "--slow", type=int, default=0, help="measure N silent and N dripping connections"
     )
@@ -464,6 +538,18 @@ def main(argv: list[str] | None = None) -> dict:
     args = parser.parse_args(argv)
     if not 1 <= args.tables <= 500:
         parser.error("--tables must be in 1..500")
+    if args.arena is None:
+        args.arena = "busy" if args.arena_flood else "off"
+    if args.arena_flood and args.arena == "off":
+        parser.error("--arena-flood needs an arena (--arena busy, niced or queue)")
+    if args.compare:
+        try:
+            configs = [parse_config(c) for c in args.compare.split(",")]
+        except ValueError as exc:
+            parser.error(f"--compare: {exc}")
+        if args.url or args.slow or args.rounds < 1:
+            parser.error("--compare starts its own servers (no --url or --slow); --rounds >= 1")
+        return compare(args, configs)
     if args.url:
         if not args.url.startswith(("http://127.", "http://localhost")):
             parser.error("--url must be a server on this machine (http://127.0.0.1:PORT)")
@@ -476,6 +562,73 @@ def main(argv: list[str] | None = None) -> dict:
     with tempfile.TemporaryDirectory() as folder:
         args.db = args.db or os.path.join(folder, "bergen-web.sqlite3")
         return serve_and_run(args)
+
+
+def parse_config(text: str) -> tuple[str, int]:
+    """``MODE`` or ``MODE+K`` of ``--compare`` as (arena mode, flooders)."""
+    mode, _, flood = text.strip().partition("+")
+    if mode not in ARENA_MODES or not (flood or "0").isdigit():
+        raise ValueError(f"{text!r} is not MODE or MODE+FLOODERS (MODE: {', '.join(ARENA_MODES)})")
+    if mode == "off" and flood not in ("", "0"):
+        raise ValueError(f"{text!r}: flooders need an arena")
+    return mode, int(flood or 0)
+
+
+#: The columns of ``--compare``'s table: (heading, result key).
+COLUMNS = (
+    ("move p50 ms", "person_move_ms_p50"),
+    ("move p99 ms", "person_move_ms_p99"),
+    ("server p50 ms", "server_ms_p50"),
+    ("server p99 ms", "server_ms_p99"),
+)
+
+
+def compare(args: argparse.Namespace, configs: list[tuple[str, int]]) -> dict:
+    """Every configuration in turn, ``args.rounds`` times; a table of the runs and medians."""
+    runs = []
+    for round_ in range(args.rounds):
+        for mode, flood in configs:
+            run_args = argparse.Namespace(**{**vars(args), "arena": mode, "arena_flood": flood})
+            load = os.getloadavg()[0]
+            with tempfile.TemporaryDirectory() as folder:
+                run_args.db = os.path.join(folder, "bergen-web.sqlite3")
+                out = serve_and_run(run_args)
+            runs.append({"round": round_, "config": _label(mode, flood), "load": load, **out})
+    lines = [
+        "| round | arena | flooders | load avg | "
+        + " | ".join(h for h, _ in COLUMNS)
+        + " | person moves | rating CPU s | files 201 / 429 |",
+        "|---" * (len(COLUMNS) + 7) + "|",
+    ]
+    for r in runs:
+        statuses = r["arena_submissions_by_status"]
+        files = (
+            f"{statuses.get('201', 0)} / {statuses.get('429', 0)}" if r["arena_flooders"] else "—"
+        )
+        lines.append(
+            f"| {r['round'] + 1} | {r['arena']} | {r['arena_flooders']} | {r['load']:.1f} | "
+            + " | ".join(f"{r[k]:.0f}" for _, k in COLUMNS)
+            + f" | {r['person_moves']} | {r['rating_cpu_s']:.1f} | {files} |"
+        )
+    medians = {}
+    lines += ["", "| arena | flooders | " + " | ".join(h for h, _ in COLUMNS) + " |"]
+    lines.append("|---" * (len(COLUMNS) + 2) + "|")
+    for mode, flood in configs:
+        mine = [r for r in runs if r["config"] == _label(mode, flood)]
+        medians[_label(mode, flood)] = {
+            k: float(np.median([r[k] for r in mine])) for _, k in COLUMNS
+        }
+        lines.append(
+            f"| {mode} | {flood} | "
+            + " | ".join(f"{medians[_label(mode, flood)][k]:.0f}" for _, k in COLUMNS)
+            + " |"
+        )
+    print("\n".join(lines))
+    return {"runs": runs, "medians": medians}
+
+
+def _label(mode: str, flood: int) -> str:
+    return f"{mode}+{flood}" if flood else mode
 
 
 def serve_and_run(args: argparse.Namespace) -> dict:
@@ -491,10 +644,16 @@ def serve_and_run(args: argparse.Namespace) -> dict:
         if args.nofile:  # the server's connections stay well under its open files
             extra += ["--max-connections", str(args.nofile // 2)]
 
-    if args.arena_flood:  # a rating worker always busy; the flood meets the per-minute bound
+    if args.arena != "off":  # the flood meets the per-minute bound, not the hour's
         arena = ":memory:" if args.db == ":memory:" else args.db + ".arena"
         extra += ["--arena", arena]
         extra += ["--arena-per-hour", "100000", "--arena-max-queued", "100000"]
+        if args.arena in ("busy", "niced"):  # the anchor's pairs and the scripted round robin
+            extra += ["--arena-anchor", BUSY_ANCHOR, "--arena-matches", "1000"]
+            if args.arena == "niced":
+                extra += ["--arena-niceness", "18"]
+        else:
+            extra += ["--arena-workers", "0"]
 
     def nofile() -> None:
         if args.nofile:

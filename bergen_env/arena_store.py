@@ -46,7 +46,7 @@ from bergen_env.arena import RATING_PRIOR
 from bergen_env.atomic_files import write_bytes
 from bergen_env.duplicate_pairs import OUTCOME_CHARS, PairOutcome
 from bergen_env.errors import BergenError
-from bergen_env.policy_file import PolicyFileError, describe_rules, read_policy_file
+from bergen_env.policy_file import PolicyFileError, describe_rules, read_policy_bytes
 from bergen_env.ratings import fit_with_intervals
 from bergen_env.rules import Rules
 from bergen_env.sqlite_files import connect, immediate
@@ -100,18 +100,15 @@ def check_submission(
         raise SubmissionError(f"{label} is empty")
     if len(data) > max_bytes:
         raise SubmissionError(f"{label} has {len(data)} bytes; the arena takes at most {max_bytes}")
-    with tempfile.TemporaryDirectory(prefix="bergen-arena-") as folder:
-        path = Path(folder) / "submission.safetensors"
-        write_bytes(path, data)
-        try:
-            policy = read_policy_file(path)
-            # the policy plays the rules it records (a scorer's feature set, the seating, ...)
-            PolicyAgent.from_policy_file(policy).reset(policy.rules, 0, np.random.default_rng(0))
-        except PolicyFileError as exc:
-            message = str(exc).replace(f"policy file {str(path)!r}", label)
-            if "not a readable safetensors file" in message:
-                message = _not_safetensors(data, label) or message
-            raise SubmissionError(_one_line(message)) from None
+    try:  # from the bytes: nothing is written for a file that may be refused
+        policy = read_policy_bytes(data, label)
+        # the policy plays the rules it records (a scorer's feature set, the seating, ...)
+        PolicyAgent.from_policy_file(policy).reset(policy.rules, 0, np.random.default_rng(0))
+    except PolicyFileError as exc:
+        message = str(exc)
+        if "not a readable safetensors file" in message:
+            message = _not_safetensors(data, label) or message
+        raise SubmissionError(_one_line(message)) from None
     network = policy.network
     layers = [network] + ([network.scorer] if network.scorer is not None else [])
     arrays = [a for net in layers for group in net.arrays()[:2] for a in group]

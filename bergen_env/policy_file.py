@@ -336,9 +336,24 @@ def read_policy_file(path: str | Path) -> PolicyFile:
             f"`bergen-export-policy {path}` (or load it with ppo:PATH and the trust-pickle flag if "
             f"you made it yourself)"
         )
-    header, network = read_network_file(
-        path, HEADER_KEY, FORMAT_NAME, (FORMAT_VERSION, SCORER_VERSION), where
-    )
+    return _checked_policy(path, read_network_file(path, *_POLICY_FORMAT, where), where)
+
+
+def read_policy_bytes(data: bytes, where: str = "the policy file") -> PolicyFile:
+    """Load and check the bytes of a portable policy file (an upload: no file is written);
+    the same checks and errors as :func:`read_policy_file`, each starting with ``where``."""
+    return _checked_policy(where, read_network_file(data, *_POLICY_FORMAT, where), where)
+
+
+#: The header key, format name and versions of a policy file (:func:`read_network_file`).
+_POLICY_FORMAT = (HEADER_KEY, FORMAT_NAME, (FORMAT_VERSION, SCORER_VERSION))
+
+
+def _checked_policy(
+    source: str | Path, loaded: tuple[dict[str, Any], PolicyNetwork], where: str
+) -> PolicyFile:
+    """A loaded policy file whose header fits this package's observation and its rules."""
+    header, network = loaded
     for key in ("rules", "obs_size", "num_actions"):
         if key not in header:
             raise PolicyFileError(f"{where}: header lacks {key!r}")
@@ -356,29 +371,46 @@ def read_policy_file(path: str | Path) -> PolicyFile:
             f"{where}: the network has {network.output_size} outputs, the header says "
             f"{header['num_actions']} actions, and its rules have {rules.num_actions}"
         )
-    return PolicyFile(path, header, network)
+    return PolicyFile(source, header, network)
+
+
+def read_safetensors(
+    source: str | Path | bytes, where: str
+) -> tuple[dict[str, str], dict[str, np.ndarray]]:
+    """The metadata and the tensors (numpy) of a safetensors file, given by its path or its
+    bytes (both read the same way: the same result, the same errors); a
+    :class:`PolicyFileError` starting with ``where`` if it cannot be read."""
+    from safetensors import SafetensorError
+    from safetensors.numpy import load
+
+    try:
+        data = source if isinstance(source, bytes) else Path(source).read_bytes()
+        tensors = load(data)
+        # the format: 8 bytes (little-endian length), then the JSON header, which ``load``
+        # has checked; its "__metadata__" entry holds the text metadata
+        size = int.from_bytes(data[:8], "little")
+        metadata = json.loads(data[8 : 8 + size]).get("__metadata__") or {}
+    except OSError as exc:
+        raise PolicyFileError(f"{where} is not readable ({exc.strerror or exc})") from None
+    except (SafetensorError, ValueError) as exc:
+        raise PolicyFileError(f"{where} is not a readable safetensors file ({exc})") from None
+    return metadata, tensors
 
 
 def read_network_file(
-    path: str | Path,
+    source: str | Path | bytes,
     header_key: str,
     format_name: str,
     version: int | tuple[int, ...],
     where: str,
 ) -> tuple[dict[str, Any], PolicyNetwork]:
     """Load the JSON header (metadata ``header_key``, ``format`` == ``format_name``, ``version``
-    one of those given) and the dense network of a network file (with its action scorer from
-    ``network.scorer``, which only version :data:`SCORER_VERSION` may hold); every error is a
-    :class:`PolicyFileError` that starts with ``where`` (the file's description)."""
+    one of those given) and the dense network of a network file, given by its path or its
+    bytes (with its action scorer from ``network.scorer``, which only version
+    :data:`SCORER_VERSION` may hold); every error is a :class:`PolicyFileError` that starts
+    with ``where`` (the file's description)."""
     versions = (version,) if isinstance(version, int) else tuple(version)
-    from safetensors import SafetensorError, safe_open
-
-    try:
-        with safe_open(str(path), framework="numpy") as f:
-            metadata = f.metadata() or {}
-            tensors = {k: f.get_tensor(k) for k in f.keys()}  # noqa: SIM118 (not a dict)
-    except (SafetensorError, OSError, ValueError) as exc:
-        raise PolicyFileError(f"{where} is not a readable safetensors file ({exc})") from None
+    metadata, tensors = read_safetensors(source, where)
     _check_finite(tensors, where)
     if header_key not in metadata:
         raise PolicyFileError(f"{where} has no {header_key!r} header: not a {format_name} file")

@@ -1,6 +1,7 @@
 """The arena's pages in a real browser (Debian's headless Chromium driven by Playwright), on a
 phone and on a desktop: the leaderboard with its intervals, a policy's page and its play button,
-and the submit form with a good and a broken file. Screenshots go to ``tests/artifacts/web/``."""
+and the submit form with a good and a broken file, with its script and without. Screenshots go
+to ``tests/artifacts/web/``."""
 
 from __future__ import annotations
 
@@ -122,4 +123,16 @@ def test_the_submit_form_takes_a_file_and_names_a_refusal(browser, tmp_path: Pat
         page.click("#submit button")
         wait_until(page, "document.getElementById('notice').className === 'notice info'")
         assert "otteluparia" in page.locator("#notice").inner_text()
+        page.close()
+        # without scripts the form posts the file itself and lands on the policy's page
+        page = browser.new_page(viewport=PHONE, java_script_enabled=False)
+        page.goto(f"{base}/arena")
+        assert page.locator("#submit").is_visible()
+        page.set_input_files("#file", str(ROOT / "policies" / "standard_3p.safetensors"))
+        page.fill("#name", "Ada")
+        page.click("#submit button")
+        page.wait_for_url("**/arena/*")
+        sha = page.url.rsplit("/", 1)[1]
+        entry = httpx2.get(f"{base}/api/arena/{sha}").json()
+        assert entry["name"] == "Ada" and entry["rules"]["num_players"] == 3
         page.close()

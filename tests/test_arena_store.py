@@ -322,7 +322,34 @@ def test_ratings_command_refits_offline(tmp_path: Path) -> None:
         text=True,
         env={"PYTHONPATH": str(ROOT), "PATH": ""},
     )
-    assert missing.returncode == 1 and "no arena database 'nowhere.db'" in missing.stderr
+    assert missing.returncode == 2 and "no arena database 'nowhere.db'" in missing.stderr
+
+
+@pytest.mark.parametrize(
+    ("args", "words"),
+    [
+        (["submit", "nowhere.safetensors", "--server", "http://127.0.0.1:9"], "cannot read"),
+        (
+            ["submit", str(POLICIES / "standard_2p.safetensors"), "--server", "http://127.0.0.1:9"],
+            "cannot reach http://127.0.0.1:9",
+        ),
+        (["ratings", "--db", "nowhere.db", "--bootstrap", "0"], "--bootstrap must be >= 1"),
+        (["ratings"], "the following arguments are required: --db"),
+    ],
+)
+def test_bergen_arena_reports_a_user_error_in_one_line_and_exits_2(
+    args: list[str], words: str
+) -> None:
+    out = subprocess.run(
+        [sys.executable, "-m", "bergen_env.web.arena_cli", *args],
+        capture_output=True,
+        text=True,
+        env={"PYTHONPATH": str(ROOT), "PATH": ""},
+        timeout=120,
+    )
+    assert out.returncode == 2, out.stderr
+    assert out.stderr.startswith("bergen-arena") and ": error: " in out.stderr
+    assert len(out.stderr.strip().splitlines()) == 1 and words in out.stderr, out.stderr
 
 
 def test_the_module_bounds_are_what_the_docs_say() -> None:
@@ -351,5 +378,5 @@ def test_bergen_arena_needs_no_web_framework() -> None:
         text=True,
         env={"PYTHONPATH": str(ROOT), "PATH": ""},
     )
-    assert out.returncode == 1 and "is a zip archive" in out.stderr, out.stderr
+    assert out.returncode == 2 and "is a zip archive" in out.stderr, out.stderr
     assert "Traceback" not in out.stderr

@@ -160,6 +160,129 @@ def test_quotas_per_address_and_a_bounded_queue() -> None:
         assert r.status_code == 503 and r.json()["code"] == "arena_busy"
 
 
+def _form(data: bytes, name: str | None = None, field: str = "file") -> dict:
+    """The ``files`` and ``data`` of a multipart form holding ``data`` as a file."""
+    return {
+        "files": {field: ("mine.safetensors", data, "application/octet-stream")},
+        "data": {"name": name} if name is not None else {},
+    }
+
+
+def test_a_multipart_form_is_taken_as_the_raw_file_is() -> None:
+    """The file field of a form (the /arena page's form) is checked, kept and refused as the raw
+    body is, under the same quotas; a browser asking for HTML is sent to the policy's page."""
+    pytest.importorskip("python_multipart", reason="the web extra: pip install 'bergen_env[web]'")
+    with client(uploads_per_minute=7) as c:
+        r = c.post("/api/arena", **_form(shipped("standard_2p"), "Ada"))
+        assert r.status_code == 201 and r.json()["name"] == "Ada" and r.json()["queued"] == 10
+        raw = c.post("/api/arena", content=shipped("standard_2p"), headers=FILE)
+        assert raw.status_code == 200 and raw.json()["sha256"] == r.json()["sha256"]
+        pickled = b"\x80\x04\x95junk"
+        by_form = c.post("/api/arena", **_form(pickled))
+        by_body = c.post("/api/arena", content=pickled, headers=FILE)
+        assert by_form.status_code == by_body.status_code == 400
+        assert by_form.json() == by_body.json() and "pickle" in by_form.json()["error"]
+        missing = c.post("/api/arena", **_form(shipped("scratch_2p"), field="policy"))
+        assert missing.status_code == 400 and "no file field 'file'" in missing.json()["error"]
+        bad_name = c.post("/api/arena", **_form(shipped("scratch_2p"), "x" * 41))
+        assert bad_name.status_code == 400 and bad_name.json()["code"] == "bad_name"
+        html = c.post(
+            "/api/arena",
+            **_form(shipped("scratch_2p")),
+            headers={"accept": "text/html,application/xhtml+xml"},
+            follow_redirects=False,
+        )
+        assert html.status_code == 303 and html.headers["location"].startswith("/arena/")
+        sha = html.headers["location"].removeprefix("/arena/")
+        assert c.get(f"/api/arena/{sha}").json()["name"] == "anonymous"
+        over = c.post("/api/arena", **_form(shipped("scratch_2p")))  # the 8th this minute
+        assert over.status_code == 429 and over.json()["code"] == "too_many_requests"
+    with client(max_file_bytes=100_000) as c:
+        r = c.post("/api/arena", **_form(shipped("standard_2p")))
+        assert r.status_code == 413 and r.json()["code"] == "body_too_large"
+
+
+def _raw_upload(app, data: bytes, length: int) -> tuple[int, int, dict]:
+    """POST ``data`` to ``/api/arena`` as an ASGI server would (from 10.0.0.1, saying
+    ``length`` bytes): the answer's status, how many times the app read the body, the answer."""
+    import asyncio
+
+    reads, sent = 0, []
+
+    async def receive() -> dict:
+        nonlocal reads
+        reads += 1
+        return {"type": "http.request", "body": data, "more_body": False}
+
+    async def send(message: dict) -> None:
+        sent.append(message)
+
+    headers = [(b"host", b"testserver"), (b"content-length", str(length).encode())]
+    scope = {
+        "type": "http",
+        "asgi": {"version": "3.0"},
+        "http_version": "1.1",
+        "method": "POST",
+        "scheme": "http",
+        "path": "/api/arena",
+        "raw_path": b"/api/arena",
+        "root_path": "",
+        "query_string": b"",
+        "headers": headers + [(b"content-type", b"application/octet-stream")],
+        "client": ("10.0.0.1", 5000),
+        "server": ("testserver", 80),
+        "state": {},
+    }
+    asyncio.run(app(scope, receive, send))
+    body = b"".join(m.get("body", b"") for m in sent if m["type"] == "http.response.body")
+    return sent[0]["status"], reads, json.loads(body)
+
+
+def test_an_upload_over_its_quota_or_size_is_refused_before_its_body_is_read() -> None:
+    """A flood costs the server no reading: an address past its uploads a minute, and a body
+    that says it is larger than the bound, are answered before the app reads a byte."""
+    runner = ArenaRunner(ArenaStore(":memory:"), ArenaSettings(uploads_per_minute=1))
+    app = create_app(TableManager(limits=Limits()), arena=runner)
+    status, reads, _ = _raw_upload(app, b"", 0)
+    assert status == 400 and reads >= 1  # the first is read (and refused: empty)
+    data = shipped("standard_2p")
+    status, reads, answer = _raw_upload(app, data, len(data))
+    assert (status, reads, answer["code"]) == (429, 0, "too_many_requests")
+    status, reads, answer = _raw_upload(app, data, runner.settings.max_file_bytes + 1)
+    assert (status, reads, answer["code"]) == (413, 0, "body_too_large")
+    runner.store.close()
+
+
+def test_an_arena_without_workers_takes_and_queues_but_plays_nothing() -> None:
+    with client(workers=0) as c:
+        r = c.post("/api/arena", content=shipped("standard_2p"), headers=FILE)
+        assert r.status_code == 201 and r.json()["queued"] == 10
+        time.sleep(0.5)
+        assert c.get("/api/arena").json()["queued"] == 10
+        assert c.app.state.arena._pool is None  # no worker was started
+
+
+@pytest.mark.skipif(not hasattr(os, "SCHED_IDLE"), reason="SCHED_IDLE is a Linux policy")
+@pytest.mark.parametrize(("niceness", "idle"), [(19, True), (5, False)])
+def test_rating_workers_take_the_idle_policy_at_the_lowest_priority(
+    niceness: int, idle: bool
+) -> None:
+    """At the default niceness a rating worker runs only on a core nothing else wants
+    (``SCHED_IDLE``); an operator's lower niceness keeps the usual policy."""
+    from bergen_env.web.arena_runner import _terminate
+
+    runner = ArenaRunner(ArenaStore(":memory:"), ArenaSettings(niceness=niceness))
+    pool = runner._executor()
+    try:
+        policy = pool.submit(os.sched_getscheduler, 0).result()
+        nice = pool.submit(os.nice, 0).result()
+    finally:
+        _terminate(pool)
+        runner.store.close()
+    assert (policy == os.SCHED_IDLE) == idle
+    assert nice == min(19, os.nice(0) + niceness)
+
+
 def test_the_upload_path_loosens_nothing_else() -> None:
     """Another site's page may not submit; the file body and its larger bound hold for
     ``/api/arena`` alone."""
@@ -185,6 +308,17 @@ def test_load_benchmark_with_an_arena_flood() -> None:
     assert out["unfinished"] == 0 and out["mismatched"] == 0 and out["person_moves"] > 0
     statuses = out["arena_submissions_by_status"]
     assert statuses.get("201", 0) >= 1 and set(statuses) <= {"201", "429"}, statuses
+
+
+def test_load_benchmark_configurations_are_named() -> None:
+    pytest.importorskip("websockets", reason="the web extra: pip install 'bergen_env[web]'")
+    from benchmarks.web_load import parse_config
+
+    assert parse_config("off") == ("off", 0) and parse_config(" busy+4") == ("busy", 4)
+    assert parse_config("queue+0") == ("queue", 0) and parse_config("niced") == ("niced", 0)
+    for bad in ("off+2", "fast", "busy+x", "busy+-1"):
+        with pytest.raises(ValueError, match="MODE|flooders need an arena"):
+            parse_config(bad)
 
 
 # ---------------------------------------------------------------------- a real server
@@ -284,7 +418,7 @@ def test_a_real_server_rates_two_policies_across_a_restart(tmp_path: Path) -> No
         server = _serve(port, db)
         c = _up(base)
         refused = _submit(base, broken, "x")
-        assert refused.returncode == 1 and "not a readable safetensors file" in refused.stderr
+        assert refused.returncode == 2 and "not a readable safetensors file" in refused.stderr
         raw = c.post("/api/arena", content=broken.read_bytes(), headers=FILE)
         assert raw.status_code == 400 and "\n" not in raw.json()["error"]
         deadline = time.monotonic() + 240

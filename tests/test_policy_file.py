@@ -23,6 +23,7 @@ from bergen_env.policy_file import (
     HEADER_KEY,
     PolicyFileError,
     PolicyMismatchWarning,
+    read_policy_bytes,
     read_policy_file,
     save_policy_file,
 )
@@ -626,6 +627,62 @@ def test_unknown_activation_and_unreadable_files(tmp_path: Path) -> None:
     save({"x": np.zeros(2, np.float32)}, str(bare))
     with pytest.raises(PolicyFileError, match="no 'bergen_policy' header"):
         read_policy_file(bare)
+
+
+def _refusal(read, source) -> str:
+    with pytest.raises(PolicyFileError) as caught:
+        read(source)
+    return str(caught.value)
+
+
+@pytest.mark.parametrize("name", ["standard_2p", "expert_2p", "partners_4p"])
+def test_bytes_and_path_readers_agree(name: str) -> None:
+    """A policy read from its bytes (an upload) is the one read from its file: the header,
+    the rules and every layer's arrays."""
+    path = shipped(name)
+    from_path, from_bytes = read_policy_file(path), read_policy_bytes(path.read_bytes())
+    assert from_bytes.header == from_path.header and from_bytes.rules == from_path.rules
+    for net_a, net_b in [(from_path.network, from_bytes.network)] + (
+        [(from_path.network.scorer, from_bytes.network.scorer)]
+        if from_path.network.scorer is not None
+        else []
+    ):
+        for group_a, group_b in zip(net_a.arrays(), net_b.arrays()):
+            for a, b in zip(group_a, group_b):
+                np.testing.assert_array_equal(a, b)
+
+
+def _bad_files(tmp_path: Path) -> list[Path]:
+    """Files each reader refuses for another reason."""
+    garbage = tmp_path / "garbage.safetensors"
+    garbage.write_bytes(b"\x00" * 40)
+    zipped = tmp_path / "model.safetensors"  # a zip under the policy suffix
+    zipped.write_bytes(shipped("standard_2p", ".zip").read_bytes())
+    bare = tmp_path / "bare.safetensors"
+    from safetensors.numpy import save_file
+
+    save_file({"x": np.zeros(2, np.float32)}, str(bare))
+    return [
+        garbage,
+        zipped,
+        bare,
+        _tiny(tmp_path / "v", version=3),
+        _tiny(tmp_path / "o", obs_size=10),
+        _tiny(tmp_path / "n", **{"tensor:layers.1.bias": np.full(58, np.nan, np.float32)}),
+        _tiny(tmp_path / "s", **{"tensor:layers.1.weight": np.zeros((58, 5), np.float32)}),
+    ]
+
+
+def test_bad_bytes_give_the_error_a_bad_file_gives(tmp_path: Path) -> None:
+    """Each refusal from bytes is the path reader's, with the caller's name of the bytes in
+    place of the file's, on one line."""
+    for folder in ("v", "o", "n", "s"):
+        (tmp_path / folder).mkdir()
+    for path in _bad_files(tmp_path):
+        by_path = _refusal(read_policy_file, path)
+        by_bytes = _refusal(lambda d: read_policy_bytes(d, where="the upload"), path.read_bytes())
+        assert by_bytes == by_path.replace(f"policy file {str(path)!r}", "the upload"), path
+        assert "\n" not in by_bytes and by_bytes.startswith("the upload")
 
 
 # ---------------------------------------------------------------- files with an action scorer

@@ -43,11 +43,17 @@ def default_workers() -> int:
 WORKER_NICENESS = 10
 
 
-def lower_priority(niceness: int = WORKER_NICENESS) -> None:
+def lower_priority(niceness: int = WORKER_NICENESS, idle: bool = False) -> None:
     """In a new worker: raise this process's niceness by ``niceness``, so that it yields the CPU
-    to the server's event loop when both want it."""
+    to the server's event loop when both want it. With ``idle``, also take Linux's
+    ``SCHED_IDLE`` policy where the system permits it (else the niceness alone): the process
+    then runs only on a core nothing else wants, and a process that wakes takes that core at
+    once, as if it were idle."""
     with contextlib.suppress(OSError, AttributeError):
         os.nice(niceness)
+    if idle:
+        with contextlib.suppress(OSError, AttributeError):
+            os.sched_setscheduler(0, os.SCHED_IDLE, os.sched_param(0))
 
 
 def worker_context() -> multiprocessing.context.BaseContext:

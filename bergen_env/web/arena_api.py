@@ -1,14 +1,18 @@
 """The arena's JSON API and pages: submit a policy file, read the leaderboards, play a policy.
 
 ``POST /api/arena?name=NAME`` takes a portable policy file as the raw body
-(``application/octet-stream``, at most :attr:`ArenaSettings.max_file_bytes`); it is checked in a
-worker (a bad file is a 400 whose ``error`` names the problem in one line), kept by its SHA-256
-(201; the same file again: 200 and the entry it already has) and its pairs are queued. Quotas per
-client address: upload requests per minute and new files per hour (429 with ``Retry-After``),
-and a bound on the queue (503). ``GET /api/arena`` gives every leaderboard (with the
-exploitability measured for an entry, if any); ``GET /api/arena/{sha256}`` one policy's entry,
-its pairs, its exploitability and the link that opens a table against it.
-``/arena`` and ``/arena/{sha256}`` are the pages. A server without an arena answers 404.
+(``application/octet-stream``, at most :attr:`ArenaSettings.max_file_bytes`) or as the file
+field ``file`` of a ``multipart/form-data`` form (the name, if any, in its text field ``name``:
+the ``/arena`` page's form, which works without its script too). The file is checked in a worker
+(a bad file is a 400 whose ``error`` names the problem in one line), kept by its SHA-256 (201;
+the same file again: 200 and the entry it already has) and its pairs are queued; a form sent by
+a browser that asks for HTML is answered by a redirect (303) to the policy's page. Quotas per
+client address: upload requests per minute (checked before the body is read) and new files per
+hour (429 with ``Retry-After``), and a bound on the queue (503). ``GET /api/arena`` gives
+every leaderboard (with the exploitability measured for an entry, if any);
+``GET /api/arena/{sha256}`` one policy's entry, its pairs, its exploitability and the link that
+opens a table against it. ``/arena`` and ``/arena/{sha256}`` are the pages. A server without
+an arena answers 404.
 """
 
 from __future__ import annotations
@@ -18,8 +22,17 @@ import time
 import urllib.parse
 from typing import Any
 
+from starlette.datastructures import UploadFile
+from starlette.exceptions import HTTPException
+from starlette.formparsers import MultiPartException
 from starlette.requests import Request
-from starlette.responses import FileResponse, HTMLResponse, JSONResponse, Response
+from starlette.responses import (
+    FileResponse,
+    HTMLResponse,
+    JSONResponse,
+    RedirectResponse,
+    Response,
+)
 from starlette.routing import Route
 
 from bergen_env.arena_exploit import with_exploits
@@ -35,6 +48,7 @@ from bergen_env.rules import RULE_OPTIONS, Rules
 from bergen_env.web.api import address as client_address
 from bergen_env.web.arena_runner import ArenaRunner, agent_name, check_upload
 from bergen_env.web.errors import TableError
+from bergen_env.web.guard import FORM_BODY
 from bergen_env.web.i18n import STATIC
 from bergen_env.web.tables import TableManager, quota_key
 
@@ -89,11 +103,14 @@ async def submit(request: Request) -> Response:
     address = quota_key(client_address(request))
     tables: TableManager = request.app.state.tables
     tables.charge(address, settings.uploads_per_minute, "policy uploads")
-    try:
-        name = check_name(request.query_params.get("name"))
-    except SubmissionError as exc:
-        raise TableError(400, "bad_name", str(exc)) from None
-    data = await request.body()
+    form = request.headers.get("content-type", "").split(";")[0].strip().lower() == FORM_BODY
+    name = _name(request.query_params.get("name"))
+    if form:
+        data, form_name = await _form_file(request)
+        if form_name:
+            name = _name(form_name)
+    else:
+        data = await request.body()
     # reading a whole network costs CPU: in the worker for heavy requests, as replay files
     if tables.pool is not None:
         sub, problem = await tables.pool.run(check_upload, data, settings.max_file_bytes)
@@ -101,7 +118,8 @@ async def submit(request: Request) -> Response:
         sub, problem = await asyncio.to_thread(check_upload, data, settings.max_file_bytes)
     if sub is None:
         raise TableError(400, "bad_policy", str(problem))
-    known = runner.store.policy(sub.sha256)
+    # the store's calls in threads: a write being committed (its fsync) never holds the loop
+    known = await asyncio.to_thread(runner.store.policy, sub.sha256)
     if known is None:
         hour = await _count(runner, address)
         if hour >= settings.submissions_per_hour:
@@ -112,7 +130,7 @@ async def submit(request: Request) -> Response:
                 "try again later",
                 retry_after=600,
             )
-        if runner.store.queued_count() >= settings.max_queued:
+        if await asyncio.to_thread(runner.store.queued_count) >= settings.max_queued:
             raise TableError(
                 503,
                 "arena_busy",
@@ -123,7 +141,31 @@ async def submit(request: Request) -> Response:
     spec = await asyncio.to_thread(runner.store.agent_spec, entry.id)  # writes the file once
     tables.agents.setdefault(agent_name(entry.sha256), spec)
     out = {**_entry_json(entry), "new": new, "queued": queued}
+    if form and "text/html" in request.headers.get("accept", ""):  # a form without its script
+        return RedirectResponse(out["page"], status_code=303)
     return JSONResponse(out, status_code=201 if new else 200)
+
+
+def _name(text: str | None) -> str:
+    try:
+        return check_name(text)
+    except SubmissionError as exc:
+        raise TableError(400, "bad_name", str(exc)) from None
+
+
+async def _form_file(request: Request) -> tuple[bytes, str | None]:
+    """The field ``file`` of a ``multipart/form-data`` body and its text field ``name``, if any
+    (Starlette's parser, which python-multipart drives; no other field is taken)."""
+    try:
+        async with request.form(max_files=1, max_fields=1, max_part_size=1024) as fields:
+            upload, name = fields.get("file"), fields.get("name")
+            if not isinstance(upload, UploadFile):
+                raise TableError(400, "bad_policy", "the form has no file field 'file'")
+            data = await upload.read()
+    except (MultiPartException, HTTPException) as exc:
+        detail = exc.message if isinstance(exc, MultiPartException) else exc.detail
+        raise TableError(400, "bad_policy", f"the form cannot be read: {detail}") from None
+    return data, name if isinstance(name, str) else None
 
 
 async def _count(runner: ArenaRunner, address: str) -> int:
@@ -134,10 +176,11 @@ async def boards(request: Request) -> Response:
     runner = arena(request)
     settings = runner.settings
     exploits = await asyncio.to_thread(runner.store.exploits)
+    fitted = await asyncio.to_thread(runner.boards)
     return JSONResponse(
         {
-            "boards": with_exploits(runner.boards(), exploits),
-            "queued": runner.store.queued_count(),
+            "boards": with_exploits(fitted, exploits),
+            "queued": await asyncio.to_thread(runner.store.queued_count),
             "settings": {
                 "matches": settings.matches,
                 "rivals": settings.rivals,
@@ -151,7 +194,9 @@ async def boards(request: Request) -> Response:
 async def policy(request: Request) -> Response:
     runner = arena(request)
     sha = request.path_params["sha256"]
-    entry = runner.store.policy(sha) if len(sha) == 64 and set(sha) <= SHA_CHARS else None
+    entry = None
+    if len(sha) == 64 and set(sha) <= SHA_CHARS:
+        entry = await asyncio.to_thread(runner.store.policy, sha)
     if entry is None:
         raise TableError(404, "no_policy", "no policy with this SHA-256 in the arena")
     key = rules_key(entry.rules)

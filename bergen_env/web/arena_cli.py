@@ -10,6 +10,9 @@ library's ``urllib`` and prints the answer: the file's SHA-256, its page and the
 (the same fit, bootstrap and seed as the server's), so anyone holding the file can reproduce the
 ratings without a server. ``exploit`` attaches a ``bergen-exploit --json`` result to a stored
 policy (checked by :func:`bergen_env.arena_exploit.check_exploit`), which the boards then show.
+A user error (an unreadable or refused file, a server that cannot be reached, no such arena or
+policy, a bad flag) is one line on stderr, ``bergen-arena: error: <the problem>``, and exit
+status 2, as every command of the package.
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ import urllib.parse
 import urllib.request
 from collections.abc import Sequence
 from pathlib import Path
+from typing import NoReturn
 
 from bergen_env.arena_exploit import ExploitError, check_exploit, with_exploits
 from bergen_env.arena_store import (
@@ -35,21 +39,37 @@ from bergen_env.arena_store import (
 
 #: Seconds ``submit`` waits for the server's answer.
 TIMEOUT_S = 120.0
+#: The exit status of a user error (a bad file or flag, a refused upload, no such arena), as
+#: every command of the package.
+USER_ERROR = 2
+PROG = "bergen-arena"
+
+
+def user_error(message: str) -> int:
+    """Print ``message`` as the one line of a user error on stderr; :data:`USER_ERROR`."""
+    print(f"{PROG}: error: {' '.join(message.split())}", file=sys.stderr)
+    return USER_ERROR
+
+
+class ArgumentParser(argparse.ArgumentParser):
+    """``argparse`` whose errors are one line, as :func:`user_error`'s."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(USER_ERROR, f"{self.prog}: error: {message}\n")
 
 
 def submit(path: str, server: str, name: str | None) -> int:
-    """Send the file at ``path`` to ``server``; 0 when it was taken, 1 otherwise."""
+    """Send the file at ``path`` to ``server``; 0 when it was taken, else
+    :data:`USER_ERROR` after one line naming the problem."""
     file = Path(path)
     try:
         data = file.read_bytes()
         check_submission(data, label=f"policy file {str(file)!r}")
         check_name(name)
     except OSError as exc:
-        print(f"bergen-arena: cannot read {str(file)!r}: {exc.strerror or exc}", file=sys.stderr)
-        return 1
+        return user_error(f"cannot read {str(file)!r}: {exc.strerror or exc}")
     except SubmissionError as exc:
-        print(f"bergen-arena: {exc}", file=sys.stderr)
-        return 1
+        return user_error(str(exc))
     url = server.rstrip("/") + "/api/arena"
     if name:
         url += "?" + urllib.parse.urlencode({"name": name})
@@ -64,11 +84,9 @@ def submit(path: str, server: str, name: str | None) -> int:
             message = json.loads(exc.read()).get("error", exc.reason)
         except (ValueError, AttributeError):
             message = exc.reason
-        print(f"bergen-arena: the server refused the file ({exc.code}): {message}", file=sys.stderr)
-        return 1
+        return user_error(f"the server refused the file ({exc.code}): {message}")
     except (urllib.error.URLError, OSError, ValueError) as exc:
-        print(f"bergen-arena: cannot reach {server}: {exc}", file=sys.stderr)
-        return 1
+        return user_error(f"cannot reach {server}: {exc}")
     what = "new entry" if body.get("new") else "already in the arena"
     print(
         f"{body['sha256']} ({what}): {body.get('queued', 0)} pairs queued; "
@@ -80,12 +98,12 @@ def submit(path: str, server: str, name: str | None) -> int:
 def _open(db: str) -> ArenaStore | None:
     """The arena file ``db``, or None after a one-line error (no such file, or unusable)."""
     if not Path(db).is_file():
-        print(f"bergen-arena: no arena database {db!r}", file=sys.stderr)
+        user_error(f"no arena database {db!r}")
         return None
     try:
         return ArenaStore(db)
     except OSError as exc:
-        print(f"bergen-arena: {exc}", file=sys.stderr)
+        user_error(str(exc))
         return None
 
 
@@ -93,7 +111,7 @@ def ratings(db: str, bootstrap: int, as_json: bool) -> int:
     """Print every leaderboard of the arena file ``db``, refitted from its stored results."""
     store = _open(db)
     if store is None:
-        return 1
+        return USER_ERROR
     try:
         boards = [
             leaderboard(store.board_data(key), bootstrap=bootstrap) for key in store.rules_keys()
@@ -110,28 +128,24 @@ def ratings(db: str, bootstrap: int, as_json: bool) -> int:
 
 def exploit(db: str, sha256: str, result_path: str) -> int:
     """Attach the ``bergen-exploit --json`` result at ``result_path`` to the policy ``sha256``
-    of the arena file ``db``; 0 when it was stored, 1 otherwise."""
+    of the arena file ``db``; 0 when it was stored, else :data:`USER_ERROR`."""
     try:
         result = json.loads(Path(result_path).read_text(encoding="utf-8"))
     except OSError as exc:
-        print(f"bergen-arena: cannot read {result_path!r}: {exc.strerror or exc}", file=sys.stderr)
-        return 1
+        return user_error(f"cannot read {result_path!r}: {exc.strerror or exc}")
     except ValueError as exc:
-        print(f"bergen-arena: {result_path!r} is not JSON: {exc}", file=sys.stderr)
-        return 1
+        return user_error(f"{result_path!r} is not JSON: {exc}")
     store = _open(db)
     if store is None:
-        return 1
+        return USER_ERROR
     try:
         entry = store.policy(sha256.lower())
         if entry is None:
-            print(f"bergen-arena: no policy with SHA-256 {sha256!r} in {db!r}", file=sys.stderr)
-            return 1
+            return user_error(f"no policy with SHA-256 {sha256!r} in {db!r}")
         record = check_exploit(result, entry, label=repr(result_path))
         store.set_exploit(entry.sha256, record)
     except ExploitError as exc:
-        print(f"bergen-arena: {exc}", file=sys.stderr)
-        return 1
+        return user_error(str(exc))
     finally:
         store.close()
     lo, hi = record["gain_ci95"]
@@ -143,8 +157,8 @@ def exploit(db: str, sha256: str, result_path: str) -> int:
 
 
 def parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(
-        prog="bergen-arena", description="Submit a policy file to an arena, or refit its ratings."
+    p = ArgumentParser(
+        prog=PROG, description="Submit a policy file to an arena, or refit its ratings."
     )
     commands = p.add_subparsers(dest="command", required=True)
     s = commands.add_parser("submit", help="send a portable policy file to an arena server")

@@ -1,9 +1,10 @@
 """The arena's work beside the tables: checking submissions, playing queued pairs, refitting.
 
 :class:`ArenaRunner` owns a pool of ``workers`` processes at the lowest scheduling priority
-(niceness 19: below the agents' pool, so a rating never takes CPU a table wants), started at the
-first job; with ``ray`` set, the pairs and fits are Ray tasks instead (a
-:class:`~bergen_env.ray_tasks.RayExecutor` on a local Ray instance or a cluster). One asyncio
+(niceness 19 and, on Linux, the ``SCHED_IDLE`` policy: below the agents' pool, so a rating
+never takes CPU a table wants), started at the first job; with ``ray`` set, the pairs and fits
+are Ray tasks instead (a :class:`~bergen_env.ray_tasks.RayExecutor` on a local Ray instance or
+a cluster). One asyncio
 task keeps up to ``workers`` queued pairs (:class:`~bergen_env.arena_store.ArenaStore`)
 playing; each pair's deals come from a fresh secret seed (``secrets``) that is
 never stored or shown. A finished pair is stored in one transaction, then its leaderboard is
@@ -46,7 +47,8 @@ from bergen_env.web.agent_pool import lower_priority, worker_context
 logger = logging.getLogger(__name__)
 
 #: How much lower the arena's workers' scheduling priority is than the server's by default
-#: (``os.nice``; 19 from a server at 0: the lowest priority there is).
+#: (``os.nice``; 19 from a server at 0: the lowest niceness there is). At this value the workers
+#: also take Linux's ``SCHED_IDLE`` policy (:func:`~bergen_env.web.agent_pool.lower_priority`).
 ARENA_NICENESS = 19
 #: The prefix of an arena policy's name in the tables' agent menu (left out of the menu list).
 AGENT_PREFIX = "arena-"
@@ -62,7 +64,7 @@ SEED_BITS = 128
 class ArenaSettings:
     """How much the arena plays and takes."""
 
-    workers: int = 1  # processes (or Ray tasks) playing pairs at once
+    workers: int = 1  # processes (or Ray tasks) playing pairs at once; 0: none, queue only
     matches: int = 400  # per pair, rounded up to whole deal groups
     rivals: int = 4  # other submissions each new policy plays
     bootstrap: int = 1000  # replicates of each leaderboard's intervals
@@ -116,7 +118,7 @@ class ArenaRunner:
             self._pool = RayExecutor(
                 None if self.settings.ray == LOCAL else self.settings.ray,
                 initializer=lower_priority,  # a Ray worker: once, before its first task
-                initargs=(self.settings.niceness,),
+                initargs=(self.settings.niceness, idle_policy(self.settings.niceness)),
             )
         elif self._pool is None:
             self._pool = ProcessPoolExecutor(
@@ -189,7 +191,10 @@ class ArenaRunner:
     # ------------------------------------------------------------------ the loop
 
     def start(self) -> None:
-        """Start playing the queue (inside the running event loop)."""
+        """Start playing the queue (inside the running event loop); with no workers (and no
+        Ray), the queue only grows, for a later start with workers."""
+        if self.settings.workers < 1 and self.settings.ray is None:
+            return
         if self._task is None:
             self._task = asyncio.get_running_loop().create_task(self._run())
 
@@ -267,10 +272,15 @@ def _fit(data: BoardData, bootstrap: int) -> dict[str, Any]:
     return leaderboard(data, bootstrap=bootstrap)
 
 
+def idle_policy(niceness: int) -> bool:
+    """Whether workers niced by ``niceness`` also take ``SCHED_IDLE`` (at the lowest priority)."""
+    return niceness >= ARENA_NICENESS
+
+
 def _worker_start(niceness: int) -> None:
     """In a new worker: end with the process that started it; yield the CPU to everyone."""
     die_with_parent(os.getppid())
-    lower_priority(niceness)
+    lower_priority(niceness, idle_policy(niceness))
 
 
 def _terminate(pool: Executor) -> None:

@@ -166,7 +166,8 @@ def parser() -> argparse.ArgumentParser:
         type=int,
         default=None,
         help=f"processes that play the arena's pairs, at the lowest priority (default "
-        f"{ArenaSettings.workers})",
+        f"{ArenaSettings.workers}; 0: submissions are taken and queued, nothing is played "
+        f"until a start with workers)",
     )
     arena.add_argument(
         "--arena-ray",
@@ -251,11 +252,11 @@ def main(argv: Sequence[str] | None = None) -> None:
         p.error("--arena-ray needs --arena FILE")
     if args.arena_workers is None:
         args.arena_workers = ArenaSettings.workers
-    counts = (args.arena_workers, args.arena_matches, args.arena_bootstrap, args.arena_max_queued)
-    if min(counts) < 1 or args.arena_rivals < 0 or args.arena_per_hour < 0:
+    counts = (args.arena_matches, args.arena_bootstrap, args.arena_max_queued)
+    if min(counts) < 1 or min(args.arena_workers, args.arena_rivals, args.arena_per_hour) < 0:
         p.error(
-            "--arena-workers, --arena-matches, --arena-bootstrap and --arena-max-queued must be "
-            ">= 1; --arena-rivals and --arena-per-hour >= 0"
+            "--arena-matches, --arena-bootstrap and --arena-max-queued must be >= 1; "
+            "--arena-workers, --arena-rivals and --arena-per-hour >= 0"
         )
     if not 0 <= args.arena_niceness <= 19:
         p.error(f"--arena-niceness must be in 0..19, got {args.arena_niceness}")

@@ -37,6 +37,12 @@ SECURITY_HEADERS = (
 #: Methods that change state: they need a JSON body and, when sent, a same-origin Origin.
 UNSAFE_METHODS = frozenset({"POST", "PUT", "PATCH", "DELETE"})
 
+#: The bodies an upload path takes: the file itself, or a form whose field holds it.
+FILE_BODY, FORM_BODY = "application/octet-stream", "multipart/form-data"
+#: Bytes a form's body may hold beyond its upload path's bound (its fields' headers, the
+#: boundaries and a short text field).
+FORM_OVERHEAD = 16 * 1024
+
 #: Limits of a JSON request body.
 MAX_JSON_DEPTH = 8
 MAX_NUMBER_CHARS = 20
@@ -62,18 +68,26 @@ def _own_origins(scope: Scope) -> set[str]:
 
 
 def cross_site(scope: Scope) -> bool:
-    """Whether the request says it comes from another site (``Origin``, ``Sec-Fetch-Site``)."""
+    """Whether the request says it comes from another site (``Origin``, ``Sec-Fetch-Site``).
+
+    A form a page of this site posts itself says ``Origin: null`` (the pages send no
+    referrer); the browser's ``Sec-Fetch-Site: same-origin``, which no page can set, vouches
+    for it then."""
     origin = _header(scope, b"origin")
+    fetch_site = _header(scope, b"sec-fetch-site")
+    if origin == "null" and fetch_site == "same-origin":
+        return False
     if origin is not None and origin not in _own_origins(scope):
         return True
-    return _header(scope, b"sec-fetch-site") == "cross-site"
+    return fetch_site == "cross-site"
 
 
 class Guard:
     """ASGI middleware: security headers, same-origin JSON for state changes, body limits.
 
-    ``uploads`` maps a path that takes a file (``application/octet-stream``) instead of JSON to
-    its own body limit in bytes.
+    ``uploads`` maps a path that takes a file instead of JSON (the body itself,
+    ``application/octet-stream``, or a ``multipart/form-data`` form, whose body may be
+    :data:`FORM_OVERHEAD` bytes larger) to its own body limit in bytes.
     """
 
     def __init__(
@@ -112,7 +126,7 @@ class Guard:
             await error_response(refusal)(scope, receive, send_with_headers)
             return
         seen = 0
-        limit = self.uploads.get(scope["path"], self.max_body_bytes)
+        limit = self._limit(scope)
         deadline = asyncio.get_running_loop().time() + self.body_seconds
         arrived = False
 
@@ -139,9 +153,15 @@ class Guard:
 
         await self.app(scope, limited, send_with_headers)
 
+    def _limit(self, scope: Scope) -> int:
+        """The most bytes the request's body may hold."""
+        if scope["path"] not in self.uploads:
+            return self.max_body_bytes
+        return self.uploads[scope["path"]] + (FORM_OVERHEAD if _kind(scope) == FORM_BODY else 0)
+
     def _refusal(self, scope: Scope) -> TableError | None:
         length = _header(scope, b"content-length")
-        limit = self.uploads.get(scope["path"], self.max_body_bytes)
+        limit = self._limit(scope)
         if length is not None and (not length.isdigit() or int(length) > limit):
             return TableError(413, "body_too_large", _too_large(limit), limit=limit)
         if scope["method"] not in UNSAFE_METHODS:
@@ -150,14 +170,14 @@ class Guard:
             return TableError(
                 403, "cross_site", "requests that change state must come from this site's pages"
             )
-        kind = (_header(scope, b"content-type") or "").split(";")[0].strip().lower()
+        kind = _kind(scope)
         if scope["path"] in self.uploads:
-            if kind != "application/octet-stream":
+            if kind not in (FILE_BODY, FORM_BODY):
                 return TableError(
                     415,
                     "file_only",
-                    f"send the file as the body with content-type application/octet-stream, "
-                    f"not {excerpt(kind)}",
+                    f"send the file as the body with content-type {FILE_BODY}, or as the field "
+                    f"'file' of a {FORM_BODY} form, not {excerpt(kind)}",
                 )
         elif kind != "application/json":
             return TableError(
@@ -166,6 +186,11 @@ class Guard:
                 f"send a JSON body with content-type application/json, not {excerpt(kind)}",
             )
         return None
+
+
+def _kind(scope: Scope) -> str:
+    """The request's content type without its parameters, in lower case."""
+    return (_header(scope, b"content-type") or "").split(";")[0].strip().lower()
 
 
 def _too_large(limit: int) -> str:

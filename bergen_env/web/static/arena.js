@@ -172,14 +172,12 @@ async function load() {
   return true;
 }
 
+// The form posts itself (multipart, answered by a redirect to the policy's page); with this
+// script it is sent by fetch instead, so the answer or the refusal shows on this page.
 async function submit(event) {
   event.preventDefault();
-  const file = $("file").files[0];
-  if (!file) return;
-  const name = encodeURIComponent($("name").value.trim());
-  const res = await request(`/api/arena?name=${name}`, {
-    method: "POST", headers: { "content-type": "application/octet-stream" }, body: await file.arrayBuffer(),
-  });
+  if (!$("file").files[0]) return;
+  const res = await request("/api/arena", { method: "POST", body: new FormData($("submit")) });
   if (!res.ok) {
     notice(errorText(res.body));
     return;
