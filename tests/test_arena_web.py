@@ -470,34 +470,3 @@ def test_a_real_server_rates_two_policies_across_a_restart(tmp_path: Path) -> No
         for pid, started in seen.items():  # only the processes this test's servers started
             if alive(pid, started):
                 os.kill(pid, signal.SIGKILL)
-
-
-@pytest.mark.skipif(not hasattr(os, "SCHED_IDLE"), reason="SCHED_IDLE is a Linux policy")
-def test_uploads_are_checked_at_the_rating_workers_priority() -> None:
-    """An upload's check runs in a process of the arena's own, niced and ``SCHED_IDLE`` as its
-    rating workers are, and gives the same answers as a check in this process."""
-    import asyncio
-
-    from bergen_env.web.arena_runner import check_upload
-
-    data = shipped("scratch_2p")
-
-    async def checks() -> tuple:
-        runner = ArenaRunner(ArenaStore(":memory:"), ArenaSettings())
-        try:
-            good = await runner.check(data)
-            bad = await runner.check(b"not a policy")
-            checker = runner._checker
-            assert checker is not None
-            policy = checker.submit(os.sched_getscheduler, 0).result()
-            nice = checker.submit(os.nice, 0).result()
-        finally:
-            await runner.close()
-            runner.store.close()
-        return good, bad, policy, nice
-
-    good, bad, policy, nice = asyncio.run(checks())
-    here = check_upload(data, ArenaSettings().max_file_bytes)
-    assert good[0] is not None and good[0].sha256 == here[0].sha256 and good[1] is None
-    assert bad[0] is None and bad[1] == check_upload(b"not a policy", 1 << 22)[1]
-    assert policy == os.SCHED_IDLE and nice == min(19, os.nice(0) + 19)

@@ -111,9 +111,9 @@ async def submit(request: Request) -> Response:
             name = _name(form_name)
     else:
         data = await request.body()
-    # reading a whole network costs CPU: in the arena's own worker, at its workers' priority
+    # reading a whole network costs CPU: in the worker for heavy requests, as replay files
     if tables.pool is not None:
-        sub, problem = await runner.check(data)
+        sub, problem = await tables.pool.run(check_upload, data, settings.max_file_bytes)
     else:
         sub, problem = await asyncio.to_thread(check_upload, data, settings.max_file_bytes)
     if sub is None:

@@ -104,7 +104,6 @@ class ArenaRunner:
         self.store = store
         self.settings = settings or ArenaSettings()
         self._pool: Executor | None = None
-        self._checker: ProcessPoolExecutor | None = None
         self._boards: dict[str, dict[str, Any]] = {}
         self._wake = asyncio.Event()
         self._task: asyncio.Task | None = None
@@ -132,25 +131,6 @@ class ArenaRunner:
 
     async def _in_pool(self, fn: Any, *args: Any) -> Any:
         return await asyncio.get_running_loop().run_in_executor(self._executor(), fn, *args)
-
-    async def check(self, data: bytes) -> tuple[Submission | None, str | None]:
-        """An upload checked (:func:`check_upload`) in a worker process of the arena's own, at
-        its workers' priority, so that a flood of uploads takes only CPU the tables leave."""
-        if self._checker is None:
-            self._checker = ProcessPoolExecutor(
-                1,
-                mp_context=worker_context(),
-                initializer=_worker_start,
-                initargs=(self.settings.niceness,),
-            )
-        loop = asyncio.get_running_loop()
-        try:
-            return await loop.run_in_executor(
-                self._checker, check_upload, data, self.settings.max_file_bytes
-            )
-        except BrokenProcessPool:
-            self._checker = None  # a new worker for the next upload
-            raise
 
     # ------------------------------------------------------------------ submissions
 
@@ -285,9 +265,6 @@ class ArenaRunner:
         if self._pool is not None:
             _terminate(self._pool)
             self._pool = None
-        if self._checker is not None:
-            _terminate(self._checker)
-            self._checker = None
 
 
 def _fit(data: BoardData, bootstrap: int) -> dict[str, Any]:
