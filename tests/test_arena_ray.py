@@ -42,7 +42,7 @@ def _web(*args: str, cwd: Path) -> subprocess.CompletedProcess:
 def test_arena_ray_without_ray_is_one_line_naming_the_extra(tmp_path: Path) -> None:
     pytest.importorskip("uvicorn", reason="the web extra: pip install 'bergen_env[web]'")
     out = _web("--arena", "arena.sqlite3", "--db", "tables.sqlite3", "--arena-ray", cwd=tmp_path)
-    assert out.returncode == 1
+    assert out.returncode == 2
     assert out.stderr.startswith("bergen-web: --arena-ray: ") and "[ray] extra" in out.stderr
     assert len(out.stderr.strip().splitlines()) == 1
     assert not list(tmp_path.iterdir())  # refused before any file was opened

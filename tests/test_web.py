@@ -556,15 +556,22 @@ def test_a_failing_agent_stops_its_table_visibly() -> None:
         assert not table.terminal
 
 
-def test_cli_refuses_bad_agents() -> None:
+def test_cli_refuses_bad_agents(capsys: pytest.CaptureFixture[str]) -> None:
+    """A bad ``--agent`` exits with status 2 naming it on stderr (argparse's usage, then the
+    error; an agent that cannot be built: one line)."""
     from bergen_env.web import cli
 
-    with pytest.raises(SystemExit):
-        cli.main(["--agent", "no-equals-sign"])
-    with pytest.raises(SystemExit, match="wizard"):
-        cli.main(["--agent", "w=wizard"])
-    with pytest.raises(SystemExit, match="ppo"):
-        cli.main(["--agent", "p=ppo:/nonexistent/policy.zip"])
+    for argv, words, lines in (
+        (["--agent", "no-equals-sign"], "no-equals-sign", None),
+        (["--agent", "w=wizard"], "wizard", 1),
+        (["--agent", "p=ppo:/nonexistent/policy.zip"], "ppo", 1),
+    ):
+        with pytest.raises(SystemExit) as exit_:
+            cli.main(argv)
+        assert exit_.value.code == 2
+        err = capsys.readouterr().err
+        last = err.strip().splitlines()
+        assert words in last[-1] and lines in (None, len(last)), err
 
 
 def test_default_agent_menu_builds() -> None:

@@ -482,7 +482,7 @@ def test_a_damaged_store_is_refused_at_start_up(tmp_path, fill: bytes | None) ->
         text=True,
         timeout=120,
     )
-    assert run.returncode == 1 and run.stderr.strip() == message, run.stderr[-2000:]
+    assert run.returncode == 2 and run.stderr.strip() == message, run.stderr[-2000:]
     assert db.read_bytes() == before
 
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Sequence
+from typing import NoReturn
 
 from bergen_env.agents.base import make_agent, parse_agent_spec, registered_agents
 from bergen_env.arena_store import SCRIPTED_ANCHORS, ArenaStore, SubmissionError
@@ -40,6 +41,13 @@ def _agent_entry(text: str) -> tuple[str, str]:
     return name.strip(), spec.strip()
 
 
+def _exit(message: str) -> NoReturn:
+    """End the program on a user error: the one-line ``message`` on stderr, exit status 2 (as
+    every command of the package)."""
+    print(message, file=sys.stderr)
+    raise SystemExit(2)
+
+
 def _check_agent(name: str, spec: str) -> None:
     kind, _ = parse_agent_spec(spec)
     if kind not in registered_agents():
@@ -50,14 +58,14 @@ def _check_agent(name: str, spec: str) -> None:
             if kind == "ppo"
             else ""
         )
-        raise SystemExit(
+        _exit(
             f"--agent {name}={spec}: unknown agent kind {kind!r}; known: "
             f"{registered_agents()}{hint}"
         )
     try:  # built once now (a missing file fails here); each table checks it fits its rules
         make_agent(spec)
     except (ValueError, OSError) as exc:
-        raise SystemExit(f"--agent {name}={spec}: {exc}") from None
+        _exit(f"--agent {name}={spec}: {exc}")
 
 
 def parser() -> argparse.ArgumentParser:
@@ -276,18 +284,18 @@ def main(argv: Sequence[str] | None = None) -> None:
     try:
         import uvicorn
     except ImportError:
-        sys.exit(f"bergen-web needs the web extra: {install_hint('web')}")
+        _exit(f"bergen-web needs the web extra: {install_hint('web')}")
     if args.arena_ray is not None:  # before any file is opened: a missing Ray is one line
         try:
             join(args.arena_ray, "--arena-ray")
         except RayJoinError as exc:
-            sys.exit(f"bergen-web: {exc}")
+            _exit(f"bergen-web: {exc}")
     from bergen_env.web.app import create_app
 
     try:
         store = SQLiteStore(args.db)
     except OSError as exc:
-        sys.exit(str(exc))
+        _exit(str(exc))
     limits = Limits(
         max_tables=args.max_tables,
         tables_per_address=args.tables_per_address,
@@ -337,12 +345,12 @@ def _arena(args: argparse.Namespace) -> ArenaRunner:
     try:
         runner = ArenaRunner(ArenaStore(args.arena), settings)
     except OSError as exc:
-        sys.exit(str(exc))
+        _exit(str(exc))
     for path in args.arena_anchor:
         try:
             runner.add_anchor_file(path)
         except (OSError, SubmissionError) as exc:
-            sys.exit(f"--arena-anchor {path}: {exc}")
+            _exit(f"--arena-anchor {path}: {exc}")
     return runner
 
 
