@@ -60,6 +60,7 @@ LAYERS: tuple[Layer, ...] = (
             "bergen_env.validation",
             "bergen_env.option_text",
             "bergen_env.errors",
+            "bergen_env.command_line",
             "bergen_env.tiles",
             "bergen_env.actions",
             "bergen_env.scoring",

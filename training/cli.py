@@ -33,11 +33,13 @@ import importlib
 import importlib.util
 import sys
 from collections.abc import Callable, Iterable, Sequence
-from typing import Any, NamedTuple, NoReturn
+from typing import Any, NamedTuple
 
 from bergen_env.agents.base import agent_factory, parse_agent_spec
 from bergen_env.arena import recorded_rules
 from bergen_env.atomic_files import OutputError
+from bergen_env.command_line import USER_ERROR
+from bergen_env.command_line import ArgumentParser as ArgumentParser  # for the programs
 from bergen_env.errors import BergenError, install_hint
 from bergen_env.rules import PRESETS, Rules, build_rules, parse_rule_options
 from bergen_env.stop import Terminated, handle_stop_signals
@@ -85,13 +87,6 @@ class UsageError(Exception):
 class MissingExtraError(UsageError, ImportError):
     """A feature needs an optional dependency group (an extra) that is not installed (an
     ImportError too, so an import of a module that needs the extra fails with this message)."""
-
-
-class ArgumentParser(argparse.ArgumentParser):
-    """``argparse`` with the one-line error style (``--help`` shows the usage)."""
-
-    def error(self, message: str) -> NoReturn:
-        self.exit(2, f"{self.prog}: error: {message}\n")
 
 
 def add_rules_arguments(p: argparse.ArgumentParser) -> None:
@@ -256,13 +251,13 @@ def run(prog: str, main: Main, argv: Sequence[str] | None = None) -> int:
             result = main(argv)
     except (UsageError, OutputError) as exc:
         print(f"{prog}: error: {exc}", file=sys.stderr)
-        return 2
+        return USER_ERROR
     except OSError as exc:  # a full disk or quota anywhere: one line, not a traceback
         if exc.errno not in DISK_FULL:
             raise
         where = f"cannot write {str(exc.filename)!r}: " if exc.filename else ""
         print(f"{prog}: error: {where}{exc.strerror}", file=sys.stderr)
-        return 2
+        return USER_ERROR
     except KeyboardInterrupt as exc:
         stopped = "terminated" if isinstance(exc, Terminated) else "interrupted"
         print(f"\n{prog}: {stopped}" + (f": {exc}" if str(exc) else ""), file=sys.stderr)

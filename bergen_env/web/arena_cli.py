@@ -25,7 +25,6 @@ import urllib.parse
 import urllib.request
 from collections.abc import Sequence
 from pathlib import Path
-from typing import NoReturn
 
 from bergen_env.arena_exploit import ExploitError, check_exploit, with_exploits
 from bergen_env.arena_store import (
@@ -36,12 +35,10 @@ from bergen_env.arena_store import (
     leaderboard,
     leaderboard_markdown,
 )
+from bergen_env.command_line import USER_ERROR, ArgumentParser
 
 #: Seconds ``submit`` waits for the server's answer.
 TIMEOUT_S = 120.0
-#: The exit status of a user error (a bad file or flag, a refused upload, no such arena), as
-#: every command of the package.
-USER_ERROR = 2
 PROG = "bergen-arena"
 
 
@@ -49,13 +46,6 @@ def user_error(message: str) -> int:
     """Print ``message`` as the one line of a user error on stderr; :data:`USER_ERROR`."""
     print(f"{PROG}: error: {' '.join(message.split())}", file=sys.stderr)
     return USER_ERROR
-
-
-class ArgumentParser(argparse.ArgumentParser):
-    """``argparse`` whose errors are one line, as :func:`user_error`'s."""
-
-    def error(self, message: str) -> NoReturn:
-        self.exit(USER_ERROR, f"{self.prog}: error: {message}\n")
 
 
 def submit(path: str, server: str, name: str | None) -> int:
