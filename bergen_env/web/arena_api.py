@@ -48,7 +48,7 @@ from bergen_env.rules import RULE_OPTIONS, Rules
 from bergen_env.web.api import address as client_address
 from bergen_env.web.arena_runner import ArenaRunner, agent_name, check_upload
 from bergen_env.web.errors import TableError
-from bergen_env.web.guard import FORM_BODY
+from bergen_env.web.guard import FORM_BODY, content_type
 from bergen_env.web.i18n import STATIC
 from bergen_env.web.tables import TableManager, quota_key
 
@@ -103,7 +103,7 @@ async def submit(request: Request) -> Response:
     address = quota_key(client_address(request))
     tables: TableManager = request.app.state.tables
     tables.charge(address, settings.uploads_per_minute, "policy uploads")
-    form = request.headers.get("content-type", "").split(";")[0].strip().lower() == FORM_BODY
+    form = content_type(request.scope) == FORM_BODY
     name = _name(request.query_params.get("name"))
     if form:
         data, form_name = await _form_file(request)

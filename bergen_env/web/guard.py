@@ -157,7 +157,8 @@ class Guard:
         """The most bytes the request's body may hold."""
         if scope["path"] not in self.uploads:
             return self.max_body_bytes
-        return self.uploads[scope["path"]] + (FORM_OVERHEAD if _kind(scope) == FORM_BODY else 0)
+        form = content_type(scope) == FORM_BODY
+        return self.uploads[scope["path"]] + (FORM_OVERHEAD if form else 0)
 
     def _refusal(self, scope: Scope) -> TableError | None:
         length = _header(scope, b"content-length")
@@ -170,7 +171,7 @@ class Guard:
             return TableError(
                 403, "cross_site", "requests that change state must come from this site's pages"
             )
-        kind = _kind(scope)
+        kind = content_type(scope)
         if scope["path"] in self.uploads:
             if kind not in (FILE_BODY, FORM_BODY):
                 return TableError(
@@ -188,7 +189,7 @@ class Guard:
         return None
 
 
-def _kind(scope: Scope) -> str:
+def content_type(scope: Scope) -> str:
     """The request's content type without its parameters, in lower case."""
     return (_header(scope, b"content-type") or "").split(";")[0].strip().lower()
 
