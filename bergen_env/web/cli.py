@@ -20,6 +20,7 @@ from typing import NoReturn
 
 from bergen_env.agents.base import make_agent, parse_agent_spec, registered_agents
 from bergen_env.arena_store import SCRIPTED_ANCHORS, ArenaStore, SubmissionError
+from bergen_env.command_line import USER_ERROR
 from bergen_env.errors import install_hint
 from bergen_env.ray_tasks import LOCAL, RayJoinError, cluster_cpus, join
 from bergen_env.web.agent_pool import AgentPool, default_workers
@@ -45,7 +46,7 @@ def _exit(message: str) -> NoReturn:
     """End the program on a user error: the one-line ``message`` on stderr, exit status 2 (as
     every command of the package)."""
     print(message, file=sys.stderr)
-    raise SystemExit(2)
+    raise SystemExit(USER_ERROR)
 
 
 def _check_agent(name: str, spec: str) -> None:
