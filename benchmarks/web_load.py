@@ -247,12 +247,19 @@ def policy_files(count: int) -> list[bytes]:
     return out
 
 
-async def flooder(base: str, files: list[bytes], stop: asyncio.Event, counts: Counter) -> None:
-    """Submit ``files`` in turn from 127.0.3.1 until ``stop`` is set."""
+def flood_client(base: str) -> httpx2.AsyncClient:
+    """A client that submits from 127.0.3.1."""
     transport = httpx2.AsyncHTTPTransport(local_address="127.0.3.1")
+    return httpx2.AsyncClient(base_url=base, transport=transport, timeout=120)
+
+
+async def flooder(
+    http: httpx2.AsyncClient, files: list[bytes], stop: asyncio.Event, counts: Counter
+) -> None:
+    """Submit ``files`` in turn with ``http`` until ``stop`` is set."""
     headers = {"content-type": "application/octet-stream"}
     turn = itertools.cycle(files)
-    async with httpx2.AsyncClient(base_url=base, transport=transport, timeout=120) as http:
+    async with http:
         await keep_sending(
             lambda: http.post("/api/arena", content=next(turn), headers=headers), stop, counts
         )
@@ -261,7 +268,8 @@ async def flooder(base: str, files: list[bytes], stop: asyncio.Event, counts: Co
 def flood_process(base: str, flooders: int, ready: Any, stop: Any, answers: Any) -> None:
     """In a process of its own (a flood comes from elsewhere, not from the clients that time
     the moves): ``flooders`` clients submit until ``stop`` is set; then their answers' counts
-    by status go to the queue ``answers``. ``ready`` is set once the files are made."""
+    by status go to the queue ``answers``. ``ready`` is set once the files and the clients are
+    made (what the flood costs the server is measured, not the start of its clients)."""
     files = policy_files(64)
     counts: Counter = Counter()
 
@@ -273,7 +281,8 @@ def flood_process(base: str, flooders: int, ready: Any, stop: Any, answers: Any)
                 await asyncio.sleep(0.1)
             done.set()
 
-        sending = [flooder(base, files[k::flooders], done, counts) for k in range(flooders)]
+        clients = [flood_client(base) for _ in range(flooders)]
+        sending = [flooder(h, files[k::flooders], done, counts) for k, h in enumerate(clients)]
         ready.set()
         await asyncio.gather(watch(), *sending)
 

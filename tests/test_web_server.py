@@ -245,3 +245,38 @@ def test_a_stop_signal_ends_every_child_process(tmp_path: Path, stop: signal.Sig
         server.wait(timeout=10)
         assert server.stdout is not None
         server.stdout.close()
+
+
+@pytest.mark.skipif(not Path("/proc").is_dir(), reason="reads processes from /proc")
+def test_the_worker_processes_run_before_the_server_answers(tmp_path: Path) -> None:
+    """The agent pool's workers and the worker for heavy requests are started with the server,
+    not at the first slow decision or upload while tables are being played."""
+    import httpx2
+
+    from bergen_env.web.agent_pool import WORKER_NICENESS
+
+    port = free_port()
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    server = subprocess.Popen(
+        [sys.executable, "-m", "bergen_env.web.cli", "--port", str(port), "--pace", "0"]
+        + ["--db", str(tmp_path / "t.sqlite3"), "--workers", "1"],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        for _ in range(200):
+            try:
+                httpx2.get(f"http://127.0.0.1:{port}/api/meta", timeout=1)
+                break
+            except httpx2.TransportError:
+                time.sleep(0.1)
+        else:
+            raise AssertionError("the server did not start")
+        nices = [st[16] for p in descendants(server.pid) if (st := _stat(p)) is not None]
+        own_nice = os.getpriority(os.PRIO_PROCESS, 0)
+        # one agent worker (--workers 1) and the worker for heavy requests, at lower priority
+        assert nices.count(str(min(19, own_nice + WORKER_NICENESS))) == 2, nices
+    finally:
+        server.terminate()
+        server.wait(timeout=60)

@@ -12,8 +12,11 @@ pickle) thinks in a thread instead.
 
 Requests that take much CPU (building the frames of an uploaded replay) go to one more worker
 process of their own (:meth:`AgentPool.run`), one at a time, so that they neither hold the
-server's GIL nor delay the agents. :meth:`AgentPool.close` ends every worker; the app calls it
-when it shuts down, on SIGTERM and SIGINT too.
+server's GIL nor delay the agents. :meth:`AgentPool.start` starts every worker process as the
+server starts (the app awaits it before it answers), so that no table in play waits for a
+process (or the fork server, which imports the server's modules) to start at the first slow
+decision or heavy request. :meth:`AgentPool.close` ends every worker; the app calls it when it
+shuts down, on SIGTERM and SIGINT too.
 """
 
 from __future__ import annotations
@@ -100,11 +103,24 @@ class AgentPool:
         ``processes=False``); ``fn`` and its arguments and result must pickle."""
         if not self.processes:
             return await asyncio.to_thread(fn, *args)
+        return await asyncio.get_running_loop().run_in_executor(self._request_pool(), fn, *args)
+
+    def _request_pool(self) -> Executor:
         if self._requests is None:
             self._requests = ProcessPoolExecutor(
                 1, mp_context=self._context, initializer=lower_priority
             )
-        return await asyncio.get_running_loop().run_in_executor(self._requests, fn, *args)
+        return self._requests
+
+    async def start(self) -> None:
+        """Start every worker process now (nothing to start with ``processes=False``)."""
+        if self._processes is None:
+            return
+        loop = asyncio.get_running_loop()
+        # a pool starts a process for each task no idle worker takes: one task per worker
+        tasks = [loop.run_in_executor(self._processes, os.getpid) for _ in range(self.workers)]
+        tasks.append(loop.run_in_executor(self._request_pool(), os.getpid))
+        await asyncio.gather(*tasks)
 
     def _can_send(self, agent: Any) -> bool:
         kind = type(agent)

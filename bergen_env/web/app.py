@@ -52,6 +52,8 @@ def create_app(
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        if tables.pool is not None:  # worker processes start now, not while tables play
+            await tables.pool.start()
         if arena is not None:  # tables may seat arena policies: their agents before restoring
             tables.agents.update(await asyncio.to_thread(arena.agents))
             arena.start()
