@@ -34,7 +34,9 @@ measured when the benchmark runs at niceness 0) while the tables played.
 ``--compare`` runs several such configurations in turn, ``--rounds`` times (A, B, C, A, B, C,
 ...: the machine's load drifts alike over all of them), each with a new server and the same
 tables and seed, and prints one line per run and the median of each configuration's
-percentiles. A configuration is ``MODE`` or ``MODE+K`` (K flooders); ``off`` is no arena.
+percentiles. A configuration is ``MODE`` or ``MODE+K`` (K flooders); ``off`` is no arena. Each
+run also says when its slowest 1% of moves were sent (the first, median and last, in seconds
+after the tables started; a flood starts with them).
 
     python -m benchmarks.web_load --tables 50 --compare off,busy,queue+4,busy+4 --rounds 3
 
@@ -93,9 +95,11 @@ async def person(
     timeout: float,
     replies: list[float],
     errors: list[float],
+    starts: list[float] | None = None,
 ) -> dict:
     """Play one seat to the match end; returns the last view. ``replies``: in a 2-player
-    table, the seconds from a move's answer to the seat's next turn (the agent's reply)."""
+    table, the seconds from a move's answer to the seat's next turn (the agent's reply);
+    ``starts``: when each move of ``latencies`` was sent (``time.perf_counter``)."""
     last: dict = {"version": -1}
     waiting_since: float | None = None
     async with websockets.connect(f"{ws_url}/ws/s/{token}", max_size=2**22) as ws:
@@ -124,6 +128,8 @@ async def person(
                     last = (await http.get(f"/api/s/{token}")).json()
                     continue
                 latencies.append(time.perf_counter() - start)
+                if starts is not None:
+                    starts.append(start)
                 if r.status_code == 200:
                     server_ms.append(float(r.headers["server-timing"].split("dur=")[1]))
                 if r.status_code != 200:
@@ -293,6 +299,7 @@ def flood_process(base: str, flooders: int, ready: Any, stop: Any, answers: Any)
 async def run(args: argparse.Namespace, base: str, server_pid: int | None = None) -> dict:
     ws_url = base.replace("http", "ws", 1)
     latencies: list[float] = []
+    starts: list[float] = []
     server_ms: list[float] = []
     replies: list[float] = []
     errors: list[float] = []
@@ -337,6 +344,7 @@ async def run(args: argparse.Namespace, base: str, server_pid: int | None = None
                             args.timeout,
                             replies,
                             errors,
+                            starts,
                         )
                     )
         upload: dict = {}
@@ -385,6 +393,8 @@ async def run(args: argparse.Namespace, base: str, server_pid: int | None = None
             moves += sum(len(h["events"]) for h in record["hands"])
     unfinished = sum(1 for f in finals if not f["over"])
     lat = np.array(latencies) * 1000
+    # when the slowest 1% of moves were sent, in seconds after the tables started
+    slowest = np.sort(np.array(starts)[lat >= np.percentile(lat, 99)] - start)
     reply = np.array(replies or [0.0]) * 1000
     return {
         "search_tables": args.search_tables,
@@ -400,6 +410,7 @@ async def run(args: argparse.Namespace, base: str, server_pid: int | None = None
         "moves_per_s": round(moves / elapsed, 1),
         "person_move_ms_p50": round(float(np.percentile(lat, 50)), 2),
         "person_move_ms_p99": round(float(np.percentile(lat, 99)), 2),
+        "slowest_moves_sent_s": [round(float(q), 2) for q in np.quantile(slowest, [0, 0.5, 1])],
         "server_ms_p50": round(float(np.percentile(server_ms, 50)), 3),
         "server_ms_p99": round(float(np.percentile(server_ms, 99)), 3),
         "greedy_replies": len(replies),
@@ -606,8 +617,8 @@ def compare(args: argparse.Namespace, configs: list[tuple[str, int]]) -> dict:
     lines = [
         "| round | arena | flooders | load avg | "
         + " | ".join(h for h, _ in COLUMNS)
-        + " | person moves | rating CPU s | files 201 / 429 |",
-        "|---" * (len(COLUMNS) + 7) + "|",
+        + " | slowest 1% sent at s | person moves | rating CPU s | files 201 / 429 |",
+        "|---" * (len(COLUMNS) + 8) + "|",
     ]
     for r in runs:
         statuses = r["arena_submissions_by_status"]
@@ -617,6 +628,7 @@ def compare(args: argparse.Namespace, configs: list[tuple[str, int]]) -> dict:
         lines.append(
             f"| {r['round'] + 1} | {r['arena']} | {r['arena_flooders']} | {r['load']:.1f} | "
             + " | ".join(f"{r[k]:.0f}" for _, k in COLUMNS)
+            + " | {:.2f} / {:.2f} / {:.2f}".format(*r["slowest_moves_sent_s"])
             + f" | {r['person_moves']} | {r['rating_cpu_s']:.1f} | {files} |"
         )
     medians = {}
