@@ -22,7 +22,9 @@ worker kept busy from the start (an anchor file's pairs are queued at start-up) 
 default priority for it (niceness 19 and ``SCHED_IDLE``); ``niced``, the same at niceness 18
 without ``SCHED_IDLE`` (a niceness alone: 18's weight is 18 against a niceness-0 process's
 1024, 19's is 15); or ``queue``, an arena without rating workers (``--arena-workers 0``:
-submissions are checked, kept and queued, nothing is played). ``--arena-flood K`` adds K
+submissions are checked, kept and queued, nothing is played); or ``spin``, no arena but a
+process beside the server that only spins, at the rating workers' priority (the control of
+``busy``: what any process on a core the server leaves idle costs). ``--arena-flood K`` adds K
 clients on one address (127.0.3.1), in a process of their own, that submit distinct valid
 policy files to ``/api/arena`` over and over while the tables play (after a 429 they wait its
 ``Retry-After``); the result counts the submissions by status, the arena's queued pairs at the
@@ -77,6 +79,7 @@ import websockets
 from bergen_env.engine import BergenState
 from bergen_env.replay import MatchRecorder, resimulate
 from bergen_env.rules import Rules
+from bergen_env.web.agent_pool import lower_priority
 
 
 def free_port() -> int:
@@ -228,7 +231,11 @@ async def uploader(base: str, k: int, text: str, stop: asyncio.Event, counts: Co
 
 
 #: The arenas ``--arena`` starts (see the module's docstring).
-ARENA_MODES = ("off", "busy", "niced", "queue")
+ARENA_MODES = ("off", "busy", "niced", "queue", "spin")
+#: The modes without an arena.
+NO_ARENA = ("off", "spin")
+#: A process that only spins (the control of ``busy``).
+SPIN = [sys.executable, "-c", "while True: pass"]
 #: The least niceness of the server's rating workers (the server runs at 0).
 RATING_NICE = 18
 #: The anchor file whose pairs keep an ``--arena busy`` server's rating worker busy.
@@ -380,7 +387,9 @@ async def run(args: argparse.Namespace, base: str, server_pid: int | None = None
             stop_flood.set()
             floods.update(await asyncio.to_thread(answers.get, True, 120))
             flood.join()
-        arena_queued = (await http.get("/api/arena")).json()["queued"] if args.arena != "off" else 0
+        arena_queued = (
+            (await http.get("/api/arena")).json()["queued"] if args.arena not in NO_ARENA else 0
+        )
         moves = 0
         lost = 0
         for t in tables:
@@ -531,8 +540,9 @@ def main(argv: list[str] | None = None) -> dict:
         "--arena",
         choices=ARENA_MODES,
         help="the server's policy arena: busy (a rating worker busy from the start), niced (the "
-        "same at niceness 18, without SCHED_IDLE), queue (no rating workers) or off (default: "
-        "busy with --arena-flood, else off)",
+        "same at niceness 18, without SCHED_IDLE), queue (no rating workers), spin (no arena; a "
+        "process that spins at the rating workers' priority) or off (default: busy with "
+        "--arena-flood, else off)",
     )
     parser.add_argument(
         "--arena-flood",
@@ -560,7 +570,7 @@ def main(argv: list[str] | None = None) -> dict:
         parser.error("--tables must be in 1..500")
     if args.arena is None:
         args.arena = "busy" if args.arena_flood else "off"
-    if args.arena_flood and args.arena == "off":
+    if args.arena_flood and args.arena in NO_ARENA:
         parser.error("--arena-flood needs an arena (--arena busy, niced or queue)")
     if args.compare:
         try:
@@ -589,7 +599,7 @@ def parse_config(text: str) -> tuple[str, int]:
     mode, _, flood = text.strip().partition("+")
     if mode not in ARENA_MODES or not (flood or "0").isdigit():
         raise ValueError(f"{text!r} is not MODE or MODE+FLOODERS (MODE: {', '.join(ARENA_MODES)})")
-    if mode == "off" and flood not in ("", "0"):
+    if mode in NO_ARENA and flood not in ("", "0"):
         raise ValueError(f"{text!r}: flooders need an arena")
     return mode, int(flood or 0)
 
@@ -665,7 +675,7 @@ def serve_and_run(args: argparse.Namespace) -> dict:
         if args.nofile:  # the server's connections stay well under its open files
             extra += ["--max-connections", str(args.nofile // 2)]
 
-    if args.arena != "off":  # the flood meets the per-minute bound, not the hour's
+    if args.arena not in NO_ARENA:  # the flood meets the per-minute bound, not the hour's
         arena = ":memory:" if args.db == ":memory:" else args.db + ".arena"
         extra += ["--arena", arena]
         extra += ["--arena-per-hour", "100000", "--arena-max-queued", "100000"]
@@ -708,6 +718,9 @@ def serve_and_run(args: argparse.Namespace) -> dict:
         stdout=subprocess.DEVNULL,
         preexec_fn=nofile,
     )
+    spin = None
+    if args.arena == "spin":  # at the rating workers' priority, for the server's whole life
+        spin = subprocess.Popen(SPIN, preexec_fn=lambda: lower_priority(19, idle=True))
     base = f"http://127.0.0.1:{port}"
     try:
         for _ in range(200):
@@ -723,6 +736,9 @@ def serve_and_run(args: argparse.Namespace) -> dict:
     finally:
         server.terminate()
         server.wait(timeout=30)
+        if spin is not None:
+            spin.kill()
+            spin.wait()
     print(json.dumps(result, indent=1))
     if not args.slow and (result["unfinished"] or result["mismatched"]):
         raise SystemExit("FAILED: unfinished or mismatched matches")

@@ -4,6 +4,7 @@ its restart, and serves a leaderboard with intervals and a play link that opens 
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -310,13 +311,46 @@ def test_load_benchmark_with_an_arena_flood() -> None:
     assert statuses.get("201", 0) >= 1 and set(statuses) <= {"201", "429"}, statuses
 
 
+@pytest.mark.skipif(not Path("/proc").is_dir(), reason="reads processes from /proc")
+def test_load_benchmark_spin_control_runs_beside_the_server_and_ends() -> None:
+    """``--arena spin``: a spinning process at the rating workers' priority runs while the
+    tables play and is gone afterwards."""
+    pytest.importorskip("websockets", reason="the web extra: pip install 'bergen_env[web]'")
+    from benchmarks import web_load
+
+    command = b"".join(a.encode() + b"\0" for a in web_load.SPIN)
+
+    def spinners() -> list[int]:
+        found = []
+        for entry in Path("/proc").iterdir():
+            with contextlib.suppress(OSError):
+                if entry.name.isdigit() and (entry / "cmdline").read_bytes() == command:
+                    found.append(int(entry.name))
+        return found
+
+    seen: list[list[int]] = []
+    real_run = web_load.run
+
+    async def watched(*args, **kwargs):  # noqa: ANN002, ANN003, ANN202
+        seen.append([os.getpriority(os.PRIO_PROCESS, pid) for pid in spinners()])
+        return await real_run(*args, **kwargs)
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(web_load, "run", watched)
+        out = web_load.main(["--tables", "2", "--timeout", "120", "--arena", "spin"])
+    assert out["unfinished"] == 0 and out["arena"] == "spin"
+    assert seen == [[19]]  # one spinner, at niceness 19, while the tables played
+    assert spinners() == []
+
+
 def test_load_benchmark_configurations_are_named() -> None:
     pytest.importorskip("websockets", reason="the web extra: pip install 'bergen_env[web]'")
     from benchmarks.web_load import parse_config
 
     assert parse_config("off") == ("off", 0) and parse_config(" busy+4") == ("busy", 4)
     assert parse_config("queue+0") == ("queue", 0) and parse_config("niced") == ("niced", 0)
-    for bad in ("off+2", "fast", "busy+x", "busy+-1"):
+    assert parse_config("spin") == ("spin", 0)
+    for bad in ("off+2", "spin+1", "fast", "busy+x", "busy+-1"):
         with pytest.raises(ValueError, match="MODE|flooders need an arena"):
             parse_config(bad)
 
