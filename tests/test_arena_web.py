@@ -91,6 +91,8 @@ def test_one_entry_per_file_its_page_and_its_play_link() -> None:
         assert again.status_code == 200 and not again.json()["new"]
         assert again.json()["sha256"] == entry["sha256"] and again.json()["name"] == "Ada"
         sha = entry["sha256"]
+        # the file kept is the one sent, byte for byte (the check answers without the bytes)
+        assert c.app.state.arena.store.policy_path(sha).read_bytes() == shipped("standard_2p")
         page = c.get(f"/api/arena/{sha}").json()
         assert page["play"] == entry["play"] and page["rules"]["num_players"] == 2
         assert c.get("/api/arena/" + "0" * 64).status_code == 404

@@ -18,6 +18,7 @@ an arena answers 404.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import time
 import urllib.parse
 from typing import Any
@@ -118,6 +119,7 @@ async def submit(request: Request) -> Response:
         sub, problem = await asyncio.to_thread(check_upload, data, settings.max_file_bytes)
     if sub is None:
         raise TableError(400, "bad_policy", str(problem))
+    sub = dataclasses.replace(sub, data=data)  # the worker's answer leaves the bytes out
     # the store's calls in threads: a write being committed (its fsync) never holds the loop
     known = await asyncio.to_thread(runner.store.policy, sub.sha256)
     if known is None:

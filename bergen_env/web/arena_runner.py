@@ -22,7 +22,7 @@ import secrets
 import time
 from concurrent.futures import Executor, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -90,9 +90,10 @@ def play_secret_pair(a: str, b: str, rules: Any, matches: int) -> tuple[PairOutc
 
 
 def check_upload(data: bytes, max_bytes: int) -> tuple[Submission | None, str | None]:
-    """The checked submission, or the one-line problem (for a worker process: it pickles)."""
+    """The checked submission without its bytes (``data`` is empty: the caller has them), or
+    the one-line problem; for a worker process, whose answer travels back pickled."""
     try:
-        return check_submission(data, max_bytes=max_bytes), None
+        return replace(check_submission(data, max_bytes=max_bytes), data=b""), None
     except SubmissionError as exc:
         return None, str(exc)
 
