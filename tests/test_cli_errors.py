@@ -255,3 +255,27 @@ def test_policy_files_disagreeing_with_each_other_or_the_rules(
 ) -> None:
     proc = run_module("evaluate", "--agents", *args, "--matches", "2", "--no-progress")
     assert_one_line_error(proc, "bergen-evaluate", *words)
+
+
+@pytest.mark.parametrize(
+    ("module", "prog", "args", "words"),
+    [
+        ("bergen_env.web.cli", "bergen-web", ["--port", "abc"], ["--port", "'abc'"]),
+        ("bergen_env.web.cli", "bergen-web", ["--nosuch"], ["unrecognized", "--nosuch"]),
+        ("bergen_env.web.arena_cli", "bergen-arena submit", ["submit"], ["required", "--server"]),
+    ],
+)
+def test_the_web_programs_flag_errors_are_one_line(
+    module: str, prog: str, args: list[str], words: list[str]
+) -> None:
+    if find_spec("starlette") is None or find_spec("uvicorn") is None:
+        pytest.skip("needs the [web] extra (missing: starlette or uvicorn)")
+    proc = subprocess.run(
+        [sys.executable, "-m", module, *args],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        stdin=subprocess.DEVNULL,
+    )
+    assert_one_line_error(proc, prog, *words)

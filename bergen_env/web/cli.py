@@ -20,7 +20,7 @@ from typing import NoReturn
 
 from bergen_env.agents.base import make_agent, parse_agent_spec, registered_agents
 from bergen_env.arena_store import SCRIPTED_ANCHORS, ArenaStore, SubmissionError
-from bergen_env.command_line import USER_ERROR
+from bergen_env.command_line import USER_ERROR, ArgumentParser
 from bergen_env.errors import install_hint
 from bergen_env.ray_tasks import LOCAL, RayJoinError, cluster_cpus, join
 from bergen_env.web.agent_pool import AgentPool, default_workers
@@ -70,7 +70,7 @@ def _check_agent(name: str, spec: str) -> None:
 
 
 def parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(
+    p = ArgumentParser(
         prog="bergen-web", description="Serve the browser game (127.0.0.1:8000 by default)."
     )
     p.add_argument("--host", default="127.0.0.1", help="address to listen on")
