@@ -90,8 +90,8 @@ def play_secret_pair(a: str, b: str, rules: Any, matches: int) -> tuple[PairOutc
 
 
 def check_upload(data: bytes, max_bytes: int) -> tuple[Submission | None, str | None]:
-    """The checked submission without its bytes (``data`` is empty: the caller has them), or
-    the one-line problem; for a worker process, whose answer travels back pickled."""
+    """The checked submission with its ``data`` left empty (the caller has the bytes), or the
+    one-line problem; for a worker process, whose answer travels back pickled."""
     try:
         return replace(check_submission(data, max_bytes=max_bytes), data=b""), None
     except SubmissionError as exc:
