@@ -23,7 +23,7 @@ httpx2 = pytest.importorskip("httpx2", reason="the web extra: pip install 'berge
 
 from starlette.testclient import TestClient  # noqa: E402
 from test_web_server import alive, descendants  # noqa: E402
-from web_server import free_port  # noqa: E402
+from web_server import answering, free_port  # noqa: E402
 
 from bergen_env.arena_store import ArenaStore  # noqa: E402
 from bergen_env.web import Limits, TableManager  # noqa: E402
@@ -374,17 +374,6 @@ def _serve(port: int, db: Path) -> subprocess.Popen:
     )
 
 
-def _up(base: str) -> httpx2.Client:
-    c = httpx2.Client(base_url=base, timeout=30)
-    for _ in range(300):
-        try:
-            c.get("/api/meta")
-            return c
-        except httpx2.TransportError:
-            time.sleep(0.1)
-    raise RuntimeError("the arena server did not start")
-
-
 def _counts(db: Path) -> tuple[int, int, int]:
     """(jobs, results, queued jobs) in the arena file, read beside the server."""
     with sqlite3.connect(db, timeout=10) as con:
@@ -428,7 +417,7 @@ def test_a_real_server_rates_two_policies_across_a_restart(tmp_path: Path) -> No
     seen: dict[int, str] = {}
     server = _serve(port, db)
     try:
-        c = _up(base)
+        c = answering(base)
         out = _submit(base, POLICIES / "expert_2p.safetensors", "expert_2p")
         assert out.returncode == 0, out.stderr
         shas = {"expert_2p": out.stdout.split()[0]}
@@ -452,7 +441,7 @@ def test_a_real_server_rates_two_policies_across_a_restart(tmp_path: Path) -> No
         assert not [p for p in seen.items() if alive(*p)]
 
         server = _serve(port, db)
-        c = _up(base)
+        c = answering(base)
         refused = _submit(base, broken, "x")
         assert refused.returncode == 2 and "not a readable safetensors file" in refused.stderr
         raw = c.post("/api/arena", content=broken.read_bytes(), headers=FILE)

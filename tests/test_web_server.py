@@ -19,7 +19,7 @@ import pytest
 pytest.importorskip("starlette")
 pytest.importorskip("uvicorn")
 
-from web_server import free_port, running_server  # noqa: E402
+from web_server import answering, free_port, running_server  # noqa: E402
 
 from bergen_env.web import Limits, TableManager  # noqa: E402
 
@@ -84,9 +84,10 @@ def test_a_request_head_is_bounded_in_size() -> None:
     with running_server(TableManager(limits=Limits(header_seconds=30.0))) as base:
         s = connect(base)
         with s:
-            s.sendall(b"GET /api/meta HTTP/1.1\r\nHost: x\r\n")
-            for _ in range(40):  # 40 KiB of headers, sent at once
-                s.sendall(b"X-Big: " + b"a" * 1000 + b"\r\n")
+            # 40 KiB of headers in one write: sent line by line, the server could refuse the
+            # head and close while the rest still arrives (a broken pipe for the writer)
+            lines = b"".join(b"X-Big: " + b"a" * 1000 + b"\r\n" for _ in range(40))
+            s.sendall(b"GET /api/meta HTTP/1.1\r\nHost: x\r\n" + lines)
             s.settimeout(10)
             assert s.recv(64).startswith(b"HTTP/1.1 400")
             assert closed_within(s, 5)
@@ -180,7 +181,6 @@ def alive(pid: int, started: str) -> bool:
 def test_a_stop_signal_ends_every_child_process(tmp_path: Path, stop: signal.Signals) -> None:
     """A server whose search table and replay upload started worker processes (the agent pool,
     the forkserver, the resource tracker) leaves none of them running when it is stopped."""
-    import httpx2
 
     from bergen_env.engine import BergenState
     from bergen_env.replay import MatchRecorder
@@ -198,13 +198,7 @@ def test_a_stop_signal_ends_every_child_process(tmp_path: Path, stop: signal.Sig
     base = f"http://127.0.0.1:{port}"
     seen: dict[int, str] = {}
     try:
-        client = httpx2.Client(base_url=base, timeout=30)
-        for _ in range(200):
-            try:
-                client.get("/api/meta")
-                break
-            except httpx2.TransportError:
-                time.sleep(0.1)
+        client = answering(base)
         links = client.post("/api/tables", json={"seats": ["person", "search"]}).json()
         token = links["seats"][0]["link"][3:]
         state = BergenState(manager_rules(), seed=1)
@@ -251,7 +245,6 @@ def test_a_stop_signal_ends_every_child_process(tmp_path: Path, stop: signal.Sig
 def test_the_worker_processes_run_before_the_server_answers(tmp_path: Path) -> None:
     """The agent pool's workers and the worker for heavy requests are started with the server,
     not at the first slow decision or upload while tables are being played."""
-    import httpx2
 
     from bergen_env.web.agent_pool import WORKER_NICENESS
 
@@ -265,14 +258,7 @@ def test_the_worker_processes_run_before_the_server_answers(tmp_path: Path) -> N
         stderr=subprocess.DEVNULL,
     )
     try:
-        for _ in range(200):
-            try:
-                httpx2.get(f"http://127.0.0.1:{port}/api/meta", timeout=1)
-                break
-            except httpx2.TransportError:
-                time.sleep(0.1)
-        else:
-            raise AssertionError("the server did not start")
+        answering(f"http://127.0.0.1:{port}").close()
         nices = [st[16] for p in descendants(server.pid) if (st := _stat(p)) is not None]
         own_nice = os.getpriority(os.PRIO_PROCESS, 0)
         # one agent worker (--workers 1) and the worker for heavy requests, at lower priority
