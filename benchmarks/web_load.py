@@ -98,7 +98,7 @@ async def person(
     timeout: float,
     replies: list[float],
     errors: list[float],
-    starts: list[float] | None = None,
+    starts: list[float],
 ) -> dict:
     """Play one seat to the match end; returns the last view. ``replies``: in a 2-player
     table, the seconds from a move's answer to the seat's next turn (the agent's reply);
@@ -131,8 +131,7 @@ async def person(
                     last = (await http.get(f"/api/s/{token}")).json()
                     continue
                 latencies.append(time.perf_counter() - start)
-                if starts is not None:
-                    starts.append(start)
+                starts.append(start)
                 if r.status_code == 200:
                     server_ms.append(float(r.headers["server-timing"].split("dur=")[1]))
                 if r.status_code != 200:

@@ -323,14 +323,12 @@ def test_load_benchmark_spin_control_runs_beside_the_server_and_ends() -> None:
     command = b"".join(a.encode() + b"\0" for a in web_load.SPIN)
 
     def spinners() -> list[int]:
-        """The spinning processes this test's process started (not another run's)."""
+        """The spinning processes below this test's process (not another run's)."""
         found = []
-        for entry in Path("/proc").iterdir():
+        for pid in descendants(os.getpid()):
             with contextlib.suppress(OSError):
-                if entry.name.isdigit() and (entry / "cmdline").read_bytes() == command:
-                    parent = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
-                    if parent == os.getpid():
-                        found.append(int(entry.name))
+                if Path(f"/proc/{pid}/cmdline").read_bytes() == command:
+                    found.append(pid)
         return found
 
     seen: list[list[int]] = []

@@ -181,7 +181,6 @@ def alive(pid: int, started: str) -> bool:
 def test_a_stop_signal_ends_every_child_process(tmp_path: Path, stop: signal.Signals) -> None:
     """A server whose search table and replay upload started worker processes (the agent pool,
     the forkserver, the resource tracker) leaves none of them running when it is stopped."""
-
     from bergen_env.engine import BergenState
     from bergen_env.replay import MatchRecorder
 
@@ -245,7 +244,6 @@ def test_a_stop_signal_ends_every_child_process(tmp_path: Path, stop: signal.Sig
 def test_the_worker_processes_run_before_the_server_answers(tmp_path: Path) -> None:
     """The agent pool's workers and the worker for heavy requests are started with the server,
     not at the first slow decision or upload while tables are being played."""
-
     from bergen_env.web.agent_pool import WORKER_NICENESS
 
     port = free_port()
