@@ -66,6 +66,8 @@ from bergen_env.validation import check_int, check_number
 
 #: How the best response's own seats move inside its playouts.
 OWN_ROLLOUTS = ("heuristic", "greedy", "random", "policy")
+#: Where the playouts run: ``"python"`` (the opponents play the policy) or ``"compiled"``.
+PLAYOUTS = ("python", "compiled")
 
 
 @runtime_checkable
@@ -184,6 +186,25 @@ class PolicyBelief(BeliefModel):
         )
 
 
+class PolicyWeights:
+    """A :class:`PolicyBelief`'s log-weights of the compiled playouts' deals (flat rows of
+    tiles: the hands by seat, then the boneyard)."""
+
+    def __init__(self, model: BeliefModel) -> None:
+        self.model = model
+        ends = np.cumsum(model.view.hand_sizes).tolist()
+        self.bounds = list(zip([0, *ends[:-1]], ends))
+
+    def log_weights(self, deals: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+        """The log-weight of each row of ``deals``, in order, drawing from ``rng`` as
+        :meth:`BeliefModel.log_weight` does."""
+        log_weight, bounds = self.model.log_weight, self.bounds
+        return np.array(
+            [log_weight([row[a:b] for a, b in bounds], rng) for row in deals.tolist()],
+            dtype=np.float64,
+        )
+
+
 class BestResponseAgent(SearchAgent):
     """Search with the policy under test as the model of every opponent; see the module."""
 
@@ -203,6 +224,7 @@ class BestResponseAgent(SearchAgent):
         certainty: float = 2.0,
         tolerance: float = 0.002,
         prune: bool = False,
+        playouts: str = "python",
     ) -> None:
         if policy is None:
             raise ValueError("a best response needs the policy it answers (policy=SPEC)")
@@ -214,12 +236,22 @@ class BestResponseAgent(SearchAgent):
         check_int(
             "max_hands", max_hands, minimum=1, allow_none=True, label="parameter", error=ValueError
         )
+        if playouts not in PLAYOUTS:
+            raise ValueError(f"parameter 'playouts' must be one of {PLAYOUTS}, got {playouts!r}")
+        compiled = playouts == "compiled"
+        if compiled and rollout != "heuristic":
+            raise ValueError(
+                f"playouts='compiled' plays the heuristic for every seat, so parameter 'rollout' "
+                f"must be 'heuristic', got {rollout!r}"
+            )
+        if compiled and max_hands is not None:
+            raise ValueError("playouts='compiled' cannot cut a match (max_hands); use 'python'")
         super().__init__(
             samples=samples,
-            rollout="random",  # unused: the playouts are this class's own
+            rollout="heuristic" if compiled else "random",  # python: the playouts are this class's
             belief=1,
             candidates=candidates,
-            playouts="python",
+            playouts=playouts,
             history=history,
             batch=batch,
             certainty=certainty,
@@ -253,6 +285,9 @@ class BestResponseAgent(SearchAgent):
 
     def belief_model(self, view: PublicView) -> BeliefModel:
         return PolicyBelief(view, self.model, self.floor, self.config.history)
+
+    def compiled_belief(self, model: BeliefModel) -> PolicyWeights:
+        return PolicyWeights(model)
 
     def action_values(self, view: PublicView) -> dict[int, float]:
         pool = [

@@ -549,9 +549,7 @@ class SearchAgent(Agent):
         model = self.belief_model(view) if self.config.belief == 1 else None
         rows = None  # the scored past plays as compiled rows, built once per decision
         if compiled is not None and model is not None and model.decisions:
-            from bergen_env.agents.compiled.belief_weights import CompiledBelief
-
-            rows = CompiledBelief(model)
+            rows = self.compiled_belief(model)
         parts = (view, sampler, compiled, model, rows)
         if self.config.batch is None:
             totals, _, done = self._totals(*parts, self.config.samples, deadline)
@@ -574,6 +572,14 @@ class SearchAgent(Agent):
             partner_temperature=self.config.partner_temperature,
             history=self.config.history,
         )
+
+    def compiled_belief(self, model: BeliefModel) -> Any:
+        """``model``'s weights of the compiled playouts' deals (flat rows of tiles, hands by seat
+        then the boneyard): an object with ``log_weights(deals, rng)``, as
+        :class:`~bergen_env.agents.compiled.belief_weights.CompiledBelief`."""
+        from bergen_env.agents.compiled.belief_weights import CompiledBelief
+
+        return CompiledBelief(model)
 
     def _rounds(self, view: PublicView, parts: tuple) -> tuple[np.ndarray, int, list[int]]:
         """``batch`` deals at a time until :func:`settled` (or ``samples``); with ``prune``, the

@@ -1,0 +1,126 @@
+"""Responders to one policy on the same duplicate deals, each compared with the first, paired.
+
+    python -m benchmarks.responders --policy policy:policies/standard_2p.safetensors
+        --responders "search:samples=30,rollout=heuristic"
+                     "best_response:samples=800,playouts=compiled,batch=200,prune=true,policy={policy}"
+        [--rules standard] [--matches 200] [--seed 1] [--workers 1] [--json PATH]
+
+Each responder (an agent string; ``{policy}`` stands for the policy's agent string, its commas
+written ``%2C``) plays the arena's duplicate matches against copies of the policy, with the same
+seed: the same deal groups and seatings for every responder. Reported for each: the match-win
+rate (95% Wilson interval), the mean return (+1 a won match, -1/(sides-1) a lost one; 95%
+Student-t interval over the deal groups) and its return minus the first responder's, paired by
+deal group (a Student-t interval over the groups of the differences of the groups' means), with
+the CPU seconds of its matches (this process and its workers, from rusage).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import resource
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from bergen_env.arena import run_tournament
+from bergen_env.atomic_files import write_text
+from bergen_env.exploit import Side, check_policy, paired_gain
+from bergen_env.rules import Rules
+
+
+def cpu_seconds() -> float:
+    """User and system CPU time of this process and its ended children."""
+    own = resource.getrusage(resource.RUSAGE_SELF)
+    children = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
+
+
+def responder_spec(template: str, policy: str) -> str:
+    """``template`` with ``{policy}`` replaced by ``policy`` written for an agent string."""
+    return template.replace("{policy}", policy.replace("%", "%25").replace(",", "%2C"))
+
+
+def compare(
+    policy: str,
+    responders: Sequence[str],
+    rules: Rules,
+    matches: int,
+    seed: int,
+    workers: int = 1,
+) -> list[dict]:
+    """One row a responder (see the module), the first the reference of the paired columns."""
+    check_policy(policy, rules)
+    others = 1 if rules.partnerships else rules.num_players - 1
+    rows: list[dict] = []
+    reference: Side | None = None
+    for template in responders:
+        spec = responder_spec(template, policy)
+        start = cpu_seconds()
+        result = run_tournament(
+            [spec] + [policy] * others, rules, matches=matches, seed=seed, workers=workers
+        )
+        side = Side.of(result.records, 0, rules)
+        row = {
+            "responder": spec,
+            "matches": side.matches,
+            "groups": result.config["groups"],
+            "win_rate": side.win_rate,
+            "win_rate_ci95": list(side.win_rate_ci95),
+            "return": side.mean_return,
+            "return_ci95": list(side.return_ci95),
+            "cpu_seconds": cpu_seconds() - start,
+        }
+        if reference is None:
+            reference = side
+        else:
+            mean, lo, hi = paired_gain(side, reference, rules)
+            row["minus_first"] = mean
+            row["minus_first_ci95"] = [lo, hi]
+        rows.append(row)
+        print(table(rows[-1:]), flush=True)
+    return rows
+
+
+def table(rows: Sequence[dict]) -> str:
+    """The rows as Markdown table lines (no header)."""
+    lines = []
+    for r in rows:
+        lo, hi = r["win_rate_ci95"]
+        rlo, rhi = r["return_ci95"]
+        paired = "—"
+        if "minus_first" in r:
+            dlo, dhi = r["minus_first_ci95"]
+            paired = f"{r['minus_first']:+.3f} [{dlo:+.3f}, {dhi:+.3f}]"
+        lines.append(
+            f"| `{r['responder']}` | {r['matches']} | {r['win_rate']:.3f} [{lo:.3f}, {hi:.3f}] | "
+            f"{r['return']:+.3f} [{rlo:+.3f}, {rhi:+.3f}] | {paired} | {r['cpu_seconds']:.0f} |"
+        )
+    return "\n".join(lines)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    p = argparse.ArgumentParser(
+        prog="python -m benchmarks.responders", description=__doc__.split("\n\n")[0]
+    )
+    p.add_argument("--policy", required=True, help="the policy's agent string")
+    p.add_argument("--responders", nargs="+", required=True, metavar="SPEC")
+    p.add_argument("--rules", default="standard", help="a preset (default standard)")
+    p.add_argument("--matches", type=int, default=200)
+    p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--workers", type=int, default=1)
+    p.add_argument("--json", help="write the rows as JSON here")
+    args = p.parse_args(argv)
+    rules = Rules.preset(args.rules)
+    print("| responder | matches | win rate [95% CI] | return [95% t-CI] | return minus the first "
+          "[paired 95% t-CI] | CPU s |\n|---|---:|---:|---:|---:|---:|", flush=True)  # fmt: skip
+    rows = compare(args.policy, args.responders, rules, args.matches, args.seed, args.workers)
+    if args.json:
+        config = {k: v for k, v in vars(args).items() if k != "json"}
+        config["command"] = ["python", "-m", "benchmarks.responders", *(argv or sys.argv[1:])]
+        write_text(Path(args.json), json.dumps({"config": config, "rows": rows}, indent=1) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
