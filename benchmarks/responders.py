@@ -11,7 +11,8 @@ seed: the same deal groups and seatings for every responder. Reported for each: 
 rate (95% Wilson interval), the mean return (+1 a won match, -1/(sides-1) a lost one; 95%
 Student-t interval over the deal groups) and its return minus the first responder's, paired by
 deal group (a Student-t interval over the groups of the differences of the groups' means), with
-the CPU seconds of its matches (this process and its workers, from rusage).
+the CPU seconds of its matches (this process and its workers, from rusage). At the end, every
+pair's paired difference; the JSON keeps each responder's return by deal group.
 """
 
 from __future__ import annotations
@@ -53,6 +54,7 @@ def compare(
     check_policy(policy, rules)
     others = 1 if rules.partnerships else rules.num_players - 1
     rows: list[dict] = []
+    sides: list[Side] = []
     reference: Side | None = None
     for template in responders:
         spec = responder_spec(template, policy)
@@ -70,6 +72,7 @@ def compare(
             "return": side.mean_return,
             "return_ci95": list(side.return_ci95),
             "cpu_seconds": cpu_seconds() - start,
+            "group_returns": side.group_returns,
         }
         if reference is None:
             reference = side
@@ -78,8 +81,21 @@ def compare(
             row["minus_first"] = mean
             row["minus_first_ci95"] = [lo, hi]
         rows.append(row)
+        sides.append(side)
         print(table(rows[-1:]), flush=True)
+    for k, row in enumerate(rows):
+        row["minus"] = [list(paired_gain(sides[k], other, rules)) for other in sides]
     return rows
+
+
+def pairs(rows: Sequence[dict]) -> str:
+    """Every responder's return minus each earlier one's, paired by deal group."""
+    lines = []
+    for k, row in enumerate(rows):
+        for j in range(k):
+            mean, lo, hi = row["minus"][j]
+            lines.append(f"{k + 1} minus {j + 1}: {mean:+.3f} [{lo:+.3f}, {hi:+.3f}]")
+    return "\n".join(lines)
 
 
 def table(rows: Sequence[dict]) -> str:
@@ -115,6 +131,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     print("| responder | matches | win rate [95% CI] | return [95% t-CI] | return minus the first "
           "[paired 95% t-CI] | CPU s |\n|---|---:|---:|---:|---:|---:|", flush=True)  # fmt: skip
     rows = compare(args.policy, args.responders, rules, args.matches, args.seed, args.workers)
+    print("\npaired over the deal groups (responders numbered in order):\n" + pairs(rows))
     if args.json:
         config = {k: v for k, v in vars(args).items() if k != "json"}
         config["command"] = ["python", "-m", "benchmarks.responders", *(argv or sys.argv[1:])]
