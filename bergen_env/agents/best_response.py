@@ -16,6 +16,10 @@ the model of every opponent:
 - **Playouts** (one per legal action per deal, to the end of the hand) move every opponent by
   sampling the policy's action distribution; the best response's own seats (and its partner's)
   play ``rollout``: ``"heuristic"`` (default), ``"greedy"``, ``"random"`` or ``"policy"``.
+- With ``playouts="compiled"`` (the ``[vector]`` extra: numba) every seat of a playout, the
+  opponents included, plays the heuristic in the compiled kernels of plain search, and the
+  policy enters through the deals' weights alone. A playout then costs a small fraction of a
+  policy-driven one, so a decision can afford many more deals (and ``batch``/``prune``).
 - **Leaves** are valued as :class:`~bergen_env.agents.search.SearchAgent` values them (a won
   match, or the match-win chance from the scores after the hand); with ``max_hands`` a hand
   that ends when that many hands have been played is worth 0 (a match cut unfinished, as
@@ -37,7 +41,8 @@ at least ``floor`` (default 1e-4) in the likelihood, which keeps sampling total.
 Parameters: ``policy`` (an agent string; ``%2C`` stands for a comma inside it, so the string
 fits in this agent's own), ``samples`` (default 100), ``candidates`` (4), ``rollout``,
 ``history`` (``"sampled"``), ``floor``, ``max_hands`` (None), ``batch``/``certainty``/
-``tolerance``/``prune`` (as in search). Decisions are reproducible from the RNG given to
+``tolerance``/``prune`` (as in search), ``playouts`` (``"python"``, default, or
+``"compiled"``: then ``rollout`` must be ``"heuristic"`` and ``max_hands`` None). Decisions are reproducible from the RNG given to
 ``reset``. The policy is reset for the rules at ``reset``, so a policy file trained for other
 rules or seating is refused there.
 """
