@@ -4,6 +4,7 @@
         --responders "search:samples=30,rollout=heuristic"
                      "best_response:samples=800,playouts=compiled,batch=200,prune=true,policy={policy}"
         [--rules standard] [--matches 200] [--seed 1] [--workers 1] [--json PATH]
+    python -m benchmarks.responders --pool RESULT.json RESULT.json ...
 
 Each responder (an agent string; ``{policy}`` stands for the policy's agent string, its commas
 written ``%2C``) plays the arena's duplicate matches against copies of the policy, with the same
@@ -13,6 +14,9 @@ Student-t interval over the deal groups) and its return minus the first responde
 deal group (a Student-t interval over the groups of the differences of the groups' means), with
 the CPU seconds of its matches (this process and its workers, from rusage). At the end, every
 pair's paired difference; the JSON keeps each responder's return by deal group.
+
+``--pool`` reads stored results of the same responders on other seeds (their deal groups are
+different deals) and gives every pair's paired difference over all their groups together.
 """
 
 from __future__ import annotations
@@ -24,10 +28,12 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+from benchmarks.rating_table import git_commit
 from bergen_env.arena import run_tournament
 from bergen_env.atomic_files import write_text
 from bergen_env.exploit import Side, check_policy, paired_gain
 from bergen_env.rules import Rules
+from bergen_env.stats import t_interval
 
 
 def cpu_seconds() -> float:
@@ -98,6 +104,29 @@ def pairs(rows: Sequence[dict]) -> str:
     return "\n".join(lines)
 
 
+def pooled(results: Sequence[dict]) -> str:
+    """Every pair's paired difference over the deal groups of all ``results`` (JSON as written
+    by :func:`main`, each of another seed), for the responders every result holds (numbered in
+    the first result's order)."""
+    seeds = [res["config"]["seed"] for res in results]
+    if len(set(seeds)) != len(seeds):
+        raise ValueError(f"two results of one seed share their deals: seeds {seeds}")
+    by_spec = [{r["responder"]: r for r in res["rows"]} for res in results]
+    common = [spec for spec in by_spec[0] if all(spec in rows for rows in by_spec)]
+    if len(common) < 2:
+        raise ValueError("the results share fewer than two responders")
+    returns = [
+        [v for rows in by_spec for v in rows[spec]["group_returns"].values()] for spec in common
+    ]
+    lines = [f"{len(returns[0])} deal groups, seeds {', '.join(map(str, seeds))}"]
+    lines += [f"{k + 1}: {spec}" for k, spec in enumerate(common)]
+    for k in range(len(common)):
+        for j in range(k):
+            mean, lo, hi = t_interval([a - b for a, b in zip(returns[k], returns[j])])
+            lines.append(f"{k + 1} minus {j + 1}: {mean:+.3f} [{lo:+.3f}, {hi:+.3f}]")
+    return "\n".join(lines)
+
+
 def table(rows: Sequence[dict]) -> str:
     """The rows as Markdown table lines (no header)."""
     lines = []
@@ -119,21 +148,32 @@ def main(argv: Sequence[str] | None = None) -> int:
     p = argparse.ArgumentParser(
         prog="python -m benchmarks.responders", description=__doc__.split("\n\n")[0]
     )
-    p.add_argument("--policy", required=True, help="the policy's agent string")
-    p.add_argument("--responders", nargs="+", required=True, metavar="SPEC")
+    p.add_argument("--policy", help="the policy's agent string")
+    p.add_argument("--responders", nargs="+", metavar="SPEC")
+    p.add_argument("--pool", nargs="+", metavar="JSON", help="pool stored results instead")
     p.add_argument("--rules", default="standard", help="a preset (default standard)")
     p.add_argument("--matches", type=int, default=200)
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--workers", type=int, default=1)
     p.add_argument("--json", help="write the rows as JSON here")
     args = p.parse_args(argv)
+    if args.pool:
+        try:
+            print(pooled([json.loads(Path(f).read_text()) for f in args.pool]))
+        except (OSError, ValueError, KeyError) as exc:
+            p.error(f"--pool: {exc}")
+        return 0
+    if not args.policy or not args.responders:
+        p.error("--policy and --responders are needed (or --pool)")
     rules = Rules.preset(args.rules)
+    commit = git_commit()  # the code this process runs, whatever is committed meanwhile
     print("| responder | matches | win rate [95% CI] | return [95% t-CI] | return minus the first "
           "[paired 95% t-CI] | CPU s |\n|---|---:|---:|---:|---:|---:|", flush=True)  # fmt: skip
     rows = compare(args.policy, args.responders, rules, args.matches, args.seed, args.workers)
     print("\npaired over the deal groups (responders numbered in order):\n" + pairs(rows))
     if args.json:
         config = {k: v for k, v in vars(args).items() if k != "json"}
+        config["commit"] = commit
         config["command"] = ["python", "-m", "benchmarks.responders", *(argv or sys.argv[1:])]
         write_text(Path(args.json), json.dumps({"config": config, "rows": rows}, indent=1) + "\n")
     return 0
