@@ -6,6 +6,7 @@ responders must be one of them."""
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -60,3 +61,35 @@ def test_pooling_refuses_two_results_of_one_seed() -> None:
     result = next(iter(_stored().values()))
     with pytest.raises(ValueError, match="share their deals"):
         pooled([result, result])
+
+
+_FIGURE = re.compile(r"[+-]?\d\.\d{3} \[[+-]?\d\.\d{3}, [+-]?\d\.\d{3}\]")
+
+
+def _stored_figures() -> set[str]:
+    stored = _stored()
+    text = "\n".join(table(r["rows"]) + "\n" + pairs(r["rows"]) for r in stored.values())
+    by_policy: dict[str, list[dict]] = {}
+    for result in stored.values():
+        by_policy.setdefault(result["config"]["policy"], []).append(result)
+    text += "\n".join(pooled(rs) for rs in by_policy.values() if len(rs) > 1)
+    return {f.lstrip("+") for f in _FIGURE.findall(text)}
+
+
+def test_every_interval_quoted_from_these_runs_is_a_stored_one() -> None:
+    """The prose too: each figure with an interval in the report, and in the paragraphs of the
+    other pages about the 800-deal best response (its section of exploitability.md), is one the
+    stored results give."""
+    figures = _stored_figures()
+    texts = [REPORT.read_text()]
+    page = (ROOT / "docs" / "exploitability.md").read_text()
+    start = page.index("## A stronger best response")
+    texts.append(page[start : page.index("\n## ", start + 1)])
+    for page in (ROOT / "docs" / "baselines.md", ROOT / "docs" / "evaluation.md"):
+        texts += [
+            p for p in page.read_text().split("\n\n") if p.startswith("A stronger best response")
+        ]
+    quoted = [f for text in texts for f in _FIGURE.findall(re.sub(r"\s+", " ", text))]
+    assert len(quoted) >= 40
+    for figure in quoted:
+        assert figure.lstrip("+") in figures, figure
