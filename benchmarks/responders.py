@@ -115,14 +115,18 @@ def pooled(results: Sequence[dict]) -> str:
     common = [spec for spec in by_spec[0] if all(spec in rows for rows in by_spec)]
     if len(common) < 2:
         raise ValueError("the results share fewer than two responders")
-    returns = [
-        [v for rows in by_spec for v in rows[spec]["group_returns"].values()] for spec in common
-    ]
-    lines = [f"{len(returns[0])} deal groups, seeds {', '.join(map(str, seeds))}"]
+    rules = {res["config"]["rules"] for res in results}
+    if len(rules) != 1:
+        raise ValueError(f"the results are of different rules: {sorted(rules)}")
+    loss = -1.0 / (Rules.preset(rules.pop()).num_sides - 1)
+    groups = [(rows, g) for rows in by_spec for g in rows[common[0]]["group_returns"]]
+    returns = [[rows[spec]["group_returns"][g] for rows, g in groups] for spec in common]
+    lines = [f"{len(groups)} deal groups, seeds {', '.join(map(str, seeds))}"]
     lines += [f"{k + 1}: {spec}" for k, spec in enumerate(common)]
     for k in range(len(common)):
         for j in range(k):
-            mean, lo, hi = t_interval([a - b for a, b in zip(returns[k], returns[j])])
+            diffs = [a - b for a, b in zip(returns[k], returns[j])]
+            mean, lo, hi = t_interval(diffs, bounds=(loss - 1.0, 1.0 - loss))
             lines.append(f"{k + 1} minus {j + 1}: {mean:+.3f} [{lo:+.3f}, {hi:+.3f}]")
     return "\n".join(lines)
 

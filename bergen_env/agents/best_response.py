@@ -42,9 +42,9 @@ Parameters: ``policy`` (an agent string; ``%2C`` stands for a comma inside it, s
 fits in this agent's own), ``samples`` (default 100), ``candidates`` (4), ``rollout``,
 ``history`` (``"sampled"``), ``floor``, ``max_hands`` (None), ``batch``/``certainty``/
 ``tolerance``/``prune`` (as in search), ``playouts`` (``"python"``, default, or
-``"compiled"``: then ``rollout`` must be ``"heuristic"`` and ``max_hands`` None). Decisions are reproducible from the RNG given to
-``reset``. The policy is reset for the rules at ``reset``, so a policy file trained for other
-rules or seating is refused there.
+``"compiled"``: then ``rollout`` must be ``"heuristic"`` and ``max_hands`` None). Decisions are
+reproducible from the RNG given to ``reset``. The policy is reset for the rules at ``reset``,
+so a policy file trained for other rules or seating is refused there.
 """
 
 from __future__ import annotations
@@ -355,8 +355,10 @@ def _pick(p: np.ndarray, rng: np.random.Generator) -> int:
 
 __all__ = [
     "OWN_ROLLOUTS",
+    "PLAYOUTS",
     "BestResponseAgent",
     "PolicyBelief",
+    "PolicyWeights",
     "StatedPolicy",
     "line_before",
     "stated_policy",
