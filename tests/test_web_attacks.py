@@ -425,6 +425,15 @@ def finish_match(client: TestClient, token: str) -> dict[str, Any]:
     raise AssertionError("the match did not end")
 
 
+def wait_until_freed(manager: Any) -> None:
+    """Wait (at most 10 s) until no table is live: a finished match's slot is freed once its end
+    is recorded, which a page polling the table may see a moment after the match is over."""
+    deadline = time.monotonic() + 10
+    while manager.tables and time.monotonic() < deadline:
+        time.sleep(0.005)
+    assert not manager.tables
+
+
 def test_a_rematch_counts_against_the_creators_quotas() -> None:
     """Finished tables cannot be collected and rematched into more live tables than a
     creation would allow: per-address tables, then the creation rate."""
@@ -433,7 +442,7 @@ def test_a_rematch_counts_against_the_creators_quotas() -> None:
     with client:
         first = new_table(client).json()["seats"][0]["link"][3:]
         finish_match(client, first)
-        assert not manager.tables
+        wait_until_freed(manager)
         for _ in range(2):
             assert new_table(client).status_code == 201
         r = client.post(f"/api/s/{first}/rematch", json={})
@@ -457,6 +466,7 @@ def test_a_refused_rematch_changes_nothing() -> None:
     with client:
         token = new_table(client).json()["seats"][0]["link"][3:]
         finish_match(client, token)
+        wait_until_freed(manager)
         table, _ = manager.by_token(token)
         before = (table.row.match, list(table.row.kinds), list(table.row.tokens), table.state)
         manager.agents.pop("greedy")  # the agent left the menu: the next deal is refused
