@@ -17,12 +17,12 @@ with whether the two intervals overlap.
 from __future__ import annotations
 
 import argparse
-import resource
 import tempfile
 import time
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
+from benchmarks.cpu_time import waited_cpu
 from bergen_env.arena_store import (
     ArenaStore,
     check_submission,
@@ -36,16 +36,10 @@ from bergen_env.web.arena_runner import play_secret_pair
 RESULTS = Path(__file__).resolve().parent / "results" / "ratings_standard_2p.json"
 
 
-def _cpu() -> float:
-    own = resource.getrusage(resource.RUSAGE_SELF)
-    kids = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return own.ru_utime + own.ru_stime + kids.ru_utime + kids.ru_stime
-
-
 def play_queue(store: ArenaStore, workers: int) -> tuple[int, float, float]:
     """Play every queued pair; (pairs, wall seconds, CPU seconds of this process tree)."""
     jobs = store.queued()
-    wall, cpu = time.perf_counter(), _cpu()
+    wall, cpu = time.perf_counter(), waited_cpu()
     with ProcessPoolExecutor(workers) as pool:  # shut down before the CPU is read
         futures = [
             (
@@ -63,7 +57,7 @@ def play_queue(store: ArenaStore, workers: int) -> tuple[int, float, float]:
         for job, future in futures:
             outcome, seconds = future.result()
             store.record(job.id, outcome, seconds)
-    return len(jobs), time.perf_counter() - wall, _cpu() - cpu
+    return len(jobs), time.perf_counter() - wall, waited_cpu() - cpu
 
 
 def stored_ratings() -> dict[str, tuple[float, float, float]]:
@@ -97,11 +91,11 @@ def main(argv: list[str] | None = None) -> None:
         anchors[entry.id] = f"policy:{args.policy}"  # its name in the docs' table
         store.plan(entry, whole_groups(args.matches, entry.rules), 0)
         n, wall, cpu = play_queue(store, args.workers)
-        start, cpu_fit = time.perf_counter(), _cpu()
+        start, cpu_fit = time.perf_counter(), waited_cpu()
         board = leaderboard(store.board_data(rules_key(entry.rules)), bootstrap=args.bootstrap)
-        fit = time.perf_counter() - start
+        fit, fit_cpu = time.perf_counter() - start, waited_cpu() - cpu_fit
         print(f"the policy's pairs: {n} pairs, {wall:.1f} s wall, {cpu:.1f} s CPU")
-        print(f"fit: {fit:.1f} s wall, {_cpu() - cpu_fit:.1f} s CPU ({args.bootstrap} replicates)")
+        print(f"fit: {fit:.1f} s wall, {fit_cpu:.1f} s CPU ({args.bootstrap} replicates)")
         docs = stored_ratings() if entry.rules == Rules.preset("standard") else {}
         print("\n| agent | arena rating | 95% interval | matches | docs/ratings.md | overlap |")
         print("|---|---|---|---|---|---|")

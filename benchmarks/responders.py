@@ -23,12 +23,13 @@ from __future__ import annotations
 
 import argparse
 import json
-import resource
 import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+from benchmarks.cpu_time import waited_cpu
 from benchmarks.rating_table import git_commit
+from bergen_env.agents.best_response import quote_policy
 from bergen_env.arena import run_tournament
 from bergen_env.atomic_files import write_text
 from bergen_env.exploit import Side, check_policy, paired_gain
@@ -36,16 +37,9 @@ from bergen_env.rules import Rules
 from bergen_env.stats import t_interval
 
 
-def cpu_seconds() -> float:
-    """User and system CPU time of this process and its ended children."""
-    own = resource.getrusage(resource.RUSAGE_SELF)
-    children = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
-
-
 def responder_spec(template: str, policy: str) -> str:
     """``template`` with ``{policy}`` replaced by ``policy`` written for an agent string."""
-    return template.replace("{policy}", policy.replace("%", "%25").replace(",", "%2C"))
+    return template.replace("{policy}", quote_policy(policy))
 
 
 def compare(
@@ -64,7 +58,7 @@ def compare(
     reference: Side | None = None
     for template in responders:
         spec = responder_spec(template, policy)
-        start = cpu_seconds()
+        start = waited_cpu()
         result = run_tournament(
             [spec] + [policy] * others, rules, matches=matches, seed=seed, workers=workers
         )
@@ -77,7 +71,7 @@ def compare(
             "win_rate_ci95": list(side.win_rate_ci95),
             "return": side.mean_return,
             "return_ci95": list(side.return_ci95),
-            "cpu_seconds": cpu_seconds() - start,
+            "cpu_seconds": waited_cpu() - start,
             "group_returns": side.group_returns,
         }
         if reference is None:

@@ -32,7 +32,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import resource
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -40,16 +39,10 @@ from typing import Any
 
 import torch
 
+from benchmarks.cpu_time import waited_cpu
 from bergen_env.training.config import TrainConfig, load_config
 from bergen_env.training.device import pins_memory
 from bergen_env.training.train import build_model, check_config, make_vec_env
-
-
-def tree_cpu() -> float:
-    """CPU seconds (user + system) of this process and its waited-for children."""
-    own = resource.getrusage(resource.RUSAGE_SELF)
-    kids = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return own.ru_utime + own.ru_stime + kids.ru_utime + kids.ru_stime
 
 
 class Timed:
@@ -78,7 +71,7 @@ def train_side(cfg: TrainConfig, steps: int, split: bool) -> dict[str, Any]:
     torch.set_num_threads(cfg.torch_threads)
     on_gpu = pins_memory(cfg.device)
     sync = torch.cuda.synchronize if on_gpu else None
-    cpu0, wall0 = tree_cpu(), time.perf_counter()
+    cpu0, wall0 = waited_cpu(), time.perf_counter()
     env = make_vec_env(cfg, None)
     model = build_model(cfg, env, Path("."))
     parts: dict[str, Timed] = {}
@@ -101,7 +94,7 @@ def train_side(cfg: TrainConfig, steps: int, split: bool) -> dict[str, Any]:
         sync()
     own = clock() - own0
     env.close()
-    cpu, wall = tree_cpu() - cpu0, time.perf_counter() - wall0
+    cpu, wall = waited_cpu() - cpu0, time.perf_counter() - wall0
     out: dict[str, Any] = {
         "vec_env": cfg.vec_env,
         "n_envs": cfg.n_envs,

@@ -146,7 +146,7 @@ def test_bergen_exploit_plays_the_compiled_best_response(capsys):
     ("flags", "needle"),
     [
         (["--prune"], "--prune needs --batch"),
-        (["--batch", "0"], "--batch must be at least 1"),
+        (["--batch", "0"], "--batch must be >= 1"),
         (["--playouts", "compiled", "--rollout", "random"], "rollout' must be 'heuristic'"),
     ],
 )

@@ -84,6 +84,12 @@ class StatedPolicy(Protocol):
         ...
 
 
+def quote_policy(spec: str) -> str:
+    """``spec`` written to fit inside a best response's agent string (``%`` as ``%25``, commas
+    as ``%2C``); the agent reads it back with ``unquote``."""
+    return spec.replace("%", "%25").replace(",", "%2C")
+
+
 def stated_policy(spec: str | Agent) -> Agent:
     """The agent of ``spec`` (a string or an instance), checked to state its distribution."""
     agent = make_agent(spec) if isinstance(spec, str) else spec
@@ -361,5 +367,6 @@ __all__ = [
     "PolicyWeights",
     "StatedPolicy",
     "line_before",
+    "quote_policy",
     "stated_policy",
 ]
